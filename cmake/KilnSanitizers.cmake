@@ -1,0 +1,12 @@
+# Applies KILN_SANITIZE to every target defined after this point.
+if(KILN_SANITIZE AND NOT KILN_SANITIZE STREQUAL "OFF")
+  if(KILN_SANITIZE STREQUAL "ON")
+    set(_kiln_san "address;undefined")
+  else()
+    set(_kiln_san "${KILN_SANITIZE}")
+  endif()
+  list(JOIN _kiln_san "," _kiln_san_flag)
+  message(STATUS "Kiln: sanitizers ${_kiln_san_flag}")
+  add_compile_options(-fsanitize=${_kiln_san_flag} -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${_kiln_san_flag})
+endif()

@@ -1,0 +1,67 @@
+// DType: the element types Kiln tensors hold, their sizes, names and promotion.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <iosfwd>
+#include <string_view>
+
+namespace kiln {
+
+/// Element type of a tensor. The order is part of no file format; names are.
+enum class DType : uint8_t { kF32, kF64, kBF16, kF16, kI32, kI64, kU8, kBool };
+
+inline constexpr int kNumDTypes = 8;
+
+/// Bytes per element.
+constexpr size_t size_of(DType t) {
+  switch (t) {
+    case DType::kF64:
+    case DType::kI64:
+      return 8;
+    case DType::kF32:
+    case DType::kI32:
+      return 4;
+    case DType::kBF16:
+    case DType::kF16:
+      return 2;
+    case DType::kU8:
+    case DType::kBool:
+      return 1;
+  }
+  return 0;
+}
+
+/// Short name used in IR text and messages: "f32", "bf16", "u8", "bool", ...
+std::string_view name(DType t);
+/// Parses a short name (also accepts Keras/NumPy spellings such as "float32", "uint8").
+/// Throws DTypeError naming the accepted names.
+DType parse_dtype(std::string_view text);
+
+constexpr bool is_floating(DType t) {
+  return t == DType::kF32 || t == DType::kF64 || t == DType::kBF16 || t == DType::kF16;
+}
+constexpr bool is_integral(DType t) {
+  return t == DType::kI32 || t == DType::kI64 || t == DType::kU8;
+}
+
+/// The type both operands convert to in a mixed binary op, as JAX's lattice does:
+/// bool < u8 < i32 < i64 < bf16,f16 < f32 < f64; bf16 with f16 gives f32.
+DType promote(DType a, DType b);
+
+std::ostream& operator<<(std::ostream& os, DType t);
+
+/// Maps C++ element types to DType (float -> kF32, ...).
+template <typename T>
+struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kF32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kF64; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kI32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kI64; };
+template <> struct DTypeOf<uint8_t> { static constexpr DType value = DType::kU8; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+
+template <typename T>
+inline constexpr DType dtype_of = DTypeOf<T>::value;
+
+}  // namespace kiln

@@ -1,0 +1,98 @@
+// HostTensor: concrete bytes plus a Shape in host memory, 64-byte aligned, with shared
+// ownership (copies share storage; clone() copies bytes). The only tensor type data/ and io/ see.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "kiln/core/check.h"
+#include "kiln/core/half.h"
+#include "kiln/core/shape.h"
+
+namespace kiln {
+
+/// Alignment of every HostTensor allocation: a cache line, and enough for AVX-512 loads.
+inline constexpr size_t kHostAlignment = 64;
+
+class HostTensor {
+ public:
+  /// An empty (undefined) tensor; defined() is false.
+  HostTensor() = default;
+  /// Zero-filled tensor of `shape`. Throws OutOfMemoryError if the allocation fails.
+  explicit HostTensor(Shape shape);
+
+  static HostTensor zeros(Shape shape) { return HostTensor(std::move(shape)); }
+  /// A tensor holding `values` (row-major); throws ShapeError if the count differs.
+  template <typename T>
+  static HostTensor from_vector(Dims dims, const std::vector<T>& values);
+  template <typename T>
+  static HostTensor scalar(T value) {
+    return from_vector<T>({}, std::vector<T>{value});
+  }
+
+  bool defined() const { return storage_ != nullptr; }
+  const Shape& shape() const { return shape_; }
+  DType dtype() const { return shape_.dtype(); }
+  const Dims& dims() const { return shape_.dims(); }
+  int rank() const { return shape_.rank(); }
+  int64_t num_elements() const { return shape_.num_elements(); }
+  int64_t byte_size() const { return shape_.num_elements() * static_cast<int64_t>(size_of(dtype())); }
+
+  void* raw_data() { return data_; }
+  const void* raw_data() const { return data_; }
+
+  /// Typed view of the elements; throws DTypeError if T does not match dtype().
+  template <typename T>
+  std::span<T> data() {
+    check_type(dtype_of<std::remove_const_t<T>>);
+    return {static_cast<T*>(data_), static_cast<size_t>(num_elements())};
+  }
+  template <typename T>
+  std::span<const T> data() const {
+    check_type(dtype_of<std::remove_const_t<T>>);
+    return {static_cast<const T*>(data_), static_cast<size_t>(num_elements())};
+  }
+  /// Copies the elements out, converted to T.
+  template <typename T>
+  std::vector<T> to_vector() const;
+
+  /// Same bytes, new dims (element count must match). Shares storage.
+  HostTensor reshape(Dims dims) const;
+  /// Deep copy.
+  HostTensor clone() const;
+  /// Element-wise conversion (16-bit floats round to nearest even). Returns *this if same dtype.
+  HostTensor astype(DType dtype) const;
+  /// A view of rows [begin, end) along axis 0; shares storage.
+  HostTensor slice_rows(int64_t begin, int64_t end) const;
+  bool shares_storage_with(const HostTensor& other) const { return storage_ == other.storage_; }
+
+ private:
+  void check_type(DType requested) const;
+
+  Shape shape_;
+  std::shared_ptr<std::byte> storage_;  // owns the aligned allocation
+  void* data_ = nullptr;                // start of this tensor's elements inside storage_
+};
+
+template <typename T>
+HostTensor HostTensor::from_vector(Dims dims, const std::vector<T>& values) {
+  HostTensor t(Shape(dtype_of<T>, std::move(dims)));
+  if (static_cast<int64_t>(values.size()) != t.num_elements())
+    KILN_THROW(ShapeError, "[HostTensor::from_vector] expected ", t.num_elements(),
+               " values for ", t.shape(), ", received ", values.size(), ".");
+  auto dst = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i];
+  return t;
+}
+
+template <typename T>
+std::vector<T> HostTensor::to_vector() const {
+  HostTensor converted = astype(dtype_of<T>);
+  auto src = converted.data<T>();
+  return std::vector<T>(src.begin(), src.end());
+}
+
+}  // namespace kiln

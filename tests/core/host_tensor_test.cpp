@@ -1,0 +1,77 @@
+#include "kiln/core/host_tensor.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "tests/testing/expect_error.h"
+
+namespace kiln {
+namespace {
+
+TEST(HostTensorTest, AllocatesZeroedAlignedStorage) {
+  HostTensor t(Shape(DType::kF32, {3, 5}));
+  EXPECT_TRUE(t.defined());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHostAlignment, 0u);
+  for (float v : t.data<float>()) EXPECT_EQ(v, 0.0f);
+  EXPECT_EQ(t.byte_size(), 60);
+}
+
+TEST(HostTensorTest, CopiesShareStorageAndCloneDoesNot) {
+  auto a = HostTensor::from_vector<float>({2}, {1.0f, 2.0f});
+  HostTensor b = a;
+  b.data<float>()[0] = 7.0f;
+  EXPECT_EQ(a.data<float>()[0], 7.0f);
+  HostTensor c = a.clone();
+  c.data<float>()[1] = 9.0f;
+  EXPECT_EQ(a.data<float>()[1], 2.0f);
+  EXPECT_FALSE(c.shares_storage_with(a));
+}
+
+TEST(HostTensorTest, TypedViewRejectsTheWrongType) {
+  HostTensor t(Shape(DType::kU8, {4}));
+  KILN_EXPECT_ERROR(t.data<float>(), DTypeError, "requested f32 elements of a u8[4] tensor");
+}
+
+TEST(HostTensorTest, FromVectorChecksTheCount) {
+  KILN_EXPECT_ERROR(HostTensor::from_vector<int32_t>({2, 2}, {1, 2, 3}), ShapeError,
+                    "expected 4 values for i32[2,2], received 3");
+}
+
+TEST(HostTensorTest, ReshapeKeepsBytesAndChecksCount) {
+  auto t = HostTensor::from_vector<int32_t>({2, 3}, {0, 1, 2, 3, 4, 5});
+  auto r = t.reshape({3, 2});
+  EXPECT_TRUE(r.shares_storage_with(t));
+  EXPECT_EQ(r.shape(), Shape(DType::kI32, {3, 2}));
+  EXPECT_EQ(r.data<int32_t>()[5], 5);
+  KILN_EXPECT_ERROR(t.reshape({4, 2}), ShapeError, "element counts differ");
+}
+
+TEST(HostTensorTest, AstypeConvertsWithRounding) {
+  auto t = HostTensor::from_vector<float>({3}, {1.5f, -2.0f, 1.00390625f});
+  EXPECT_EQ(t.astype(DType::kI32).to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 1}));
+  auto b = t.astype(DType::kBF16);
+  EXPECT_EQ(b.data<BF16>()[2].bits, 0x3f80);  // the tie rounds to even (1.0)
+  EXPECT_EQ(b.to_vector<float>(), (std::vector<float>{1.5f, -2.0f, 1.0f}));
+  auto u = HostTensor::from_vector<uint8_t>({2}, {0, 255});
+  EXPECT_EQ(u.to_vector<float>(), (std::vector<float>{0.0f, 255.0f}));
+  auto big = HostTensor::from_vector<int64_t>({1}, {(int64_t{1} << 62) + 1});
+  EXPECT_EQ(big.astype(DType::kI64).to_vector<int64_t>()[0], (int64_t{1} << 62) + 1);
+}
+
+TEST(HostTensorTest, SliceRowsIsAView) {
+  auto t = HostTensor::from_vector<int32_t>({3, 2}, {0, 1, 2, 3, 4, 5});
+  auto s = t.slice_rows(1, 3);
+  EXPECT_EQ(s.shape(), Shape(DType::kI32, {2, 2}));
+  EXPECT_EQ(s.to_vector<int32_t>(), (std::vector<int32_t>{2, 3, 4, 5}));
+  KILN_EXPECT_ERROR(t.slice_rows(2, 4), ShapeError, "out of range for i32[3,2]");
+}
+
+TEST(HostTensorTest, ScalarHasRankZero) {
+  auto s = HostTensor::scalar<double>(2.5);
+  EXPECT_EQ(s.rank(), 0);
+  EXPECT_EQ(s.data<double>()[0], 2.5);
+}
+
+}  // namespace
+}  // namespace kiln
