@@ -1,0 +1,75 @@
+// Attrs: the static attributes of an instruction. One flat struct (as XLA's HloInstruction
+// holds its fields) so passes can compare and copy them uniformly; each op uses the subset
+// documented below and leaves the rest at their defaults.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/core/shape.h"
+
+namespace kiln::ir {
+
+class Computation;
+
+enum class Comparison : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
+/// all_reduce uses kSum/kMean; reduce_window and its gradient use kMax/kMean.
+enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
+/// kLoop: elementwise chain; kReduction: elementwise producers feeding a reduce;
+/// kOutput: a dot_general/convolution with an elementwise epilogue (bias, activation).
+enum class FusionKind : uint8_t { kLoop, kReduction, kOutput };
+
+/// dot_general: result dims are batch..., lhs free..., rhs free... (StableHLO order).
+struct DotDims {
+  Dims lhs_batch, rhs_batch, lhs_contracting, rhs_contracting;
+  friend bool operator==(const DotDims&, const DotDims&) = default;
+};
+
+/// convolution over NHWC input and HWIO filter (TensorFlow layouts), 2 spatial dims.
+struct ConvDims {
+  Dims strides{1, 1};
+  Dims padding_low{0, 0};
+  Dims padding_high{0, 0};
+  Dims dilation{1, 1};  // filter (rhs) dilation
+  int64_t groups = 1;
+  friend bool operator==(const ConvDims&, const ConvDims&) = default;
+};
+
+/// reduce_window over NHWC: one entry per operand dimension.
+struct Window {
+  Dims size, strides, padding_low, padding_high;
+  friend bool operator==(const Window&, const Window&) = default;
+};
+
+struct Attrs {
+  /// broadcast_in_dim: result dim of each operand dim; transpose: permutation;
+  /// reduce_*: reduced axes (sorted); argmax, iota, concatenate, gather, scatter_add: {axis}.
+  Dims dims;
+  /// slice: start/limit/stride per dim; pad: low (starts) and high (limits) edge padding.
+  Dims starts, limits, strides;
+  /// pad: the padding value.
+  double scalar = 0.0;
+  Comparison comparison = Comparison::kEq;
+  ReduceKind reduce_kind = ReduceKind::kSum;
+  DotDims dot;
+  ConvDims conv;
+  Window window;
+  /// parameter: position in the computation's parameter list.
+  int64_t parameter_index = -1;
+  /// constant: the value (shared, never mutated).
+  HostTensor literal;
+  /// fusion: the fused sub-computation (owned by the Module) and its kind.
+  Computation* body = nullptr;
+  FusionKind fusion_kind = FusionKind::kLoop;
+
+  /// Equal when every field is equal; literals compare by shape and bytes.
+  friend bool operator==(const Attrs& a, const Attrs& b);
+};
+
+std::string_view comparison_name(Comparison c);
+std::string_view reduce_kind_name(ReduceKind k);
+std::string_view fusion_kind_name(FusionKind k);
+
+}  // namespace kiln::ir

@@ -1,0 +1,75 @@
+// Builder: checked construction of instructions in one Computation. Every method infers and
+// checks the result shape (shape_inference.h) and tags the instruction with the current source.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/ir/computation.h"
+
+namespace kiln::ir {
+
+class Builder {
+ public:
+  explicit Builder(Computation* computation) : computation_(computation) {}
+
+  Computation* computation() const { return computation_; }
+  /// Tags every instruction made from now on (a layer name or call site, for errors).
+  void set_source(std::string source) { source_ = std::move(source); }
+  const std::string& source() const { return source_; }
+
+  Instruction* parameter(Shape shape, std::string name);
+  Instruction* constant(HostTensor value);
+  /// A scalar constant of `dtype` holding `value`.
+  Instruction* scalar(double value, DType dtype);
+  /// A constant of `shape` with every element `value` (a broadcast scalar).
+  Instruction* full(const Shape& shape, double value);
+  Instruction* iota(Shape shape, int64_t axis);
+
+  Instruction* unary(Opcode op, Instruction* x);
+  Instruction* convert(Instruction* x, DType dtype);
+  Instruction* binary(Opcode op, Instruction* lhs, Instruction* rhs);
+  Instruction* compare(Comparison direction, Instruction* lhs, Instruction* rhs);
+  Instruction* select(Instruction* predicate, Instruction* on_true, Instruction* on_false);
+
+  /// Operand dim i becomes result dim broadcast_dims[i]; other result dims are new.
+  Instruction* broadcast_in_dim(Instruction* x, Dims result_dims, Dims broadcast_dims);
+  Instruction* reshape(Instruction* x, Dims dims);
+  Instruction* transpose(Instruction* x, Dims permutation);
+  Instruction* slice(Instruction* x, Dims starts, Dims limits, Dims strides);
+  Instruction* concatenate(std::vector<Instruction*> xs, int64_t axis);
+  Instruction* pad(Instruction* x, Dims low, Dims high, double value);
+
+  /// Rows of `operand` along `axis` picked by `indices` (out-of-range indices clamp).
+  Instruction* gather(Instruction* operand, Instruction* indices, int64_t axis);
+  /// `operand` plus `updates` added at `indices` along `axis` (the gradient of gather).
+  Instruction* scatter_add(Instruction* operand, Instruction* indices, Instruction* updates, int64_t axis);
+
+  /// kReduceSum, kReduceMax or kReduceMin over sorted `axes` (which disappear).
+  Instruction* reduce(Opcode op, Instruction* x, Dims axes);
+  /// Index (i32) of the first maximum along `axis`, which disappears.
+  Instruction* argmax(Instruction* x, int64_t axis);
+
+  Instruction* dot_general(Instruction* lhs, Instruction* rhs, DotDims dims);
+  /// x: (N,H,W,C), w: (KH,KW,C/groups,F) -> (N,OH,OW,F).
+  Instruction* convolution(Instruction* x, Instruction* w, ConvDims dims);
+  Instruction* conv_backward_input(Instruction* dy, Instruction* w, const Shape& x_shape, ConvDims dims);
+  Instruction* conv_backward_filter(Instruction* x, Instruction* dy, const Shape& w_shape, ConvDims dims);
+  Instruction* reduce_window(Instruction* x, ReduceKind kind, Window window);
+  Instruction* reduce_window_grad(Instruction* x, Instruction* dy, ReduceKind kind, Window window);
+
+  /// Uniform random i32 bits of `dims` from a counter-based generator keyed by `key` (i64[]).
+  Instruction* rng_bits(Instruction* key, Dims dims);
+  Instruction* all_reduce(Instruction* x, ReduceKind kind);
+
+  /// Adds an instruction after checking it with infer_shape; the general entry point.
+  Instruction* add(Opcode op, std::vector<Instruction*> operands, Attrs attrs,
+                   const Shape* declared = nullptr);
+
+ private:
+  Computation* computation_;
+  std::string source_;
+};
+
+}  // namespace kiln::ir

@@ -1,0 +1,44 @@
+// Opcode: the enum, names, arities and families generated from opcodes.def.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string_view>
+
+namespace kiln::ir {
+
+enum class Opcode : uint8_t {
+#define KILN_OPCODE(enum_name, text, arity, family) enum_name,
+#include "kiln/ir/opcodes.def"
+#undef KILN_OPCODE
+};
+
+enum class OpFamily : uint8_t {
+  Leaf, Unary, Binary, Compare, Select, Shape, Index, Reduce, Contraction, Window, Random,
+  Collective, Fusion
+};
+
+inline constexpr int kNumOpcodes = 0
+#define KILN_OPCODE(enum_name, text, arity, family) +1
+#include "kiln/ir/opcodes.def"
+#undef KILN_OPCODE
+    ;
+static_assert(kNumOpcodes == 45, "opcodes.def changed: update kNumOpcodes users and this count");
+
+std::string_view opcode_name(Opcode op);
+/// Number of operands, or -1 for variadic ops.
+int opcode_arity(Opcode op);
+OpFamily opcode_family(Opcode op);
+/// Looks an opcode up by its text name; returns false if there is none.
+bool parse_opcode(std::string_view text, Opcode* out);
+
+/// Elementwise ops map each output element to the same-index input elements.
+inline bool is_elementwise(Opcode op) {
+  OpFamily f = opcode_family(op);
+  return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare ||
+         f == OpFamily::Select;
+}
+
+std::ostream& operator<<(std::ostream& os, Opcode op);
+
+}  // namespace kiln::ir
