@@ -1,0 +1,72 @@
+// Reading the KILN_* environment variables.
+#include "kiln/core/debug_options.h"
+
+#include <cctype>
+#include <cstdlib>
+#include <sstream>
+
+#include "kiln/core/check.h"
+
+namespace kiln {
+namespace {
+
+std::string env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
+bool parse_bool(const std::string& text, const char* name, bool fallback) {
+  if (text.empty()) return fallback;
+  if (text == "1" || text == "true" || text == "on") return true;
+  if (text == "0" || text == "false" || text == "off") return false;
+  KILN_THROW(ConfigError, "[", name, "] expected 0 or 1, received '", text, "'.");
+}
+
+}  // namespace
+
+int64_t parse_byte_size(const std::string& text, const std::string& what) {
+  size_t pos = 0;
+  long long value = 0;
+  try {
+    value = std::stoll(text, &pos);
+  } catch (const std::exception&) {
+    pos = std::string::npos;
+  }
+  if (pos == std::string::npos || value < 0)
+    KILN_THROW(ConfigError, "[", what, "] expected a byte count such as 1073741824, 512M or 2G, received '",
+               text, "'.");
+  std::string suffix = text.substr(pos);
+  int shift = 0;
+  if (suffix == "K" || suffix == "k" || suffix == "KiB") shift = 10;
+  else if (suffix == "M" || suffix == "m" || suffix == "MiB") shift = 20;
+  else if (suffix == "G" || suffix == "g" || suffix == "GiB") shift = 30;
+  else if (!suffix.empty())
+    KILN_THROW(ConfigError, "[", what, "] unknown size suffix '", suffix, "' in '", text,
+               "'. Hint: use K, M or G.");
+  return static_cast<int64_t>(value) << shift;
+}
+
+DebugOptions DebugOptions::from_env() {
+  DebugOptions o;
+  o.dump_ir_dir = env("KILN_DUMP_IR");
+  std::stringstream passes(env("KILN_DISABLE_PASSES"));
+  for (std::string name; std::getline(passes, name, ',');)
+    if (!name.empty()) o.disabled_passes.push_back(name);
+  o.verify_ir = parse_bool(env("KILN_VERIFY_IR"), "KILN_VERIFY_IR", true);
+  o.no_memory_planner = parse_bool(env("KILN_NO_MEMORY_PLANNER"), "KILN_NO_MEMORY_PLANNER", false);
+  if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
+    o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
+  if (std::string level = env("KILN_LOG"); !level.empty()) {
+    if (level.size() != 1 || level[0] < '0' || level[0] > '3')
+      KILN_THROW(ConfigError, "[KILN_LOG] expected 0, 1, 2 or 3, received '", level, "'.");
+    o.log_level = level[0] - '0';
+  }
+  return o;
+}
+
+const DebugOptions& DebugOptions::global() {
+  static const DebugOptions options = from_env();
+  return options;
+}
+
+}  // namespace kiln

@@ -1,0 +1,36 @@
+// DebugOptions: every KILN_* environment knob, read once in from_env() and passed down
+// explicitly (docs/env_vars.md lists them). Nothing else in Kiln reads the environment for
+// behaviour, except the data-folder lookup of datasets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kiln {
+
+struct DebugOptions {
+  /// KILN_DUMP_IR=<dir>: write the IR after every pass (and the lowered program) there.
+  std::string dump_ir_dir;
+  /// KILN_DISABLE_PASSES=cse,dce: passes the pipeline skips, by name().
+  std::vector<std::string> disabled_passes;
+  /// KILN_VERIFY_IR=0|1: run the IR verifier between passes (default 1).
+  bool verify_ir = true;
+  /// KILN_CPU_MEMORY_LIMIT=<bytes, or with K/M/G suffix>: the CPU device's memory; 0 means
+  /// physical RAM (the default).
+  int64_t cpu_memory_limit = 0;
+  /// KILN_LOG=0..3: 0 errors only, 1 warnings (default), 2 info (compile times), 3 debug.
+  int log_level = 1;
+  /// KILN_NO_MEMORY_PLANNER=1: give every buffer its own slot (debugging aid).
+  bool no_memory_planner = false;
+
+  /// Reads the variables above; throws ConfigError naming a variable with a bad value.
+  static DebugOptions from_env();
+  /// from_env() evaluated once per process (the environment is read once, per STYLE.md 2.7).
+  static const DebugOptions& global();
+};
+
+/// Parses "1024", "64K", "512M", "2G" into bytes; throws ConfigError naming `what`.
+int64_t parse_byte_size(const std::string& text, const std::string& what);
+
+}  // namespace kiln

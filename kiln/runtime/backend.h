@@ -1,0 +1,34 @@
+// Backend: a kind of device that compiles modules into Executables. Backends are created
+// explicitly through backend_registry.h, never by self-registering statics.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kiln/compiler/target_info.h"
+#include "kiln/core/debug_options.h"
+#include "kiln/ir/module.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln::runtime {
+
+struct CompileOptions {
+  /// Dump folder, disabled passes, IR verification, memory-limit override.
+  DebugOptions debug = DebugOptions::global();
+  /// Names the program in logs and dumps ("train_step").
+  std::string label;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual const compiler::TargetInfo& target_info() const = 0;
+  /// Optimizes and lowers `module`. Throws CompileError listing every op this backend cannot
+  /// run, and OutOfMemoryError when the planned peak exceeds the device's memory, before
+  /// anything runs.
+  virtual std::unique_ptr<Executable> compile(std::unique_ptr<ir::Module> module,
+                                              const CompileOptions& options) = 0;
+};
+
+}  // namespace kiln::runtime
