@@ -1,0 +1,109 @@
+// Dataset: Kiln's tf.data. An immutable recipe (cheap to copy: a shared pointer to its last
+// step); iterator() builds the running pipeline. Typical use, as in the seed:
+//
+//   auto ds = Dataset::from_tensor_slices({x, y})
+//                 .map(normalize, kAutotune)
+//                 .shuffle(10000, /*seed=*/42)
+//                 .repeat()
+//                 .batch(128, /*drop_remainder=*/true)
+//                 .prefetch(kAutotune);
+//   Iterator it = ds.iterator();
+//   while (auto batch = it.next()) train_step((*batch)[0], (*batch)[1]);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/data/autotune.h"
+#include "kiln/data/element.h"
+#include "kiln/data/iterator.h"
+#include "kiln/data/iterator_base.h"
+
+namespace kiln::data {
+
+class Dataset;
+
+/// Element -> element (map). May return a HostTensor for a one-component element.
+using MapFn = std::function<Element(Element)>;
+/// Keeps an element when true (filter).
+using Predicate = std::function<bool(const Element&)>;
+/// Yields elements until nullopt (one pass of from_generator).
+using Generator = std::function<std::optional<Element>()>;
+/// Makes a fresh Generator for each pass; from_generator calls it once per iterator.
+using GeneratorFactory = std::function<Generator()>;
+/// Element -> dataset (interleave): typically a file name to the records of that file.
+using InterleaveFn = std::function<Dataset(const Element&)>;
+
+/// An immutable input-pipeline recipe.
+class Dataset {
+ public:
+  /// One element per row of the components' leading axis: from_tensor_slices({x, y}) yields
+  /// (x[i], y[i]). Throws ShapeError if the leading dimensions differ or a component is a scalar.
+  static Dataset from_tensor_slices(std::vector<HostTensor> components);
+  /// The elements `generator_factory()` yields. Saved positions restore by making a fresh
+  /// generator and skipping the elements already produced, so the generator must be
+  /// deterministic for restore to be exact.
+  static Dataset from_generator(GeneratorFactory generator_factory);
+  /// The files matching `pattern` (wildcards `*`, `?`, `[...]` in the file name), one u8[n]
+  /// string element each, sorted, then shuffled with `seed` if `shuffle`. Throws DataError if
+  /// nothing matches.
+  static Dataset list_files(const std::string& pattern, bool shuffle = true,
+                            std::optional<uint64_t> seed = std::nullopt);
+  /// Elements of all datasets side by side, their components concatenated; ends with the
+  /// shortest.
+  static Dataset zip(std::vector<Dataset> datasets);
+
+  /// Applies `fn` to each element. num_parallel_calls: 0 runs inline; n > 0 or kAutotune runs
+  /// on that many threads. Order is kept unless deterministic is false, which lets a fast
+  /// element overtake a slow one. Exceptions from fn arrive at next() as DataError("[map] ...").
+  Dataset map(MapFn fn, int num_parallel_calls = 0, bool deterministic = true) const;
+  /// Keeps the elements for which `predicate` is true.
+  Dataset filter(Predicate predicate) const;
+  /// Uniformly shuffles through a buffer of `buffer_size` elements (tf.data's algorithm: a
+  /// random buffer slot is emitted and refilled from the input). With a seed the order is
+  /// reproducible; reshuffle_each_iteration mixes the epoch (repeat count or iterator(epoch))
+  /// into the seed.
+  Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
+                  bool reshuffle_each_iteration = true) const;
+  /// Repeats the input `count` times; -1 repeats forever. An input that is empty ends it.
+  Dataset repeat(int64_t count = -1) const;
+  /// Stacks `batch_size` consecutive elements along a new leading axis (one memcpy per
+  /// component row). The last, smaller batch is kept unless drop_remainder.
+  Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
+  /// Splits each element along its leading axis (the inverse of batch).
+  Dataset unbatch() const;
+  /// Produces up to `buffer_size` elements ahead on a background thread; kAutotune grows the
+  /// buffer as autotune.h explains.
+  Dataset prefetch(int buffer_size = kAutotune) const;
+  /// The first `count` elements (-1: all).
+  Dataset take(int64_t count) const;
+  /// All but the first `count` elements (-1: skips them all, as in tf.data).
+  Dataset skip(int64_t count) const;
+  /// Every num_shards-th element starting at `index` (one worker's share).
+  Dataset shard(int64_t num_shards, int64_t index) const;
+  /// Keeps the elements in memory after the first complete pass; later iterators read them
+  /// from there. The cache belongs to this recipe (copies of it share the cache).
+  Dataset cache() const;
+  /// Maps each element to a dataset and mixes them: `cycle_length` of them open at once,
+  /// `block_length` consecutive elements from each in turn. num_parallel_calls > 0 or
+  /// kAutotune reads the open datasets ahead on background threads, keeping the same order.
+  Dataset interleave(InterleaveFn fn, int cycle_length = kAutotune, int block_length = 1,
+                     int num_parallel_calls = 0) const;
+
+  /// The running pipeline. `epoch` is mixed into reshuffling shuffles' seeds, so a trainer
+  /// that makes one iterator per epoch passes the epoch index.
+  Iterator iterator(uint64_t epoch = 0) const { return Iterator(node_, epoch); }
+
+  /// Wraps a recipe step (transforms and readers build datasets this way).
+  explicit Dataset(NodePtr node) : node_(std::move(node)) {}
+  const NodePtr& node() const { return node_; }
+
+ private:
+  NodePtr node_;
+};
+
+}  // namespace kiln::data

@@ -1,0 +1,63 @@
+// Element storage (inline, then spilled to the heap) and string <-> u8 tensor helpers.
+#include "kiln/data/element.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+
+namespace kiln::data {
+
+Element::Element(std::initializer_list<HostTensor> components) {
+  for (const HostTensor& t : components) push_back(t);
+}
+
+Element::Element(std::vector<HostTensor> components) {
+  for (HostTensor& t : components) push_back(std::move(t));
+}
+
+const HostTensor& Element::at(size_t i) const {
+  if (i >= size_)
+    KILN_THROW(ValueError, "[Element] component ", i, " requested from an element with ", size_,
+               " components ", shapes_string(), ".");
+  return data()[i];
+}
+
+void Element::push_back(HostTensor t) {
+  if (size_ < kInlineComponents) {
+    inline_[size_++] = std::move(t);
+    return;
+  }
+  if (size_ == kInlineComponents) {
+    heap_.reserve(2 * kInlineComponents);
+    for (HostTensor& c : inline_) heap_.push_back(std::move(c));
+    inline_ = {};
+  }
+  heap_.push_back(std::move(t));
+  ++size_;
+}
+
+void Element::append(Element other) {
+  for (HostTensor& t : other) push_back(std::move(t));
+}
+
+std::string Element::shapes_string() const {
+  std::string s = "(";
+  for (size_t i = 0; i < size_; ++i) {
+    if (i > 0) s += ", ";
+    s += (*this)[i].defined() ? (*this)[i].shape().to_string() : std::string("undefined");
+  }
+  return s + ")";
+}
+
+HostTensor string_tensor(std::string_view text) {
+  HostTensor t(Shape(DType::kU8, {static_cast<int64_t>(text.size())}));
+  if (!text.empty()) std::memcpy(t.raw_data(), text.data(), text.size());
+  return t;
+}
+
+std::string tensor_string(const HostTensor& t) {
+  auto bytes = t.data<uint8_t>();
+  return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+}
+
+}  // namespace kiln::data

@@ -1,0 +1,63 @@
+// Element: what flows through a pipeline, a small tuple of HostTensors ((x, y) from
+// from_tensor_slices is a 2-component element). Up to kInlineComponents live inline, so a
+// typical element costs no heap allocation beyond its tensors.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+
+namespace kiln::data {
+
+/// A tuple of HostTensors; the unit a Dataset yields.
+class Element {
+ public:
+  /// Components stored without a heap allocation.
+  static constexpr size_t kInlineComponents = 4;
+
+  Element() = default;
+  /// A one-component element (so a map function may simply return a HostTensor).
+  Element(HostTensor t) { push_back(std::move(t)); }  // NOLINT: implicit on purpose
+  Element(std::initializer_list<HostTensor> components);
+  explicit Element(std::vector<HostTensor> components);
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  HostTensor& operator[](size_t i) { return data()[i]; }
+  const HostTensor& operator[](size_t i) const { return data()[i]; }
+  /// Component `i`; throws ValueError naming the element's size when out of range.
+  const HostTensor& at(size_t i) const;
+
+  void push_back(HostTensor t);
+  /// Appends every component of `other` (zip flattens its inputs this way).
+  void append(Element other);
+
+  HostTensor* begin() { return data(); }
+  HostTensor* end() { return data() + size_; }
+  const HostTensor* begin() const { return data(); }
+  const HostTensor* end() const { return data() + size_; }
+
+  /// "(u8[28,28], u8[])": the component shapes, as used in messages.
+  std::string shapes_string() const;
+
+ private:
+  HostTensor* data() { return spilled() ? heap_.data() : inline_.data(); }
+  const HostTensor* data() const { return spilled() ? heap_.data() : inline_.data(); }
+  bool spilled() const { return size_ > kInlineComponents; }
+
+  std::array<HostTensor, kInlineComponents> inline_;
+  std::vector<HostTensor> heap_;  // used only past kInlineComponents components
+  size_t size_ = 0;
+};
+
+/// Kiln has no string dtype: a string travels as a u8[n] tensor of its bytes.
+HostTensor string_tensor(std::string_view text);
+/// The bytes of a u8 tensor as a string; throws DTypeError for other dtypes.
+std::string tensor_string(const HostTensor& t);
+
+}  // namespace kiln::data

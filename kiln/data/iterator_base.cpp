@@ -1,0 +1,41 @@
+// IteratorBase registration with the stats registry, and error wrapping for pipeline stages.
+#include "kiln/data/iterator_base.h"
+
+#include <exception>
+
+#include "kiln/core/check.h"
+
+namespace kiln::data {
+
+IteratorBase::IteratorBase(const DatasetNode& node, const IteratorContext& ctx)
+    : stage_(node.stage()), ctx_(ctx) {
+  if (ctx.stats != nullptr) counters_ = ctx.stats->counters_for(node);
+}
+
+UnaryIterator::UnaryIterator(const DatasetNode& node, const IteratorContext& ctx)
+    : IteratorBase(node, ctx) {
+  KILN_CHECK(node.inputs().size() == 1, "stage ", node.stage(), " needs one input");
+  input_ = node.inputs()[0]->make_iterator(ctx);
+}
+
+std::exception_ptr capture_as_data_error(const std::string& stage, const std::string& what,
+                                         ErrorSource source) {
+  try {
+    throw;
+  } catch (const DataError& e) {
+    if (source == ErrorSource::kUpstream) return std::current_exception();
+    return std::make_exception_ptr(DataError(str_cat("[", stage, "] ", what, ": ", e.what())));
+  } catch (const std::exception& e) {
+    return std::make_exception_ptr(DataError(str_cat("[", stage, "] ", what, ": ", e.what())));
+  } catch (...) {
+    return std::make_exception_ptr(
+        DataError(str_cat("[", stage, "] ", what, ": an exception that is not a std::exception")));
+  }
+}
+
+void rethrow_as_data_error(const std::string& stage, const std::string& what,
+                           ErrorSource source) {
+  std::rethrow_exception(capture_as_data_error(stage, what, source));
+}
+
+}  // namespace kiln::data

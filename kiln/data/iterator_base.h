@@ -1,0 +1,131 @@
+// IteratorBase and DatasetNode: the two halves of every pipeline stage. A DatasetNode is the
+// immutable recipe step; make_iterator() builds its running IteratorBase, which pulls from the
+// iterators of the node's inputs, counts its work for stats, and saves/restores its position.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/data/element.h"
+#include "kiln/data/iterator_state.h"
+#include "kiln/data/pipeline_stats.h"
+
+namespace kiln::data {
+
+/// What an iterator is built with.
+struct IteratorContext {
+  /// Epoch index: shuffle stages with reshuffle_each_iteration mix it into their seed, and
+  /// repeat passes epoch * 2^32 + repetition to its input.
+  uint64_t epoch = 0;
+  /// Where stages register their counters; null disables timing (interleave sub-pipelines).
+  StatsRegistry* stats = nullptr;
+};
+
+class DatasetNode;
+
+/// A running stage. Not thread-safe: one thread calls next(), save() and restore().
+class IteratorBase {
+ public:
+  IteratorBase(const DatasetNode& node, const IteratorContext& ctx);
+  virtual ~IteratorBase() = default;
+  IteratorBase(const IteratorBase&) = delete;
+  IteratorBase& operator=(const IteratorBase&) = delete;
+
+  /// The next element, or nullopt at the end. Failures are DataErrors naming the stage.
+  std::optional<Element> next() {
+    if (counters_ == nullptr) return get_next();
+    // Time the first kExactCalls calls, then one in kTimingStride, scaled: two clock reads per
+    // element per stage would cost more than cheap stages themselves.
+    const bool timed = calls_ < kExactCalls || (calls_ % kTimingStride) == 0;
+    const int64_t weight = calls_ < kExactCalls ? 1 : kTimingStride;
+    ++calls_;
+    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    std::optional<Element> e = get_next();
+    if (timed) {
+      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          std::chrono::steady_clock::now() - t0).count();
+      counters_->inclusive_ns.fetch_add(ns * weight, std::memory_order_relaxed);
+    }
+    if (e) counters_->elements.fetch_add(1, std::memory_order_relaxed);
+    return e;
+  }
+
+  /// Writes this stage's tag and position (inputs included) to `w`.
+  void save(StateWriter& w) {
+    w.write_tag(stage_);
+    save_state(w);
+  }
+  /// Restores a position saved by an iterator of the same recipe; call before next().
+  void restore(StateReader& r) {
+    r.expect_tag(stage_);
+    restore_state(r);
+  }
+  const std::string& stage() const { return stage_; }
+
+ protected:
+  static constexpr int64_t kExactCalls = 256;
+  static constexpr int64_t kTimingStride = 8;
+
+  virtual std::optional<Element> get_next() = 0;
+  virtual void save_state(StateWriter& w) = 0;
+  virtual void restore_state(StateReader& r) = 0;
+
+  StageCounters* counters() const { return counters_; }
+  const IteratorContext& context() const { return ctx_; }
+
+ private:
+  std::string stage_;
+  IteratorContext ctx_;
+  StageCounters* counters_ = nullptr;
+  int64_t calls_ = 0;
+};
+
+using IteratorPtr = std::unique_ptr<IteratorBase>;
+
+/// A stage with a single input, built from the node's first input.
+class UnaryIterator : public IteratorBase {
+ public:
+  UnaryIterator(const DatasetNode& node, const IteratorContext& ctx);
+
+ protected:
+  IteratorPtr input_;
+};
+
+/// One immutable step of a Dataset recipe.
+class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
+ public:
+  DatasetNode(std::string stage, std::vector<std::shared_ptr<const DatasetNode>> inputs)
+      : stage_(std::move(stage)), inputs_(std::move(inputs)) {}
+  virtual ~DatasetNode() = default;
+
+  /// Builds the running stage (and, through it, the stages of the inputs).
+  virtual IteratorPtr make_iterator(const IteratorContext& ctx) const = 0;
+
+  /// The op name: "map", "batch", ...
+  const std::string& stage() const { return stage_; }
+  const std::vector<std::shared_ptr<const DatasetNode>>& inputs() const { return inputs_; }
+
+ private:
+  std::string stage_;
+  std::vector<std::shared_ptr<const DatasetNode>> inputs_;
+};
+
+using NodePtr = std::shared_ptr<const DatasetNode>;
+
+/// Whether a DataError from upstream keeps its message (it already names its stage).
+enum class ErrorSource { kUpstream, kUserFunction };
+
+/// The exception in flight as a DataError "[stage] what: original message". Upstream
+/// DataErrors pass unchanged; errors of user functions (map, filter, generators) are always
+/// wrapped so the message names the stage. For errors carried across threads.
+std::exception_ptr capture_as_data_error(const std::string& stage, const std::string& what,
+                                         ErrorSource source);
+/// Rethrows the exception in flight as capture_as_data_error describes.
+[[noreturn]] void rethrow_as_data_error(const std::string& stage, const std::string& what,
+                                        ErrorSource source);
+
+}  // namespace kiln::data

@@ -1,0 +1,72 @@
+// Pipeline statistics: per-stage element counts, rates and own work time, the parallelism and
+// buffer sizes AUTOTUNE chose, and how long the consumer waited, so a trainer can say how much
+// of each step went to waiting for data and which stage to speed up.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace kiln::data {
+
+class DatasetNode;
+
+/// One stage of a running pipeline.
+struct StageStats {
+  std::string name;                // "map", "batch", "map_2" when a name repeats
+  int64_t elements = 0;            // elements this stage produced
+  double elements_per_second = 0;  // elements / pipeline wall time
+  /// Seconds of this stage's own work (inputs excluded), divided by its parallelism: the wall
+  /// time the stage alone would need. The largest is the bottleneck.
+  double busy_seconds = 0;
+  int parallelism = 0;  // threads working on the stage; 0 when it runs inline
+  int buffer_size = 0;  // elements it may hold ahead of its consumer; 0 when none
+  bool autotuned = false;
+};
+
+/// A snapshot of Iterator::stats().
+struct PipelineStats {
+  std::vector<StageStats> stages;   // in data order: sources first
+  double wall_seconds = 0;          // since the first next()
+  double consumer_wait_seconds = 0; // time spent inside Iterator::next()
+  int64_t consumer_elements = 0;    // elements next() returned
+
+  /// The stage with the largest busy_seconds, or nullptr before any element flowed.
+  const StageStats* slowest_stage() const;
+  /// Multi-line table: name, elements, elements/s, busy s, parallelism, buffer.
+  std::string to_string() const;
+};
+
+/// Live counters of one stage, shared by every iterator of that stage (repeat recreates its
+/// input each epoch; the counts accumulate). Written by pipeline threads, read by stats().
+struct StageCounters {
+  std::atomic<int64_t> elements{0};
+  std::atomic<int64_t> inclusive_ns{0};  // time inside next(), inputs included
+  std::atomic<int64_t> work_ns{0};       // own work of async stages (e.g. map fn time)
+  std::atomic<int> parallelism{0};
+  std::atomic<int> buffer_size{0};
+  std::atomic<bool> autotuned{false};
+  /// Async stages (parallel map, prefetch) report work_ns / parallelism as busy time; their
+  /// inclusive time is their consumer's wait, which belongs to the stages upstream.
+  std::atomic<bool> async{false};
+};
+
+/// Owns the counters of one Iterator's stages, keyed by recipe node.
+class StatsRegistry {
+ public:
+  /// The counters of `node`, created on first use. Thread-safe.
+  StageCounters* counters_for(const DatasetNode& node);
+  /// Stages in data order, named "map", "map_2", ... in that order.
+  PipelineStats snapshot(double wall_seconds) const;
+
+ private:
+  mutable std::mutex mu_;
+  std::map<const DatasetNode*, StageCounters*> by_node_;
+  std::vector<std::pair<const DatasetNode*, std::unique_ptr<StageCounters>>> ordered_;
+};
+
+}  // namespace kiln::data

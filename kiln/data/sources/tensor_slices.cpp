@@ -1,0 +1,74 @@
+// from_tensor_slices: element i is row i of every component, as views that share the
+// components' storage (no copy). Position = the next row index.
+#include "kiln/data/sources/tensor_slices.h"
+
+#include "kiln/core/check.h"
+
+namespace kiln::data {
+namespace {
+
+class TensorSlicesNode : public DatasetNode {
+ public:
+  explicit TensorSlicesNode(std::vector<HostTensor> components)
+      : DatasetNode("tensor_slices", {}), components_(std::move(components)) {
+    for (const HostTensor& c : components_)
+      row_dims_.emplace_back(c.dims().begin() + 1, c.dims().end());
+  }
+
+  IteratorPtr make_iterator(const IteratorContext& ctx) const override;
+
+  int64_t rows() const { return components_[0].dims()[0]; }
+  Element row(int64_t i) const {
+    Element e;
+    for (size_t c = 0; c < components_.size(); ++c)
+      e.push_back(components_[c].slice_rows(i, i + 1).reshape(row_dims_[c]));
+    return e;
+  }
+
+ private:
+  std::vector<HostTensor> components_;
+  std::vector<Dims> row_dims_;
+};
+
+class TensorSlicesIterator : public IteratorBase {
+ public:
+  TensorSlicesIterator(const TensorSlicesNode& node, const IteratorContext& ctx)
+      : IteratorBase(node, ctx), node_(node) {}
+
+ protected:
+  std::optional<Element> get_next() override {
+    if (next_ >= node_.rows()) return std::nullopt;
+    return node_.row(next_++);
+  }
+  void save_state(StateWriter& w) override { w.write_i64(next_); }
+  void restore_state(StateReader& r) override { next_ = r.read_i64(); }
+
+ private:
+  const TensorSlicesNode& node_;
+  int64_t next_ = 0;
+};
+
+IteratorPtr TensorSlicesNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<TensorSlicesIterator>(*this, ctx);
+}
+
+}  // namespace
+
+NodePtr make_tensor_slices_node(std::vector<HostTensor> components) {
+  if (components.empty())
+    KILN_THROW(ValueError, "[from_tensor_slices] needs at least one tensor.");
+  for (size_t i = 0; i < components.size(); ++i) {
+    const HostTensor& c = components[i];
+    if (!c.defined() || c.rank() == 0)
+      KILN_THROW(ShapeError, "[from_tensor_slices] component ", i, " is ",
+                 c.defined() ? c.shape().to_string() : std::string("undefined"),
+                 ": expected a tensor with a leading axis to slice. Hint: reshape a scalar to [1].");
+    if (c.dims()[0] != components[0].dims()[0])
+      KILN_THROW(ShapeError, "[from_tensor_slices] component ", i, " has ", c.dims()[0],
+                 " rows (", c.shape(), "), but component 0 has ", components[0].dims()[0], " (",
+                 components[0].shape(), "). Hint: every component needs the same leading dimension.");
+  }
+  return std::make_shared<TensorSlicesNode>(std::move(components));
+}
+
+}  // namespace kiln::data

@@ -1,0 +1,171 @@
+// batch: copies each element's rows straight into preallocated batch tensors (one memcpy per
+// component per element), so batching runs at memory speed. It holds nothing between calls;
+// its position is its input's. unbatch: hands out row views of the current batch; its
+// position is that batch, the next row, and the input's position.
+#include "kiln/data/transforms/batch.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+
+namespace kiln::data {
+namespace {
+
+class BatchNode : public DatasetNode {
+ public:
+  BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
+      : DatasetNode("batch", {input}), batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+
+  IteratorPtr make_iterator(const IteratorContext& ctx) const override;
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+
+ private:
+  int64_t batch_size_;
+  bool drop_remainder_;
+};
+
+class BatchIterator : public UnaryIterator {
+ public:
+  BatchIterator(const BatchNode& node, const IteratorContext& ctx)
+      : UnaryIterator(node, ctx), node_(node) {}
+
+ protected:
+  std::optional<Element> get_next() override {
+    if (done_) return std::nullopt;
+    std::optional<Element> first = input_->next();
+    if (!first) {
+      done_ = true;
+      return std::nullopt;
+    }
+    const int64_t n = node_.batch_size();
+    Element batch;
+    for (const HostTensor& c : *first) {
+      Dims dims{n};
+      dims.insert(dims.end(), c.dims().begin(), c.dims().end());
+      batch.push_back(HostTensor(Shape(c.dtype(), std::move(dims))));
+    }
+    copy_row(*first, *first, 0, batch);
+    int64_t rows = 1;
+    for (; rows < n; ++rows) {
+      std::optional<Element> e = input_->next();
+      if (!e) {
+        done_ = true;
+        break;
+      }
+      copy_row(*first, *e, rows, batch);
+    }
+    if (rows == n) return batch;
+    if (node_.drop_remainder()) return std::nullopt;
+    for (HostTensor& c : batch) c = c.slice_rows(0, rows);
+    return batch;
+  }
+
+  void save_state(StateWriter& w) override {
+    w.write_bool(done_);
+    input_->save(w);
+  }
+  void restore_state(StateReader& r) override {
+    done_ = r.read_bool();
+    input_->restore(r);
+  }
+
+ private:
+  // Copies element `e` into row `row` of `batch`, after checking it matches the first.
+  void copy_row(const Element& first, const Element& e, int64_t row, Element& batch) const {
+    if (e.size() != first.size())
+      KILN_THROW(DataError, "[", stage(), "] element ", row, " of a batch has ", e.size(),
+                 " components ", e.shapes_string(), ", but element 0 has ", first.size(), " ",
+                 first.shapes_string(), ".");
+    for (size_t c = 0; c < e.size(); ++c) {
+      if (!(e[c].shape() == first[c].shape()))
+        KILN_THROW(DataError, "[", stage(), "] element ", row, " of a batch has component ", c,
+                   " of shape ", e[c].shape(), ", but element 0 has ", first[c].shape(),
+                   ". Hint: batch needs equal shapes; resize or pad them in a map() first.");
+      const int64_t bytes = e[c].byte_size();
+      if (bytes > 0)
+        std::memcpy(static_cast<std::byte*>(batch[c].raw_data()) + row * bytes, e[c].raw_data(),
+                    static_cast<size_t>(bytes));
+    }
+  }
+
+  const BatchNode& node_;
+  bool done_ = false;
+};
+
+class UnbatchIterator : public UnaryIterator {
+ public:
+  using UnaryIterator::UnaryIterator;
+
+ protected:
+  std::optional<Element> get_next() override {
+    while (row_ >= rows_) {
+      std::optional<Element> e = input_->next();
+      if (!e) return std::nullopt;
+      set_current(std::move(*e));
+    }
+    Element out;
+    for (size_t c = 0; c < current_.size(); ++c)
+      out.push_back(current_[c].slice_rows(row_, row_ + 1).reshape(row_dims_[c]));
+    ++row_;
+    return out;
+  }
+
+  void save_state(StateWriter& w) override {
+    w.write_element(current_);
+    w.write_i64(row_);
+    input_->save(w);
+  }
+  void restore_state(StateReader& r) override {
+    set_current(r.read_element());
+    row_ = r.read_i64();
+    input_->restore(r);
+  }
+
+ private:
+  void set_current(Element e) {
+    rows_ = 0;
+    row_ = 0;
+    row_dims_.clear();
+    for (size_t c = 0; c < e.size(); ++c) {
+      if (e[c].rank() == 0)
+        KILN_THROW(DataError, "[", stage(), "] component ", c, " is a scalar ", e[c].shape(),
+                   ": unbatch needs a leading axis to split.");
+      if (c > 0 && e[c].dims()[0] != rows_)
+        KILN_THROW(DataError, "[", stage(), "] components disagree on the leading dimension: ",
+                   e.shapes_string(), ".");
+      rows_ = e[c].dims()[0];
+      row_dims_.emplace_back(e[c].dims().begin() + 1, e[c].dims().end());
+    }
+    current_ = std::move(e);
+  }
+
+  Element current_;
+  std::vector<Dims> row_dims_;
+  int64_t rows_ = 0;
+  int64_t row_ = 0;
+};
+
+class UnbatchNode : public DatasetNode {
+ public:
+  explicit UnbatchNode(NodePtr input) : DatasetNode("unbatch", {input}) {}
+  IteratorPtr make_iterator(const IteratorContext& ctx) const override {
+    return std::make_unique<UnbatchIterator>(*this, ctx);
+  }
+};
+
+IteratorPtr BatchNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<BatchIterator>(*this, ctx);
+}
+
+}  // namespace
+
+NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder) {
+  if (batch_size <= 0)
+    KILN_THROW(ValueError, "[batch] batch_size must be positive, received ", batch_size, ".");
+  return std::make_shared<BatchNode>(std::move(input), batch_size, drop_remainder);
+}
+
+NodePtr make_unbatch_node(NodePtr input) { return std::make_shared<UnbatchNode>(std::move(input)); }
+
+}  // namespace kiln::data

@@ -1,0 +1,112 @@
+// map: inline and parallel order, non-deterministic reordering, and errors from the function
+// reaching the consumer with context, on every kind of thread.
+#include "kiln/data/transforms/map.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "tests/data/dataset_testing.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::data {
+namespace {
+
+using testing::collect;
+using testing::iota;
+using testing::range;
+using testing::scalar;
+
+// x -> x, after a delay that makes early elements the slowest, so a parallel map that did not
+// keep order would show it.
+MapFn jittery() {
+  return [](Element e) {
+    const int64_t x = scalar(e);
+    std::this_thread::sleep_for(std::chrono::microseconds((x % 7 == 0) ? 2000 : 10));
+    return e;
+  };
+}
+
+MapFn throw_at(int64_t bad) {
+  return [bad](Element e) -> Element {
+    if (scalar(e) == bad) throw std::runtime_error("boom at " + std::to_string(bad));
+    return e;
+  };
+}
+
+TEST(MapTest, InlineMapAppliesTheFunction) {
+  EXPECT_EQ(collect(range(5).map(testing::times(3))), (std::vector<int64_t>{0, 3, 6, 9, 12}));
+}
+
+TEST(MapTest, ParallelMapKeepsOrder) {
+  EXPECT_EQ(collect(range(100).map(jittery(), 4)), iota(0, 100));
+  EXPECT_EQ(collect(range(1000).map(testing::times(2), kAutotune)),
+            [] {
+              auto v = iota(0, 1000);
+              for (auto& x : v) x *= 2;
+              return v;
+            }());
+}
+
+TEST(MapTest, NonDeterministicMapYieldsTheSameMultiset) {
+  std::vector<int64_t> got = collect(range(100).map(jittery(), 4, /*deterministic=*/false));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, iota(0, 100));
+}
+
+TEST(MapTest, InlineMapErrorNamesTheStage) {
+  Iterator it = range(5).map(throw_at(2)).iterator();
+  EXPECT_TRUE(it.next());
+  EXPECT_TRUE(it.next());
+  KILN_EXPECT_ERROR(it.next(), DataError, "[map] the function failed: boom at 2");
+  EXPECT_EQ(scalar(*it.next()), 3);  // the pipeline goes on after a failed element
+}
+
+TEST(MapTest, ParallelMapErrorArrivesInOrderAtTheConsumer) {
+  Iterator it = range(50).map(throw_at(20), 3).iterator();
+  for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(scalar(*it.next()), i);
+  KILN_EXPECT_ERROR(it.next(), DataError, "[map] the function failed: boom at 20");
+  EXPECT_EQ(scalar(*it.next()), 21);
+}
+
+TEST(MapTest, ErrorInsideAPrefetchThreadKeepsItsStageName) {
+  Iterator it = range(50).map(throw_at(5)).prefetch(4).iterator();
+  for (int64_t i = 0; i < 5; ++i) EXPECT_EQ(scalar(*it.next()), i);
+  KILN_EXPECT_ERROR(it.next(), DataError, "[map] the function failed: boom at 5");
+}
+
+TEST(MapTest, NonStandardExceptionsBecomeDataErrors) {
+  Iterator it = range(3).map([](Element) -> Element { throw 42; }, 2).iterator();
+  KILN_EXPECT_ERROR(it.next(), DataError, "not a std::exception");
+}
+
+TEST(MapTest, DestroyingAnIteratorMidStreamJoinsItsThreads) {
+  std::atomic<int> calls{0};
+  for (int round = 0; round < 20; ++round) {
+    Dataset d = range(1000000)
+                    .map(
+                        [&calls](Element e) {
+                          ++calls;
+                          return e;
+                        },
+                        4)
+                    .prefetch(8)
+                    .map(testing::times(1), 2)
+                    .prefetch(2);
+    Iterator it = d.iterator();
+    for (int i = 0; i < 10; ++i) ASSERT_TRUE(it.next());
+  }  // every iterator is destroyed here with its workers mid-stream
+  const int after = calls.load();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(calls.load(), after);  // no worker survived its iterator
+}
+
+TEST(MapTest, RejectsBadParallelism) {
+  KILN_EXPECT_ERROR(range(3).map(testing::times(1), -5), ValueError, "num_parallel_calls");
+}
+
+}  // namespace
+}  // namespace kiln::data

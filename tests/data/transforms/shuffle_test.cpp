@@ -1,0 +1,65 @@
+// shuffle: reproducible with a seed, a true permutation, reshuffled per epoch when asked.
+#include "kiln/data/transforms/shuffle.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "tests/data/dataset_testing.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::data {
+namespace {
+
+using testing::collect;
+using testing::iota;
+using testing::range;
+
+TEST(ShuffleTest, SeededShuffleIsReproducibleAndAPermutation) {
+  std::vector<int64_t> a = collect(range(1000).shuffle(100, /*seed=*/7));
+  std::vector<int64_t> b = collect(range(1000).shuffle(100, /*seed=*/7));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, iota(0, 1000));
+  std::sort(a.begin(), a.end());
+  EXPECT_EQ(a, iota(0, 1000));
+}
+
+TEST(ShuffleTest, DifferentSeedsGiveDifferentOrders) {
+  EXPECT_NE(collect(range(100).shuffle(100, 1)), collect(range(100).shuffle(100, 2)));
+}
+
+TEST(ShuffleTest, FullBufferMovesFirstElementAnywhere) {
+  // With a buffer as large as the data, element 0 is not stuck near the front.
+  int64_t late = 0;
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    std::vector<int64_t> v = collect(range(20).shuffle(20, seed));
+    late += std::find(v.begin(), v.end(), 0) - v.begin() >= 10;
+  }
+  EXPECT_GT(late, 10);
+}
+
+TEST(ShuffleTest, ReshufflesEachRepetitionUnlessAskedNotTo) {
+  std::vector<int64_t> two = collect(range(50).shuffle(50, 3).repeat(2));
+  EXPECT_NE(std::vector<int64_t>(two.begin(), two.begin() + 50),
+            std::vector<int64_t>(two.begin() + 50, two.end()));
+  std::vector<int64_t> fixed = collect(range(50).shuffle(50, 3, /*reshuffle_each_iteration=*/false).repeat(2));
+  EXPECT_EQ(std::vector<int64_t>(fixed.begin(), fixed.begin() + 50),
+            std::vector<int64_t>(fixed.begin() + 50, fixed.end()));
+}
+
+TEST(ShuffleTest, IteratorEpochReshuffles) {
+  Dataset d = range(50).shuffle(50, 3);
+  Iterator e0 = d.iterator(0);
+  Iterator e0_again = d.iterator(0);
+  Iterator e1 = d.iterator(1);
+  std::vector<int64_t> a = testing::drain(e0), b = testing::drain(e0_again), c = testing::drain(e1);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(ShuffleTest, RejectsNonPositiveBuffer) {
+  KILN_EXPECT_ERROR(range(3).shuffle(0), ValueError, "buffer_size must be positive");
+}
+
+}  // namespace
+}  // namespace kiln::data
