@@ -1,0 +1,141 @@
+// The reference evaluator's driver: binds arguments, walks a computation in post order, and
+// dispatches each opcode to its family (reference_eval_<family>.cpp). Also holds the small ops:
+// constant, rng_bits, all_reduce and fusion.
+#include "kiln/ir/reference_eval.h"
+
+#include <unordered_map>
+
+#include "kiln/core/rng.h"
+#include "kiln/ir/reference_eval_impl.h"
+
+namespace kiln::ir {
+namespace ref {
+
+Dims strides_of(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+DType compute_dtype(DType t) {
+  return t == DType::kBF16 || t == DType::kF16 ? DType::kF32 : t;
+}
+
+HostTensor widen(const HostTensor& t) { return t.astype(compute_dtype(t.dtype())); }
+
+namespace {
+
+// Philox-4x32-10 bits for every element (kiln/core/rng.h defines the key/counter layout).
+HostTensor rng_bits(const Instruction& inst, const HostTensor& key) {
+  const int64_t k = key.data<int64_t>()[0];
+  HostTensor out(inst.shape());
+  auto dst = out.data<int32_t>();
+  for (size_t i = 0; i < dst.size(); ++i)
+    dst[i] = static_cast<int32_t>(philox_element_bits(k, static_cast<int64_t>(i)));
+  return out;
+}
+
+HostTensor fusion(const Instruction& inst, std::span<const HostTensor> args) {
+  const Computation* body = inst.attrs().body;
+  KILN_CHECK(body != nullptr, "fusion %", inst.id(), " has no body");
+  KILN_CHECK(body->outputs().size() == 1, "fusion body ", body->name(), " has ",
+             body->outputs().size(), " outputs, expected 1");
+  return evaluate(*body, args)[0];
+}
+
+}  // namespace
+}  // namespace ref
+
+HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTensor> args) {
+  const int arity = opcode_arity(inst.opcode());
+  KILN_CHECK(arity < 0 || static_cast<int>(args.size()) == arity, opcode_name(inst.opcode()),
+             " got ", args.size(), " operand values");
+  switch (inst.opcode()) {
+    case Opcode::kParameter:
+      KILN_CHECK(false, "parameter %", inst.id(), " has no value of its own; bind it with evaluate()");
+    case Opcode::kConstant:
+      return inst.attrs().literal.clone();
+    case Opcode::kIota:
+      return ref::eval_iota(inst);
+    case Opcode::kNeg: case Opcode::kAbs: case Opcode::kSign: case Opcode::kExp: case Opcode::kLog:
+    case Opcode::kLog1p: case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kSqrt:
+    case Opcode::kRsqrt: case Opcode::kErf: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:
+    case Opcode::kDiv: case Opcode::kPow: case Opcode::kMax: case Opcode::kMin: case Opcode::kCompare:
+    case Opcode::kSelect:
+      return ref::eval_elementwise(inst, args);
+    case Opcode::kConvert:
+      return ref::eval_convert(inst, args[0]);
+    case Opcode::kBroadcastInDim: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
+    case Opcode::kConcatenate: case Opcode::kPad:
+      return ref::eval_shape_op(inst, args);
+    case Opcode::kGather:
+      return ref::eval_gather(inst, args[0], args[1]);
+    case Opcode::kScatterAdd:
+      return ref::eval_scatter_add(inst, args);
+    case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
+      return ref::eval_reduce(inst, args[0]);
+    case Opcode::kArgmax:
+      return ref::eval_argmax(inst, args[0]);
+    case Opcode::kDotGeneral:
+      return ref::eval_dot_general(inst, args[0], args[1]);
+    case Opcode::kConvolution: case Opcode::kConvBackwardInput: case Opcode::kConvBackwardFilter:
+      return ref::eval_convolution(inst, args[0], args[1]);
+    case Opcode::kReduceWindow:
+      return ref::eval_reduce_window(inst, args[0]);
+    case Opcode::kReduceWindowGrad:
+      return ref::eval_reduce_window_grad(inst, args[0], args[1]);
+    case Opcode::kRngBits:
+      return ref::rng_bits(inst, args[0]);
+    case Opcode::kAllReduce:  // one replica: sum and mean over a single value are the value
+      return args[0].clone();
+    case Opcode::kFusion:
+      return ref::fusion(inst, args);
+  }
+  KILN_CHECK(false, "unhandled opcode ", opcode_name(inst.opcode()));
+}
+
+std::vector<HostTensor> evaluate(const Computation& computation,
+                                 std::span<const HostTensor> arguments) {
+  const auto& params = computation.parameters();
+  if (arguments.size() != params.size())
+    KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] expected ", params.size(),
+               " arguments, received ", arguments.size(), ".");
+  std::unordered_map<const Instruction*, HostTensor> values;
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!arguments[i].defined() || !(arguments[i].shape() == params[i]->shape()))
+      KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] argument ", i, " (\"",
+                 params[i]->name(), "\") must be ", params[i]->shape(), ", received ",
+                 arguments[i].defined() ? str_cat(arguments[i].shape()) : "an undefined tensor", ".");
+    values[params[i]] = arguments[i];
+  }
+  // Drop each value after its last use so long programs stay small.
+  std::unordered_map<const Instruction*, size_t> uses_left;
+  for (const Instruction* inst : computation.post_order())
+    for (const Instruction* op : inst->operands()) ++uses_left[op];
+  for (const Instruction* out : computation.outputs()) ++uses_left[out];
+
+  std::vector<HostTensor> operand_values;
+  for (const Instruction* inst : computation.post_order()) {
+    if (inst->opcode() == Opcode::kParameter) continue;
+    operand_values.clear();
+    for (const Instruction* op : inst->operands()) operand_values.push_back(values.at(op));
+    HostTensor result = evaluate_instruction(*inst, operand_values);
+    KILN_CHECK(result.shape() == inst->shape(), "reference result of ", opcode_name(inst->opcode()),
+               " is ", result.shape(), ", instruction says ", inst->shape());
+    values[inst] = std::move(result);
+    for (const Instruction* op : inst->operands())
+      if (--uses_left[op] == 0) values.erase(op);
+  }
+  std::vector<HostTensor> outputs;
+  for (const Instruction* out : computation.outputs()) {
+    const HostTensor& v = values.at(out);
+    outputs.push_back(out->opcode() == Opcode::kParameter ? v.clone() : v);
+  }
+  return outputs;
+}
+
+std::vector<HostTensor> evaluate(const Module& module, std::span<const HostTensor> arguments) {
+  return evaluate(*module.entry(), arguments);
+}
+
+}  // namespace kiln::ir

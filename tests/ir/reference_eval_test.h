@@ -1,0 +1,41 @@
+// Shared fixture for the reference evaluator tests: builds a one-output module with Builder and
+// evaluates it on given arguments.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "kiln/ir/builder.h"
+#include "kiln/ir/module.h"
+#include "kiln/ir/reference_eval.h"
+
+namespace kiln::ir {
+
+class ReferenceEvalFixture : public ::testing::Test {
+ protected:
+  /// Adds a parameter bound to `value` in the next eval().
+  Instruction* arg(HostTensor value) {
+    args_.push_back(value);
+    return b_.parameter(value.shape(), "p" + std::to_string(args_.size() - 1));
+  }
+  template <typename T>
+  Instruction* arg(Dims dims, std::vector<T> values) {
+    return arg(HostTensor::from_vector<T>(std::move(dims), values));
+  }
+  /// Evaluates the entry with `out` as its only output.
+  HostTensor eval(Instruction* out) {
+    m_.entry()->set_outputs({out});
+    return evaluate(m_, args_)[0];
+  }
+  template <typename T>
+  std::vector<T> eval_as(Instruction* out) {
+    return eval(out).to_vector<T>();
+  }
+
+  Module m_{"m"};
+  Builder b_{m_.entry()};
+  std::vector<HostTensor> args_;
+};
+
+}  // namespace kiln::ir
