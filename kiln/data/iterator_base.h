@@ -3,7 +3,6 @@
 // iterators of the node's inputs, counts its work for stats, and saves/restores its position.
 #pragma once
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -38,18 +37,9 @@ class IteratorBase {
   /// The next element, or nullopt at the end. Failures are DataErrors naming the stage.
   std::optional<Element> next() {
     if (counters_ == nullptr) return get_next();
-    // Time the first kExactCalls calls, then one in kTimingStride, scaled: two clock reads per
-    // element per stage would cost more than cheap stages themselves.
-    const bool timed = calls_ < kExactCalls || (calls_ % kTimingStride) == 0;
-    const int64_t weight = calls_ < kExactCalls ? 1 : kTimingStride;
-    ++calls_;
-    const auto t0 = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
+    const int64_t t0 = stage_clock_ticks();
     std::optional<Element> e = get_next();
-    if (timed) {
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - t0).count();
-      counters_->inclusive_ns.fetch_add(ns * weight, std::memory_order_relaxed);
-    }
+    counters_->inclusive_ticks.fetch_add(stage_clock_ticks() - t0, std::memory_order_relaxed);
     if (e) counters_->elements.fetch_add(1, std::memory_order_relaxed);
     return e;
   }
@@ -67,9 +57,6 @@ class IteratorBase {
   const std::string& stage() const { return stage_; }
 
  protected:
-  static constexpr int64_t kExactCalls = 256;
-  static constexpr int64_t kTimingStride = 8;
-
   virtual std::optional<Element> get_next() = 0;
   virtual void save_state(StateWriter& w) = 0;
   virtual void restore_state(StateReader& r) = 0;
@@ -81,7 +68,6 @@ class IteratorBase {
   std::string stage_;
   IteratorContext ctx_;
   StageCounters* counters_ = nullptr;
-  int64_t calls_ = 0;
 };
 
 using IteratorPtr = std::unique_ptr<IteratorBase>;

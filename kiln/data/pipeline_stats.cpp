@@ -10,6 +10,9 @@
 
 namespace kiln::data {
 
+StatsRegistry::StatsRegistry()
+    : start_ticks_(stage_clock_ticks()), start_time_(std::chrono::steady_clock::now()) {}
+
 StageCounters* StatsRegistry::counters_for(const DatasetNode& node) {
   std::lock_guard lock(mu_);
   auto it = by_node_.find(&node);
@@ -26,6 +29,10 @@ PipelineStats StatsRegistry::snapshot(double wall_seconds) const {
   PipelineStats stats;
   stats.wall_seconds = wall_seconds;
   std::map<std::string, int> name_counts;
+  const double elapsed_ns = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start_time_).count());
+  const double elapsed_ticks = static_cast<double>(stage_clock_ticks() - start_ticks_);
+  const double ns_per_tick = elapsed_ticks > 0 ? elapsed_ns / elapsed_ticks : 1.0;
   // Stages register outermost first; report them in data order, sources first.
   for (auto it = ordered_.rbegin(); it != ordered_.rend(); ++it) {
     const auto& [node, c] = *it;
@@ -42,12 +49,13 @@ PipelineStats StatsRegistry::snapshot(double wall_seconds) const {
       own_ns = static_cast<double>(c->work_ns.load(std::memory_order_relaxed)) /
                std::max(1, s.parallelism);
     } else {
-      own_ns = static_cast<double>(c->inclusive_ns.load(std::memory_order_relaxed));
+      double own_ticks = static_cast<double>(c->inclusive_ticks.load(std::memory_order_relaxed));
       for (const NodePtr& input : node->inputs()) {
         auto found = by_node_.find(input.get());
         if (found != by_node_.end())
-          own_ns -= static_cast<double>(found->second->inclusive_ns.load(std::memory_order_relaxed));
+          own_ticks -= static_cast<double>(found->second->inclusive_ticks.load(std::memory_order_relaxed));
       }
+      own_ns = own_ticks * ns_per_tick;
     }
     s.busy_seconds = std::max(0.0, own_ns) * 1e-9;
     stats.stages.push_back(std::move(s));
