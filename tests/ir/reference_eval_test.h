@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "kiln/core/str_cat.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
 #include "kiln/ir/reference_eval.h"
@@ -17,7 +18,7 @@ class ReferenceEvalFixture : public ::testing::Test {
   /// Adds a parameter bound to `value` in the next eval().
   Instruction* arg(HostTensor value) {
     args_.push_back(value);
-    return b_.parameter(value.shape(), "p" + std::to_string(args_.size() - 1));
+    return b_.parameter(value.shape(), str_cat("p", args_.size() - 1));
   }
   template <typename T>
   Instruction* arg(Dims dims, std::vector<T> values) {
