@@ -59,7 +59,9 @@ AtomicFileWriter::AtomicFileWriter(std::string path) : path_(std::move(path)) {
   if (fd_ < 0) fail_errno(path_, "cannot create a unique temporary file", EEXIST);
 }
 
-AtomicFileWriter::~AtomicFileWriter() { discard(); }
+AtomicFileWriter::~AtomicFileWriter() {
+  discard();
+}
 
 void AtomicFileWriter::discard() noexcept {
   if (fd_ >= 0) {
@@ -92,7 +94,8 @@ void AtomicFileWriter::write(const void* data, size_t n) {
 
 void AtomicFileWriter::commit() {
   if (fd_ < 0)
-    KILN_THROW(ValueError, "[", path_, "] commit twice or after a failure. Hint: use a new writer.");
+    KILN_THROW(ValueError, "[", path_,
+               "] commit twice or after a failure. Hint: use a new writer.");
   if (::fsync(fd_) != 0) {
     int err = errno;
     discard();

@@ -113,7 +113,7 @@ void check_header(const FileReader& file, uint64_t* payload_size, uint32_t* payl
 }
 
 void check_payload_crc(const FileReader& file, uint64_t payload_size, uint32_t expected) {
-  std::string chunk(size_t{1} << 20, '\0');
+  std::string chunk(static_cast<size_t>(std::min<uint64_t>(payload_size, uint64_t{1} << 20)), '\0');
   uint32_t crc = 0;
   for (uint64_t done = 0; done < payload_size;) {
     size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), payload_size - done));
@@ -134,8 +134,8 @@ NamedTensor read_tensor(PayloadCursor& in, const std::string& path) {
   if (!dtype) fail(path, str_cat("tensor '", t.name, "' has unknown dtype '", dtype_name, "'"));
   const uint64_t rank = in.uint(4, "tensor rank");
   if (rank > kMaxCheckpointRank)
-    fail(path, str_cat("tensor '", t.name, "' has rank ", rank, " (more than ",
-                       kMaxCheckpointRank, ")"));
+    fail(path,
+         str_cat("tensor '", t.name, "' has rank ", rank, " (more than ", kMaxCheckpointRank, ")"));
   Dims dims;
   for (uint64_t i = 0; i < rank; ++i) {
     uint64_t d = in.uint(8, "tensor dimension");

@@ -39,8 +39,7 @@ std::optional<int64_t> parse_step(std::string_view name, std::string_view prefix
 
 std::string checkpoint_path(const std::string& dir, int64_t step, std::string_view prefix) {
   check_prefix(prefix);
-  if (step < 0)
-    KILN_THROW(ValueError, "[checkpoint_path] step=", step, " must be >= 0.");
+  if (step < 0) KILN_THROW(ValueError, "[checkpoint_path] step=", step, " must be >= 0.");
   return (fs::path(dir) / str_cat(prefix, "-", step, kCheckpointExtension)).string();
 }
 

@@ -23,8 +23,9 @@ FileReader::FileReader(std::string path) : path_(std::move(path)) {
     ::close(fd_);
     fd_ = -1;
     KILN_THROW(IOError, "[", path_, "] cannot open: ",
-               S_ISDIR(st.st_mode) ? "is a directory" : (S_ISREG(st.st_mode) ? std::strerror(err)
-                                                                              : "not a regular file"),
+               S_ISDIR(st.st_mode)
+                   ? "is a directory"
+                   : (S_ISREG(st.st_mode) ? std::strerror(err) : "not a regular file"),
                ". Hint: pass the path of a file.");
   }
   size_ = static_cast<uint64_t>(st.st_size);

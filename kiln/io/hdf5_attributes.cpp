@@ -18,11 +18,6 @@ std::string attribute_object(const std::string& path, const std::string& name) {
   return str_cat(path, "@", name);
 }
 
-herr_t collect_attribute(hid_t, const char* name, const H5A_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->push_back(name);
-  return 0;
-}
-
 struct OpenAttribute {
   h5::Id attr;
   h5::Id type;
@@ -35,14 +30,14 @@ OpenAttribute open_attribute(hid_t loc, const std::string& name, const std::stri
                              const std::string& object) {
   OpenAttribute a;
   if (H5Aexists(loc, name.c_str()) <= 0) h5::fail(file, object, "no such attribute");
-  a.attr = h5::Id(h5::check(H5Aopen(loc, name.c_str(), H5P_DEFAULT), file, object,
-                            "cannot open attribute"),
-                  H5Aclose);
+  a.attr = h5::Id(
+      h5::check(H5Aopen(loc, name.c_str(), H5P_DEFAULT), file, object, "cannot open attribute"),
+      H5Aclose);
   a.type = h5::Id(h5::check(H5Aget_type(a.attr.get()), file, object, "unreadable attribute type"),
                   H5Tclose);
-  a.space = h5::Id(h5::check(H5Aget_space(a.attr.get()), file, object,
-                             "unreadable attribute dataspace"),
-                   H5Sclose);
+  a.space =
+      h5::Id(h5::check(H5Aget_space(a.attr.get()), file, object, "unreadable attribute dataspace"),
+             H5Sclose);
   a.dims = h5::extent_dims(a.space.get(), file, object);
   a.count = h5::checked_shape(DType::kU8, a.dims, file, object).num_elements();
   if (a.count > kMaxAttributeElements)
@@ -59,8 +54,7 @@ struct VlenReclaim {
 
 std::vector<std::string> read_strings(const OpenAttribute& a, const std::string& file,
                                       const std::string& object) {
-  if (H5Tget_class(a.type.get()) != H5T_STRING)
-    h5::fail(file, object, "is not a text attribute");
+  if (H5Tget_class(a.type.get()) != H5T_STRING) h5::fail(file, object, "is not a text attribute");
   const size_t n = static_cast<size_t>(a.count);
   std::vector<std::string> out;
   out.reserve(n);
@@ -127,8 +121,7 @@ void Hdf5Group::write_attribute_raw(const std::string& name, int64_t type, int64
                         "cannot create attribute (an attribute over 64 KiB needs "
                         "write_keras_string_list's splitting)"),
               H5Aclose);
-  h5::check_status(H5Awrite(attr.get(), type, data), file_path(), object,
-                   "cannot write attribute");
+  h5::check_status(H5Awrite(attr.get(), type, data), file_path(), object, "cannot write attribute");
 }
 
 bool Hdf5Group::has_attribute(const std::string& name) const {
@@ -139,7 +132,8 @@ bool Hdf5Group::has_attribute(const std::string& name) const {
 
 std::vector<std::string> Hdf5Group::attribute_names() const {
   std::vector<std::string> names;
-  if (H5Aiterate2(id_, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_attribute, &names) < 0)
+  if (H5Aiterate2(id_, H5_INDEX_NAME, H5_ITER_INC, nullptr, h5::collect_name<H5A_info_t>, &names) <
+      0)
     fail(path_, "cannot list attributes");
   return names;
 }
@@ -166,8 +160,7 @@ void Hdf5Group::write_string_attribute(const std::string& name, const std::strin
 std::string Hdf5Group::read_string_attribute(const std::string& name) const {
   const std::string object = attribute_object(path_, name);
   OpenAttribute a = open_attribute(id_, name, file_path(), object);
-  if (a.count != 1)
-    fail(object, str_cat("holds ", a.count, " strings where one was expected"));
+  if (a.count != 1) fail(object, str_cat("holds ", a.count, " strings where one was expected"));
   return read_strings(a, file_path(), object).front();
 }
 
@@ -220,9 +213,10 @@ void Hdf5Group::write_keras_string_list(const std::string& name,
                                         const std::vector<std::string>& values) {
   for (const std::string& v : values)
     if (v.size() > kKerasAttributeLimit)
-      fail(attribute_object(path_, name),
-           str_cat("cannot save a string of ", v.size(), " bytes: HDF5 object headers hold at most ",
-                   kKerasAttributeLimit, " (\"", v.substr(0, 40), "...\")"));
+      fail(
+          attribute_object(path_, name),
+          str_cat("cannot save a string of ", v.size(), " bytes: HDF5 object headers hold at most ",
+                  kKerasAttributeLimit, " (\"", v.substr(0, 40), "...\")"));
   remove_attribute(name);
   for (int i = 0; has_attribute(str_cat(name, i)); ++i) remove_attribute(str_cat(name, i));
   if (values.empty()) {

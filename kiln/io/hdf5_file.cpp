@@ -10,11 +10,6 @@
 namespace kiln::io {
 namespace {
 
-herr_t collect_link(hid_t, const char* name, const H5L_info_t*, void* out) {
-  static_cast<std::vector<std::string>*>(out)->push_back(name);
-  return 0;
-}
-
 // Creating "a/b/c" creates "a" and "a/b" as h5py does.
 h5::Id intermediate_groups_lcpl() {
   h5::Id lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
@@ -28,7 +23,9 @@ Hdf5Group::Hdf5Group(int64_t id, std::shared_ptr<h5::FileState> file, std::strin
     : id_(id), file_(std::move(file)), path_(std::move(path)) {}
 
 Hdf5Group::Hdf5Group(Hdf5Group&& other) noexcept
-    : id_(std::exchange(other.id_, -1)), file_(std::move(other.file_)), path_(std::move(other.path_)) {}
+    : id_(std::exchange(other.id_, -1)),
+      file_(std::move(other.file_)),
+      path_(std::move(other.path_)) {}
 
 Hdf5Group& Hdf5Group::operator=(Hdf5Group&& other) noexcept {
   if (this != &other) {
@@ -99,7 +96,8 @@ bool Hdf5Group::has_dataset(const std::string& name) const {
 
 std::vector<std::string> Hdf5Group::children() const {
   std::vector<std::string> names;
-  if (H5Literate(id_, H5_INDEX_NAME, H5_ITER_INC, nullptr, collect_link, &names) < 0)
+  if (H5Literate(id_, H5_INDEX_NAME, H5_ITER_INC, nullptr, h5::collect_name<H5L_info_t>, &names) <
+      0)
     fail(path_, "cannot list the group's members");
   return names;
 }
@@ -116,8 +114,8 @@ Hdf5Group Hdf5Group::create_group(const std::string& name) {
 Hdf5Group Hdf5Group::open_group(const std::string& name) const {
   const std::string object = h5::join_path(path_, name);
   if (!has_group(name)) fail(object, "no such group");
-  hid_t g = h5::check(H5Gopen2(id_, name.c_str(), H5P_DEFAULT), file_path(), object,
-                      "cannot open group");
+  hid_t g =
+      h5::check(H5Gopen2(id_, name.c_str(), H5P_DEFAULT), file_path(), object, "cannot open group");
   return Hdf5Group(g, file_, object);
 }
 
@@ -130,8 +128,7 @@ Hdf5Group Hdf5Group::require_group(const std::string& name) {
 void Hdf5Group::remove(const std::string& name) {
   const std::string object = h5::join_path(path_, name);
   if (!contains(name)) fail(object, "cannot remove: no such object");
-  h5::check_status(H5Ldelete(id_, name.c_str(), H5P_DEFAULT), file_path(), object,
-                   "cannot remove");
+  h5::check_status(H5Ldelete(id_, name.c_str(), H5P_DEFAULT), file_path(), object, "cannot remove");
 }
 
 void Hdf5Group::write_dataset(const std::string& name, const HostTensor& tensor) {
@@ -146,9 +143,9 @@ void Hdf5Group::write_dataset(const std::string& name, const HostTensor& tensor)
                       file_path(), object, "cannot create dataset"),
             H5Dclose);
   if (tensor.num_elements() > 0)
-    h5::check_status(H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT,
-                              tensor.raw_data()),
-                     file_path(), object, "cannot write dataset");
+    h5::check_status(
+        H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.raw_data()),
+        file_path(), object, "cannot write dataset");
 }
 
 namespace {
@@ -162,9 +159,9 @@ struct OpenDataset {
 OpenDataset open_dataset(hid_t loc, const std::string& name, const std::string& file,
                          const std::string& object) {
   OpenDataset out;
-  out.ds = h5::Id(h5::check(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), file, object,
-                            "no such dataset"),
-                  H5Dclose);
+  out.ds =
+      h5::Id(h5::check(H5Dopen2(loc, name.c_str(), H5P_DEFAULT), file, object, "no such dataset"),
+             H5Dclose);
   h5::Id type(h5::check(H5Dget_type(out.ds.get()), file, object, "unreadable dataset type"),
               H5Tclose);
   const DType dtype = h5::dtype_for(type.get(), file, object);
@@ -174,18 +171,20 @@ OpenDataset open_dataset(hid_t loc, const std::string& name, const std::string& 
 
   // Contiguous storage must hold exactly the elements; and no dataset may claim vastly more
   // bytes than the file could produce (a corrupt header must not trigger a huge allocation).
-  const uint64_t file_bytes = static_cast<uint64_t>(out.shape.num_elements()) * H5Tget_size(type.get());
+  const uint64_t file_bytes =
+      static_cast<uint64_t>(out.shape.num_elements()) * H5Tget_size(type.get());
   h5::Id dcpl(H5Dget_create_plist(out.ds.get()), H5Pclose);
   const hsize_t stored = H5Dget_storage_size(out.ds.get());
   if (dcpl.valid() && H5Pget_layout(dcpl.get()) == H5D_CONTIGUOUS && stored != 0 &&
       stored != file_bytes)
-    h5::fail(file, object, str_cat("stores ", stored, " bytes but its shape ", out.shape,
-                                   " needs ", file_bytes));
+    h5::fail(file, object,
+             str_cat("stores ", stored, " bytes but its shape ", out.shape, " needs ", file_bytes));
   hsize_t file_size = 0;
   H5Fget_filesize(loc, &file_size);
   if (file_bytes > 1024 * file_size + (uint64_t{64} << 20))
-    h5::fail(file, object, str_cat("claims shape ", out.shape, " (", file_bytes,
-                                   " bytes), implausible for a file of ", file_size, " bytes"));
+    h5::fail(file, object,
+             str_cat("claims shape ", out.shape, " (", file_bytes,
+                     " bytes), implausible for a file of ", file_size, " bytes"));
   h5::take_error_detail();
   return out;
 }
@@ -223,12 +222,12 @@ Hdf5File Hdf5File::open(const std::string& path, bool writable) {
                ".h5 file written by Keras, h5py or Kiln.");
   auto state = std::make_shared<h5::FileState>();
   state->path = path;
-  state->id = h5::Id(h5::check(is_hdf5 < 0 ? -1
-                                           : H5Fopen(path.c_str(),
-                                                     writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY,
-                                                     H5P_DEFAULT),
-                               path, "/", "cannot open file"),
-                     H5Fclose);
+  state->id = h5::Id(
+      h5::check(is_hdf5 < 0
+                    ? -1
+                    : H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT),
+                path, "/", "cannot open file"),
+      H5Fclose);
   hid_t root = h5::check(H5Gopen2(state->id.get(), "/", H5P_DEFAULT), path, "/",
                          "cannot open the root group");
   return Hdf5File(Hdf5Group(root, std::move(state), "/"));
@@ -251,7 +250,9 @@ Hdf5File Hdf5File::create(const std::string& path, Hdf5CreateOptions options) {
   return Hdf5File(Hdf5Group(root, std::move(state), "/"));
 }
 
-const std::string& Hdf5File::path() const { return root_.file_path(); }
+const std::string& Hdf5File::path() const {
+  return root_.file_path();
+}
 
 void Hdf5File::flush() {
   h5::check_status(H5Fflush(root_.id_, H5F_SCOPE_GLOBAL), path(), "/", "cannot flush file");

@@ -56,7 +56,9 @@ bool is_bool_enum(hid_t type) {
 
 }  // namespace
 
-void silence_error_printing() { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); }
+void silence_error_printing() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
 
 std::string take_error_detail() {
   std::string detail;

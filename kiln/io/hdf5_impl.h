@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kiln/core/shape.h"
 
@@ -83,7 +84,15 @@ Dims extent_dims(hid_t space, const std::string& file, const std::string& object
 /// A scalar dataspace for {} dims, else a simple one.
 Id make_space(const Dims& dims);
 /// Shape(dtype, dims), with an absurd element count turned into fail().
-Shape checked_shape(DType dtype, const Dims& dims, const std::string& file, const std::string& object);
+Shape checked_shape(DType dtype, const Dims& dims, const std::string& file,
+                    const std::string& object);
+
+/// H5Literate / H5Aiterate2 callback that appends each name to a std::vector<std::string>.
+template <typename Info>
+herr_t collect_name(hid_t, const char* name, const Info*, void* names) {
+  static_cast<std::vector<std::string>*>(names)->push_back(name);
+  return 0;
+}
 
 /// Joins an object path and a child name: ("/", "a") -> "/a", ("/a", "b/c") -> "/a/b/c".
 std::string join_path(const std::string& parent, const std::string& name);

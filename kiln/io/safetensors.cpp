@@ -115,8 +115,8 @@ void check_layout(std::vector<RawEntry>& raw, uint64_t data_size, const std::str
     previous = &r.entry.name;
   }
   if (cursor > data_size)
-    fail(path, str_cat("truncated: the header describes ", cursor, " data bytes but the file holds ",
-                       data_size));
+    fail(path, str_cat("truncated: the header describes ", cursor,
+                       " data bytes but the file holds ", data_size));
   if (cursor < data_size)
     fail(path, str_cat(data_size - cursor, " unexpected bytes after the last tensor's data"));
 }
@@ -157,8 +157,8 @@ namespace {
 SafetensorsHeader read_header(const FileReader& file) {
   const std::string& path = file.path();
   if (file.size() < 8)
-    fail(path, str_cat("truncated: ", file.size(),
-                       " bytes is too short for the 8-byte header length"));
+    fail(path,
+         str_cat("truncated: ", file.size(), " bytes is too short for the 8-byte header length"));
   unsigned char len_bytes[8];
   file.read_at(0, len_bytes, 8, "the header length");
   const uint64_t header_len = load_le(len_bytes, 8);

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "kiln/io/file_reader.h"
 #include "kiln/core/error.h"
+#include "kiln/io/file_reader.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
 

@@ -4,8 +4,8 @@
 
 #include <filesystem>
 
-#include "kiln/io/atomic_file.h"
 #include "kiln/core/error.h"
+#include "kiln/io/atomic_file.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
 

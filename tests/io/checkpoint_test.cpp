@@ -7,9 +7,9 @@
 #include <filesystem>
 
 #include "kiln/core/crc32c.h"
+#include "kiln/core/error.h"
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
-#include "kiln/core/error.h"
 #include "tests/io/tensor_samples.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"

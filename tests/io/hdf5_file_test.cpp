@@ -2,9 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/core/error.h"
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
-#include "kiln/core/error.h"
 #include "tests/io/tensor_samples.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"

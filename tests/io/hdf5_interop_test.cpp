@@ -33,13 +33,17 @@ TEST_F(Hdf5InteropTest, H5pyReadsAKerasLayoutWrittenByKiln) {
     flatten.write_keras_string_list("weight_names", {});
     Hdf5Group dense = weights.create_group("dense");
     dense.write_keras_string_list("weight_names", {"dense/kernel:0", "dense/bias:0"});
-    dense.write_dataset("dense/kernel:0", HostTensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+    dense.write_dataset("dense/kernel:0",
+                        HostTensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
     dense.write_dataset("dense/bias:0", HostTensor::from_vector<float>({3}, {0.5f, 0, -1}));
     Hdf5Group opt = root.create_group("optimizer_weights");
     opt.write_keras_string_list("weight_names", {"Adam/iter:0"});
     opt.write_dataset("Adam/iter:0", HostTensor::scalar<int64_t>(42000));
-    root.write_dataset("extra/bf16", HostTensor::from_vector<float>({3}, {1.5f, -256.f, 1e10f}).astype(DType::kBF16));
-    root.write_dataset("extra/f16", HostTensor::from_vector<float>({1}, {0.25f}).astype(DType::kF16));
+    root.write_dataset(
+        "extra/bf16",
+        HostTensor::from_vector<float>({3}, {1.5f, -256.f, 1e10f}).astype(DType::kBF16));
+    root.write_dataset("extra/f16",
+                       HostTensor::from_vector<float>({1}, {0.25f}).astype(DType::kF16));
     root.write_dataset("extra/bool", HostTensor::from_vector<bool>({2}, {true, false}));
     std::vector<std::string> many(3000, std::string(30, 'n'));
     root.create_group("big").write_keras_string_list("layer_names", many);
@@ -141,7 +145,8 @@ with h5py.File(sys.argv[1], 'w') as f:
             (std::vector<std::string>{"dense/kernel:0", "dense/bias:0"}));
   HostTensor kernel = dense.read_dataset("dense/kernel:0");
   EXPECT_EQ(kernel.shape(), Shape(DType::kF32, {2, 3}));
-  EXPECT_EQ(kernel.to_vector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5}));  // big-endian source
+  EXPECT_EQ(kernel.to_vector<float>(),
+            (std::vector<float>{0, 1, 2, 3, 4, 5}));  // big-endian source
   HostTensor iter = root.read_dataset("optimizer_weights/Adam/iter:0");
   EXPECT_EQ(iter.shape(), Shape(DType::kI64, {}));
   EXPECT_EQ(iter.to_vector<int64_t>(), std::vector<int64_t>{7});

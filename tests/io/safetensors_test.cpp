@@ -2,10 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/core/error.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/io/little_endian.h"
 #include "tests/io/python_check.h"
-#include "kiln/core/error.h"
 #include "tests/io/tensor_samples.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -40,7 +40,8 @@ TEST_F(SafetensorsTest, RoundTripsEveryDtypeScalarsAndMetadata) {
     EXPECT_EQ(loaded.tensors[i].name, tensors[i].name);  // order kept
     testing::expect_same_tensor(loaded.tensors[i].tensor, tensors[i].tensor, tensors[i].name);
   }
-  EXPECT_EQ(loaded.metadata, (std::map<std::string, std::string>{{"format", "pt"}, {"step", "12"}}));
+  EXPECT_EQ(loaded.metadata,
+            (std::map<std::string, std::string>{{"format", "pt"}, {"step", "12"}}));
   EXPECT_NE(find_tensor(loaded.tensors, "u8"), nullptr);
   EXPECT_EQ(find_tensor(loaded.tensors, "nope"), nullptr);
 }
@@ -52,7 +53,8 @@ TEST_F(SafetensorsTest, HeaderIsPaddedSoDataStartsAligned) {
   uint64_t n = load_le(bytes.data(), 8);
   EXPECT_EQ(n % 8, 0u);
   EXPECT_EQ(bytes.size(), 8 + n + 12);
-  EXPECT_EQ(bytes.substr(8, n).find(R"("w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]})"), 1u);
+  EXPECT_EQ(bytes.substr(8, n).find(R"("w":{"dtype":"F32","shape":[3],"data_offsets":[0,12]})"),
+            1u);
 }
 
 TEST_F(SafetensorsTest, HeaderAloneGivesShapesAndOffsets) {
@@ -67,10 +69,9 @@ TEST_F(SafetensorsTest, HeaderAloneGivesShapesAndOffsets) {
 }
 
 TEST_F(SafetensorsTest, ReadsTensorsInDataOrderWhateverTheHeaderOrder) {
-  std::string path = make_file(
-      R"({"late":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},)"
-      R"("early":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
-      "\x07\x09");
+  std::string path = make_file(R"({"late":{"dtype":"U8","shape":[1],"data_offsets":[1,2]},)"
+                               R"("early":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+                               "\x07\x09");
   SafetensorsFile f = read_safetensors(path);
   ASSERT_EQ(f.tensors.size(), 2u);
   EXPECT_EQ(f.tensors[0].name, "early");
@@ -138,11 +139,11 @@ TEST_F(SafetensorsTest, MissingFileIsAnIOErrorNamingIt) {
 }
 
 TEST_F(SafetensorsTest, PythonReadsWhatKilnWrites) {
-  if (!testing::python_has("numpy"))
-    GTEST_SKIP() << "python3 with numpy not available";
+  if (!testing::python_has("numpy")) GTEST_SKIP() << "python3 with numpy not available";
   std::string path = dir_.file("py.safetensors");
-  write_safetensors(path, {{"w", HostTensor::from_vector<float>({2, 2}, {1, 2, 3, 4})},
-                           {"step", HostTensor::scalar<int64_t>(7)}},
+  write_safetensors(path,
+                    {{"w", HostTensor::from_vector<float>({2, 2}, {1, 2, 3, 4})},
+                     {"step", HostTensor::scalar<int64_t>(7)}},
                     {{"epoch", "3"}});
   // An independent reader: struct + json + numpy, as the format's spec describes.
   std::string script =
@@ -152,7 +153,8 @@ TEST_F(SafetensorsTest, PythonReadsWhatKilnWrites) {
       "assert h['__metadata__']=={'epoch':'3'}\n"
       "a=np.frombuffer(d[w['data_offsets'][0]:w['data_offsets'][1]],'<f4').reshape(w['shape'])\n"
       "assert (a==np.array([[1,2],[3,4]],'f4')).all(), a\n"
-      "assert s['shape']==[] and np.frombuffer(d[s['data_offsets'][0]:s['data_offsets'][1]],'<i8')[0]==7\n";
+      "assert s['shape']==[] and "
+      "np.frombuffer(d[s['data_offsets'][0]:s['data_offsets'][1]],'<i8')[0]==7\n";
   EXPECT_EQ(testing::run_python(dir_.file("check.py"), script, path), 0);
 }
 
