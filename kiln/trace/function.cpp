@@ -1,0 +1,132 @@
+// Function: signature checks, tracing into a TraceContext, compile + cache, and running with
+// the captured variables' storage as the trailing arguments.
+#include "kiln/trace/function.h"
+
+#include <chrono>
+#include <cstring>
+#include <iomanip>
+#include <sstream>
+
+#include "kiln/core/logging.h"
+#include "kiln/ir/printer.h"
+#include "kiln/trace/eager.h"
+#include "kiln/trace/trace_context.h"
+
+namespace kiln {
+
+Function::Function(std::string name, Fn fn, FunctionOptions options)
+    : name_(std::move(name)), fn_(std::move(fn)), options_(std::move(options)) {
+  if (!options_.backend) options_.backend = trace::default_backend();
+}
+
+Function::Function(std::string name, std::function<Tensor(const std::vector<Tensor>&)> fn,
+                   FunctionOptions options)
+    : Function(std::move(name),
+               Fn([fn = std::move(fn)](const std::vector<Tensor>& in) {
+                 return std::vector<Tensor>{fn(in)};
+               }),
+               std::move(options)) {}
+
+std::string Function::signature_text(const std::vector<HostTensor>& args) {
+  std::ostringstream os;
+  os << "(";
+  for (size_t i = 0; i < args.size(); ++i) os << (i ? ", " : "") << args[i].shape();
+  os << ")";
+  return os.str();
+}
+
+void Function::check_signature(const std::vector<HostTensor>& args) const {
+  if (!options_.input_signature) return;
+  const std::vector<TensorSpec>& specs = *options_.input_signature;
+  auto input_name = [&](size_t i) {
+    return specs[i].name.empty() ? std::string() : " '" + specs[i].name + "'";
+  };
+  const char* hint = " Hint: batch with drop_remainder=true so every batch has the same shape,"
+                     " or declare the shape the data has.";
+  for (size_t i = 0; i < specs.size(); ++i)
+    for (size_t d = 0; d < specs[i].shape.size(); ++d)
+      if (specs[i].shape[d] < 0)
+        KILN_THROW(CompileError, "[function '", name_, "'] input ", i, input_name(i),
+                   " has a dynamic dimension ", d, " (declared ", dims_to_string(specs[i].shape),
+                   "): Kiln compiles static shapes only.", hint);
+  if (args.size() != specs.size())
+    KILN_THROW(CompileError, "[function '", name_, "'] expected ", specs.size(),
+               " inputs (the input_signature), received ", args.size(), " ",
+               signature_text(args), ".");
+  for (size_t i = 0; i < specs.size(); ++i) {
+    Shape expected(specs[i].dtype, specs[i].shape);
+    if (!(args[i].shape() == expected))
+      KILN_THROW(CompileError, "[function '", name_, "'] input ", i, input_name(i),
+                 " expected ", expected, ", received ", args[i].shape(),
+                 args[i].rank() != expected.rank() ? " (a different rank)." : ".", hint);
+  }
+}
+
+Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& args,
+                                               const std::string& signature) {
+  auto start = std::chrono::steady_clock::now();
+  trace::TraceContext ctx(name_);
+  std::vector<Tensor> outputs;
+  {
+    trace::TraceScope scope(&ctx);
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < args.size(); ++i) {
+      const auto& specs = options_.input_signature;
+      std::string input = specs && !(*specs)[i].name.empty() ? (*specs)[i].name : str_cat("arg", i);
+      inputs.push_back(ctx.add_input(args[i].shape(), input));
+    }
+    outputs = fn_(inputs);
+  }
+  Compiled c;
+  c.num_outputs = outputs.size();
+  c.variables = ctx.captured_variables();
+  std::unique_ptr<ir::Module> module = ctx.finish(outputs);
+  c.aliases = module->aliases();
+  last_ir_ = ir::to_string(*module);
+  runtime::CompileOptions compile_options;
+  compile_options.label = name_;
+  c.executable = options_.backend->compile(std::move(module), compile_options);
+  ++trace_count_;
+
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  std::ostringstream msg;
+  msg << "function '" << name_ << "': traced and compiled for " << signature << " in "
+      << std::fixed << std::setprecision(1) << ms << " ms";
+  log(LogLevel::kInfo, msg.str());
+  if (trace_count_ > options_.max_traces_before_warning && !warned_) {
+    warned_ = true;
+    log(LogLevel::kWarning,
+        str_cat("function '", name_, "' has been traced ", trace_count_,
+                " times, once per distinct input signature (latest ", signature,
+                "). Each retrace recompiles the whole step, which is expensive. Hint: feed "
+                "fixed shapes: batch with drop_remainder=true (or pad the last batch), and "
+                "declare input_signature to catch a changing shape as an error."));
+  }
+  return c;
+}
+
+std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
+  check_signature(args);
+  std::string signature = signature_text(args);
+  auto it = cache_.find(signature);
+  if (it == cache_.end()) it = cache_.emplace(signature, trace_and_compile(args, signature)).first;
+  Compiled& c = it->second;
+  last_executable_ = c.executable.get();
+
+  std::vector<HostTensor> run_args = args;
+  for (const auto& v : c.variables) run_args.push_back(v->storage);
+  std::vector<HostTensor> results = c.executable->run(run_args);
+  KILN_CHECK(results.size() >= c.num_outputs, "executable of '", name_, "' returned ",
+             results.size(), " outputs, expected at least ", c.num_outputs);
+  // Aliased outputs must land in the variables' storage; copy if a backend returned them apart.
+  for (const ir::OutputAlias& alias : c.aliases) {
+    const HostTensor& r = results.at(static_cast<size_t>(alias.output_index));
+    HostTensor& storage = run_args.at(static_cast<size_t>(alias.parameter_index));
+    if (!r.shares_storage_with(storage))
+      std::memcpy(storage.raw_data(), r.raw_data(), static_cast<size_t>(storage.byte_size()));
+  }
+  results.resize(c.num_outputs);
+  return results;
+}
+
+}  // namespace kiln

@@ -1,0 +1,17 @@
+// Random ops from an explicit key (i64 scalar tensor): counter-based rng_bits mapped to
+// floats, so a step's randomness is reproducible and identical across restarts.
+#pragma once
+
+#include "kiln/trace/tensor.h"
+
+namespace kiln {
+
+/// Uniform values in [minval, maxval) of `dims` and floating `dtype` from `key` (i64[]).
+/// 32 random bits map to [0, 1) as bits * 2^-32 + 0.5 in f32, clamped below 1.
+Tensor random_uniform(const Tensor& key, const Dims& dims, DType dtype = DType::kF32,
+                      double minval = 0.0, double maxval = 1.0);
+/// Inverted dropout: zeroes each element with probability `rate` and scales the rest by
+/// 1 / (1 - rate). Returns x unchanged when !training or rate == 0.
+Tensor dropout(const Tensor& x, double rate, const Tensor& key, bool training = true);
+
+}  // namespace kiln

@@ -1,0 +1,118 @@
+// TraceContext: the module being built while a kiln::function traces its callable, with the
+// variables it captured; plus the thread-local stacks that say which trace (and which source
+// name, for error messages) is current. Internal to trace/; users meet it through Function.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/ir/builder.h"
+#include "kiln/ir/module.h"
+#include "kiln/trace/tensor.h"
+
+namespace kiln::trace {
+
+/// What a Tensor handle refers to: a value (concrete) or an instruction of a live trace.
+struct TensorNode {
+  Shape shape;
+  HostTensor value;                        // concrete tensors
+  ir::Instruction* instruction = nullptr;  // symbolic tensors
+  const TraceContext* context = nullptr;   // the trace `instruction` belongs to
+  std::weak_ptr<const void> alive;         // expires when that trace ends
+};
+
+/// Persistent state behind a kiln::Variable (shared by its copies).
+struct VariableState {
+  std::string name;
+  HostTensor storage;  // updated in place; its identity never changes
+  bool trainable = true;
+};
+
+class TraceContext {
+ public:
+  explicit TraceContext(std::string name);
+  TraceContext(const TraceContext&) = delete;
+  TraceContext& operator=(const TraceContext&) = delete;
+
+  /// The trace active on this thread, or nullptr (eager mode).
+  static TraceContext* current();
+
+  const std::string& name() const { return name_; }
+  ir::Module& module() { return *module_; }
+  /// The builder of the entry computation, its source set from the current SourceScope.
+  ir::Builder& builder();
+
+  /// Adds an entry parameter for a function input.
+  Tensor add_input(const Shape& shape, const std::string& name);
+  /// The instruction for `t` in this trace; concrete tensors become (cached) constants.
+  /// Throws ValueError for a symbolic tensor of another (possibly finished) trace.
+  ir::Instruction* lower(const Tensor& t, const std::string& where);
+  /// A symbolic handle to `instruction`.
+  Tensor wrap(ir::Instruction* instruction) const;
+
+  /// The variable's value in this trace: its parameter (added on first use), or the value
+  /// last assigned in this trace.
+  Tensor read_variable(const std::shared_ptr<VariableState>& variable);
+  /// Records `value` as the variable's new value (an output aliased to its parameter).
+  void assign_variable(const std::shared_ptr<VariableState>& variable, const Tensor& value);
+  /// Variables in parameter order (after the inputs).
+  std::vector<std::shared_ptr<VariableState>> captured_variables() const;
+
+  /// Sets the entry outputs (`outputs`, then one per assigned variable, aliased to its
+  /// parameter) and hands over the module. The context accepts no more ops afterwards.
+  std::unique_ptr<ir::Module> finish(const std::vector<Tensor>& outputs);
+
+ private:
+  struct Capture {
+    std::shared_ptr<VariableState> variable;
+    ir::Instruction* parameter = nullptr;
+    Tensor current;
+    bool assigned = false;
+  };
+  Capture& capture(const std::shared_ptr<VariableState>& variable);
+
+  std::string name_;
+  std::unique_ptr<ir::Module> module_;
+  ir::Builder builder_;
+  std::shared_ptr<const void> alive_ = std::make_shared<int>(0);
+  std::vector<Capture> captures_;
+  std::unordered_map<const VariableState*, size_t> capture_index_;
+  // Concrete tensors used in this trace, lowered once each (the node is kept alive so its
+  // address is not reused).
+  std::unordered_map<const TensorNode*, std::pair<std::shared_ptr<TensorNode>, ir::Instruction*>>
+      constants_;
+};
+
+/// Makes `context` the current trace of this thread for the scope's lifetime (stacked).
+class TraceScope {
+ public:
+  explicit TraceScope(TraceContext* context);
+  ~TraceScope();
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+};
+
+}  // namespace kiln::trace
+
+namespace kiln {
+
+/// Names the ops made during its lifetime (a layer or call site) so errors say where they come
+/// from: `trace::SourceScope scope("dense_1");`. Nested scopes join with '/'.
+class SourceScope {
+ public:
+  explicit SourceScope(std::string name);
+  ~SourceScope();
+  SourceScope(const SourceScope&) = delete;
+  SourceScope& operator=(const SourceScope&) = delete;
+  /// The joined names of the open scopes on this thread ("model/dense_1"), or "".
+  static std::string current();
+};
+
+namespace trace {
+using kiln::SourceScope;
+}
+
+}  // namespace kiln

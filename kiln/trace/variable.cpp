@@ -1,0 +1,60 @@
+// Variable reads and assigns, in a trace (parameters and aliased outputs) or eagerly.
+#include "kiln/trace/variable.h"
+
+#include <cstring>
+
+#include "kiln/trace/gradient_tape.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/trace_context.h"
+
+namespace kiln {
+
+Variable::Variable(std::string name, const HostTensor& initial, bool trainable) {
+  KILN_CHECK(initial.defined(), "Variable '", name, "' made from an undefined HostTensor");
+  state_ = std::make_shared<trace::VariableState>();
+  state_->name = std::move(name);
+  state_->storage = initial.clone();
+  state_->trainable = trainable;
+}
+
+const std::string& Variable::name() const {
+  KILN_CHECK(defined(), "use of an undefined Variable");
+  return state_->name;
+}
+const Shape& Variable::shape() const { return storage().shape(); }
+bool Variable::trainable() const {
+  KILN_CHECK(defined(), "use of an undefined Variable");
+  return state_->trainable;
+}
+const HostTensor& Variable::storage() const {
+  KILN_CHECK(defined(), "use of an undefined Variable");
+  return state_->storage;
+}
+
+Tensor Variable::read() const {
+  KILN_CHECK(defined(), "read of an undefined Variable");
+  Tensor value = trace::TraceContext::current() != nullptr
+                     ? trace::TraceContext::current()->read_variable(state_)
+                     : Tensor(state_->storage.clone());
+  trace::record_variable_read(state_, value);
+  return value;
+}
+
+void Variable::assign(const Tensor& value) const {
+  KILN_CHECK(defined(), "assign to an undefined Variable");
+  if (value.dims() != shape().dims())
+    KILN_THROW(ShapeError, "[variable '", state_->name, "'] assign expects ", shape(),
+               ", received ", value.shape(), ". Hint: a variable's shape is fixed when it is made.");
+  Tensor converted = cast(value, dtype());
+  if (trace::TraceContext* ctx = trace::TraceContext::current()) {
+    ctx->assign_variable(state_, converted);
+    return;
+  }
+  HostTensor v = converted.value();
+  std::memcpy(state_->storage.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));
+}
+
+void Variable::assign_add(const Tensor& delta) const { assign(read() + delta); }
+void Variable::assign_sub(const Tensor& delta) const { assign(read() - delta); }
+
+}  // namespace kiln
