@@ -17,6 +17,14 @@ h5::Id intermediate_groups_lcpl() {
   return lcpl;
 }
 
+// Keeps HDF5's file locks, but tolerates file systems without flock (some NFS and overlay
+// mounts), where libhdf5 would otherwise refuse to open any file.
+h5::Id file_access_plist() {
+  h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_file_locking(fapl.get(), /*use_file_locking=*/1, /*ignore_when_disabled=*/1);
+  return fapl;
+}
+
 }  // namespace
 
 Hdf5Group::Hdf5Group(int64_t id, std::shared_ptr<h5::FileState> file, std::string path)
@@ -222,12 +230,11 @@ Hdf5File Hdf5File::open(const std::string& path, bool writable) {
                ".h5 file written by Keras, h5py or Kiln.");
   auto state = std::make_shared<h5::FileState>();
   state->path = path;
+  if (is_hdf5 < 0) h5::fail(path, "/", "cannot read the file's HDF5 signature");
+  h5::Id fapl = file_access_plist();
+  const unsigned mode = writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY;
   state->id = h5::Id(
-      h5::check(is_hdf5 < 0
-                    ? -1
-                    : H5Fopen(path.c_str(), writable ? H5F_ACC_RDWR : H5F_ACC_RDONLY, H5P_DEFAULT),
-                path, "/", "cannot open file"),
-      H5Fclose);
+      h5::check(H5Fopen(path.c_str(), mode, fapl.get()), path, "/", "cannot open file"), H5Fclose);
   hid_t root = h5::check(H5Gopen2(state->id.get(), "/", H5P_DEFAULT), path, "/",
                          "cannot open the root group");
   return Hdf5File(Hdf5Group(root, std::move(state), "/"));
@@ -237,7 +244,7 @@ Hdf5File Hdf5File::create(const std::string& path, Hdf5CreateOptions options) {
   h5::silence_error_printing();
   auto state = std::make_shared<h5::FileState>();
   state->path = path;
-  h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  h5::Id fapl = file_access_plist();
   // The HDF5 1.8 file format checksums all metadata, so a corrupt file is detected instead of
   // crashing libhdf5's decoders (which do not validate the unchecksummed 1.6 format).
   if (options.checksummed_metadata)

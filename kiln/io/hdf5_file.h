@@ -9,6 +9,12 @@
 // readers see a float they can convert (h5py: `ds.astype('f4')[()]`). tf.keras never writes
 // bf16 variables (mixed precision keeps f32 weights), so keras/saving should store f32 there.
 //
+// Corruption: files Kiln creates use the checksummed HDF5 1.8 format (Hdf5CreateOptions), so
+// flipped or missing bytes give an IOError. Files in h5py's default format have unchecksummed
+// metadata: truncation is still detected, but libhdf5 1.10 itself may crash on arbitrary
+// corrupt bytes there (in its object-header and global-heap decoders), which no wrapper can
+// prevent short of validating HDF5's structures independently.
+//
 // Not thread-safe: Debian's libhdf5 is built without its global lock, so use one thread.
 #pragma once
 
