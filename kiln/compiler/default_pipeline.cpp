@@ -1,0 +1,29 @@
+// The default pass order (ARCHITECTURE.md, Compiler).
+#include "kiln/compiler/default_pipeline.h"
+
+#include "kiln/compiler/passes/algebraic_simplify.h"
+#include "kiln/compiler/passes/constant_folding.h"
+#include "kiln/compiler/passes/cse.h"
+#include "kiln/compiler/passes/dce.h"
+#include "kiln/compiler/passes/elementwise_fusion.h"
+#include "kiln/compiler/passes/output_fusion.h"
+#include "kiln/compiler/passes/reduction_fusion.h"
+
+namespace kiln::compiler {
+
+PassPipeline default_pipeline(const TargetInfo& target) {
+  PassPipeline pipeline("default");
+  for (int round = 0; round < 2; ++round) {
+    pipeline.add<AlgebraicSimplifyPass>();
+    pipeline.add<ConstantFoldingPass>();
+    pipeline.add<CsePass>();
+    pipeline.add<DcePass>();
+  }
+  pipeline.add<OutputFusionPass>(&target);
+  pipeline.add<ReductionFusionPass>(&target);
+  pipeline.add<ElementwiseFusionPass>(&target);
+  pipeline.add<DcePass>();
+  return pipeline;
+}
+
+}  // namespace kiln::compiler

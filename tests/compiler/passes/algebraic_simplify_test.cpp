@@ -1,0 +1,147 @@
+#include "kiln/compiler/passes/algebraic_simplify.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/ir/builder.h"
+#include "tests/compiler/test_target.h"
+
+namespace kiln::compiler {
+namespace {
+
+using ir::Opcode;
+using testing::run_and_print;
+
+TEST(AlgebraicSimplifyPassTest, RemovesAdditiveAndMultiplicativeIdentities) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {4}), "x");
+  auto* zero = b.full(x->shape(), 0);
+  auto* one = b.full(x->shape(), 1);
+  auto* a = b.binary(Opcode::kAdd, x, zero);    // x + 0
+  auto* s = b.binary(Opcode::kSub, a, zero);    // x - 0
+  auto* p = b.binary(Opcode::kMul, one, s);     // 1 * x
+  auto* d = b.binary(Opcode::kDiv, p, one);     // x / 1
+  auto* e = b.unary(Opcode::kExp, d);
+  m.entry()->set_outputs({e});
+  EXPECT_EQ(ir::to_string(m),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = f32[4] parameter(0) \"x\"\n"
+            "  %1 = f32[] constant(1)\n"
+            "  %2 = f32[4] broadcast_in_dim(%1), dims={}\n"
+            "  %3 = f32[] constant(0)\n"
+            "  %4 = f32[4] broadcast_in_dim(%3), dims={}\n"
+            "  %5 = f32[4] add(%0, %4)\n"
+            "  %6 = f32[4] sub(%5, %4)\n"
+            "  %7 = f32[4] mul(%2, %6)\n"
+            "  %8 = f32[4] div(%7, %2)\n"
+            "  %9 = f32[4] exp(%8)\n"
+            "  outputs(%9)\n"
+            "}\n");
+  AlgebraicSimplifyPass pass;
+  bool changed = false;
+  EXPECT_EQ(run_and_print(pass, m, &changed),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = f32[4] parameter(0) \"x\"\n"
+            "  %1 = f32[4] exp(%0)\n"
+            "  outputs(%1)\n"
+            "}\n");
+  EXPECT_TRUE(changed);
+  EXPECT_EQ(pass.notes().size(), 4u);
+}
+
+TEST(AlgebraicSimplifyPassTest, FoldsTimesZeroForIntegersOnly) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* i = b.parameter(Shape(DType::kI32, {3}), "i");
+  auto* f = b.parameter(Shape(DType::kF32, {3}), "f");
+  auto* iz = b.binary(Opcode::kMul, i, b.full(i->shape(), 0));  // x * 0 -> 0
+  auto* fz = b.binary(Opcode::kMul, f, b.full(f->shape(), 0));  // kept: NaN * 0 = NaN
+  m.entry()->set_outputs({iz, fz});
+  AlgebraicSimplifyPass pass;
+  EXPECT_EQ(run_and_print(pass, m),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = i32[3] parameter(0) \"i\"\n"
+            "  %1 = f32[3] parameter(1) \"f\"\n"
+            "  %2 = i32[] constant(0)\n"
+            "  %3 = i32[3] broadcast_in_dim(%2), dims={}\n"
+            "  %4 = f32[] constant(0)\n"
+            "  %5 = f32[3] broadcast_in_dim(%4), dims={}\n"
+            "  %6 = f32[3] mul(%1, %5)\n"
+            "  outputs(%3, %6)\n"
+            "}\n");
+}
+
+TEST(AlgebraicSimplifyPassTest, CancelsDoubleNegationAndNoOpShapeOps) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {2, 3}), "x");
+  auto* n = b.unary(Opcode::kNeg, b.unary(Opcode::kNeg, x));          // neg(neg(x)) -> x
+  auto* r = b.reshape(n, {2, 3});                                      // same shape -> x
+  auto* t = b.transpose(r, {0, 1});                                    // identity -> x
+  auto* bc = b.broadcast_in_dim(t, {2, 3}, {0, 1});                    // same shape -> x
+  auto* c = b.convert(bc, DType::kF32);                                // same dtype -> x
+  auto* y = b.unary(Opcode::kTanh, c);
+  m.entry()->set_outputs({y});
+  AlgebraicSimplifyPass pass;
+  EXPECT_EQ(run_and_print(pass, m),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = f32[2,3] parameter(0) \"x\"\n"
+            "  %1 = f32[2,3] tanh(%0)\n"
+            "  outputs(%1)\n"
+            "}\n");
+}
+
+TEST(AlgebraicSimplifyPassTest, ComposesReshapesAndTransposes) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {2, 3, 4}), "x");
+  auto* r = b.reshape(b.reshape(x, {6, 4}), {24});          // -> reshape(x, {24})
+  auto* t = b.transpose(b.transpose(x, {1, 2, 0}), {1, 2, 0});  // -> transpose(x, {2, 0, 1})
+  auto* back = b.transpose(b.transpose(x, {1, 0, 2}), {1, 0, 2});  // -> x
+  m.entry()->set_outputs({r, t, back});
+  AlgebraicSimplifyPass pass;
+  EXPECT_EQ(run_and_print(pass, m),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = f32[2,3,4] parameter(0) \"x\"\n"
+            "  %1 = f32[24] reshape(%0)\n"
+            "  %2 = f32[4,2,3] transpose(%0), permutation={2,0,1}\n"
+            "  outputs(%1, %2, %0)\n"
+            "}\n");
+}
+
+TEST(AlgebraicSimplifyPassTest, PicksTheBranchOfASelectWithAConstantPredicate) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {3}), "x");
+  auto* y = b.parameter(Shape(DType::kF32, {3}), "y");
+  auto* yes = b.full(Shape(DType::kBool, {3}), 1);
+  auto* no = b.full(Shape(DType::kBool, {3}), 0);
+  m.entry()->set_outputs({b.select(yes, x, y), b.select(no, x, y)});
+  AlgebraicSimplifyPass pass;
+  EXPECT_EQ(run_and_print(pass, m),
+            "module @m\n"
+            "entry {\n"
+            "  %0 = f32[3] parameter(0) \"x\"\n"
+            "  %1 = f32[3] parameter(1) \"y\"\n"
+            "  outputs(%0, %1)\n"
+            "}\n");
+}
+
+TEST(AlgebraicSimplifyPassTest, LeavesNonIdentitiesAlone) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {3}), "x");
+  m.entry()->set_outputs({b.binary(Opcode::kAdd, x, b.full(x->shape(), 2))});
+  AlgebraicSimplifyPass pass;
+  bool changed = true;
+  run_and_print(pass, m, &changed);
+  EXPECT_FALSE(changed);
+}
+
+}  // namespace
+}  // namespace kiln::compiler
