@@ -2,6 +2,7 @@
 find_package(Threads REQUIRED)
 find_package(ZLIB REQUIRED)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
+find_package(dnnl REQUIRED)  # oneDNN 2.6, OpenMP runtime (Debian libdnnl-dev)
 enable_language(C)  # FindHDF5 test-compiles a C program to locate libhdf5
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(nlohmann_json REQUIRED)

@@ -7,3 +7,9 @@ option(KILN_WERROR "Treat warnings as errors (ON in CI)" OFF)
 set(KILN_SANITIZE "" CACHE STRING "Sanitizers: ON (address;undefined), thread, or a ;-list")
 set(KILN_MPI "AUTO" CACHE STRING "Build the MPI collectives: AUTO, ON or OFF")
 set(KILN_CUDA "OFF" CACHE STRING "Build the CUDA backend: AUTO, ON or OFF")
+# Kernels are compiled for the build machine by default (AVX2+FMA here); set to "" for a
+# portable build.
+set(KILN_ARCH "native" CACHE STRING "Value for -march (empty: compiler default)")
+if(KILN_ARCH)
+  add_compile_options(-march=${KILN_ARCH})
+endif()

@@ -28,6 +28,14 @@ HostTensor::HostTensor(Shape shape) : shape_(std::move(shape)) {
   data_ = storage_.get();
 }
 
+HostTensor HostTensor::view(Shape shape, void* data) {
+  HostTensor t;
+  t.shape_ = std::move(shape);
+  t.storage_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(data), [](std::byte*) {});
+  t.data_ = data;
+  return t;
+}
+
 void HostTensor::check_type(DType requested) const {
   KILN_CHECK(defined(), "access to the data of an undefined HostTensor");
   if (requested != dtype())

@@ -25,6 +25,9 @@ class HostTensor {
   explicit HostTensor(Shape shape);
 
   static HostTensor zeros(Shape shape) { return HostTensor(std::move(shape)); }
+  /// A tensor over memory it does not own (arena slices, argument buffers); the caller keeps
+  /// `data` alive and 64-byte aligned if kernels need it.
+  static HostTensor view(Shape shape, void* data);
   /// A tensor holding `values` (row-major); throws ShapeError if the count differs.
   template <typename T>
   static HostTensor from_vector(Dims dims, const std::vector<T>& values);

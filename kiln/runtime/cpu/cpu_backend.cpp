@@ -1,0 +1,100 @@
+// CpuBackend: legality, the default pass pipeline, memory planning with the device-limit check
+// (seed S25), and lowering.
+#include "kiln/runtime/cpu/cpu_backend.h"
+
+#include <unistd.h>
+
+#include <chrono>
+
+#include "kiln/compiler/default_pipeline.h"
+#include "kiln/compiler/passes/backend_legality.h"
+#include "kiln/core/check.h"
+#include "kiln/core/logging.h"
+#include "kiln/runtime/cpu/cpu_executable.h"
+#include "kiln/runtime/cpu/lowering.h"
+#include "kiln/runtime/ir_dump.h"
+
+namespace kiln::cpu {
+namespace {
+
+class CpuTargetInfo : public compiler::TargetInfo {
+ public:
+  explicit CpuTargetInfo(int64_t limit) : limit_(limit) {}
+  std::string name() const override { return "cpu"; }
+  // Every op runs: ops without a fast kernel use the reference kernel (slow, but correct).
+  compiler::Decision supports(const ir::Instruction&) const override { return compiler::Decision::yes(); }
+  int64_t memory_limit_bytes() const override { return limit_; }
+
+ private:
+  int64_t limit_;
+};
+
+std::string mib(int64_t bytes) { return str_cat(bytes / (1 << 20), " MiB"); }
+
+// Peak is close to affine in the batch: activations (the arena) and batch-sized arguments and
+// outputs grow with it; weights, optimizer state and constants do not. The batch is dim 0 of
+// the first parameter (function inputs come before captured variables).
+int64_t largest_fitting_batch(const ir::Module& m, const compiler::MemoryPlan& plan, int64_t limit) {
+  const ir::Computation& entry = *m.entry();
+  if (entry.parameters().empty() || entry.parameters()[0]->shape().rank() == 0) return 0;
+  const int64_t batch = entry.parameters()[0]->shape().dims()[0];
+  if (batch <= 0) return 0;
+  int64_t scaled = plan.arena_bytes;
+  for (const ir::Instruction* p : entry.parameters())
+    if (p->shape().rank() > 0 && p->shape().dims()[0] == batch) scaled += p->shape().byte_size();
+  for (const ir::Instruction* o : entry.outputs())
+    if (o->shape().rank() > 0 && o->shape().dims()[0] == batch) scaled += o->shape().byte_size();
+  const int64_t fixed = plan.peak_bytes() - scaled;
+  const int64_t per_sample = std::max<int64_t>(1, scaled / batch);
+  return limit <= fixed ? 0 : (limit - fixed) / per_sample;
+}
+
+class CpuBackend : public runtime::Backend {
+ public:
+  explicit CpuBackend(int64_t limit) : target_(limit) {}
+  std::string name() const override { return "cpu"; }
+  const compiler::TargetInfo& target_info() const override { return target_; }
+
+  std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
+                                               const runtime::CompileOptions& options) override {
+    compiler::check_legality(*module, target_);
+    auto pipeline_options = compiler::PipelineOptions::from_debug_options(options.debug);
+    pipeline_options.label = options.label;
+    compiler::default_pipeline(target_).run(*module, pipeline_options);
+    compiler::MemoryPlan plan = compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
+    const int64_t limit = target_.memory_limit_bytes();
+    if (plan.peak_bytes() > limit) {
+      const int64_t fits = largest_fitting_batch(*module, plan, limit);
+      KILN_THROW(OutOfMemoryError, "[", options.label.empty() ? module->name() : options.label,
+                 "] the step needs ", plan.peak_bytes(), " bytes (", mib(plan.peak_bytes()),
+                 ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
+                 ", outputs ", mib(plan.output_bytes), ") but the cpu device has ", limit, " bytes (",
+                 mib(limit), "). Hint: the largest batch size that fits is about ", fits,
+                 "; or use the mixed_bfloat16 policy to halve activation memory, or raise "
+                 "KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
+    }
+    auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan));
+    lower(*exe);
+    if (!options.debug.dump_ir_dir.empty())
+      runtime::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
+                                                            ".lowered.txt"), exe->describe());
+    return exe;
+  }
+
+ private:
+  CpuTargetInfo target_;
+};
+
+}  // namespace
+
+int64_t physical_memory_bytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
+}
+
+std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit) {
+  if (memory_limit <= 0) memory_limit = DebugOptions::global().cpu_memory_limit;
+  if (memory_limit <= 0) memory_limit = physical_memory_bytes();
+  return std::make_unique<CpuBackend>(memory_limit);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,19 @@
+// The CPU backend: oneDNN for contractions, Kiln's fused loop and reduction kernels for the
+// rest, one OpenMP runtime for both (oneDNN's Debian build uses OpenMP, so threads never
+// oversubscribe).
+#pragma once
+
+#include <memory>
+
+#include "kiln/runtime/backend.h"
+
+namespace kiln::cpu {
+
+/// Physical memory of this host in bytes.
+int64_t physical_memory_bytes();
+
+/// A CPU backend. `memory_limit` of 0 means DebugOptions (KILN_CPU_MEMORY_LIMIT) or, if that
+/// is unset too, physical RAM.
+std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit = 0);
+
+}  // namespace kiln::cpu

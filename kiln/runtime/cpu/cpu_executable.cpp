@@ -1,0 +1,81 @@
+// Running a lowered step: resolve where every value lives, call the steps in order, then copy
+// what the plan says must be copied into outputs.
+#include "kiln/runtime/cpu/cpu_executable.h"
+
+#include <cstring>
+#include <sstream>
+
+#include "kiln/core/check.h"
+#include "kiln/ir/printer.h"
+
+namespace kiln::cpu {
+
+CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan)
+    : module_(std::move(module)), scratch_(std::make_unique<ir::Module>("scratch")), plan_(std::move(plan)) {
+  for (size_t i = 0; i < plan_.order.size(); ++i) ids_[plan_.order[i]] = static_cast<int>(i);
+  // Allocated and zeroed now, so the first step pays no page faults and RSS shows the plan.
+  arena_ = HostTensor(Shape(DType::kU8, {std::max<int64_t>(plan_.arena_bytes, 1)}));
+  values_.resize(plan_.order.size(), nullptr);
+}
+
+int CpuExecutable::value_id(const ir::Instruction* inst) const {
+  auto it = ids_.find(inst);
+  KILN_CHECK(it != ids_.end(), "instruction %", inst->id(), " has no value in the memory plan");
+  return it->second;
+}
+
+std::vector<HostTensor> CpuExecutable::run(std::span<HostTensor> arguments) {
+  const ir::Computation& entry = *module_->entry();
+  const auto& params = entry.parameters();
+  if (arguments.size() != params.size())
+    KILN_THROW(ShapeError, "[", module_->name(), "] expected ", params.size(), " arguments, received ",
+               arguments.size(), ".");
+  for (size_t i = 0; i < params.size(); ++i)
+    if (!(arguments[i].shape() == params[i]->shape()))
+      KILN_THROW(ShapeError, "[", module_->name(), "] argument ", i, " '", params[i]->name(), "' must be ",
+                 params[i]->shape(), ", received ", arguments[i].shape(), ".");
+
+  // Outputs: donated ones are their argument; the rest are fresh tensors.
+  const auto& outs = entry.outputs();
+  std::vector<int> alias_of(outs.size(), -1);
+  for (const auto& a : module_->aliases()) alias_of[static_cast<size_t>(a.output_index)] = a.parameter_index;
+  std::vector<HostTensor> results(outs.size());
+  for (size_t k = 0; k < outs.size(); ++k)
+    results[k] = alias_of[k] >= 0 ? arguments[static_cast<size_t>(alias_of[k])] : HostTensor(outs[k]->shape());
+
+  auto* arena = static_cast<std::byte*>(arena_.raw_data());
+  for (size_t v = 0; v < plan_.order.size(); ++v) {
+    const ir::Instruction* inst = plan_.order[v];
+    const compiler::BufferInfo& b = plan_.buffers.at(inst);
+    switch (b.kind) {
+      case compiler::BufferKind::kArena: values_[v] = arena + b.offset; break;
+      case compiler::BufferKind::kParameter:
+      case compiler::BufferKind::kDonated:
+        values_[v] = arguments[static_cast<size_t>(b.parameter_index)].raw_data();
+        break;
+      case compiler::BufferKind::kOutput: values_[v] = results[static_cast<size_t>(b.output_index)].raw_data(); break;
+      case compiler::BufferKind::kConstant: values_[v] = const_cast<void*>(inst->attrs().literal.raw_data()); break;
+      case compiler::BufferKind::kAlias: values_[v] = values_[static_cast<size_t>(value_id(b.alias_of))]; break;
+    }
+  }
+  for (const Step& step : steps_) step.run(values_.data());
+  for (const compiler::OutputCopy& c : plan_.output_copies) {
+    HostTensor& dst = results[static_cast<size_t>(c.output_index)];
+    std::memcpy(dst.raw_data(), values_[static_cast<size_t>(value_id(c.source))], static_cast<size_t>(dst.byte_size()));
+  }
+  return results;
+}
+
+std::string CpuExecutable::describe() const {
+  std::ostringstream os;
+  os << "lowered " << module_->name() << ": " << steps_.size() << " kernel launches, arena "
+     << plan_.arena_bytes << " bytes, planned peak " << plan_.peak_bytes() << " bytes\n";
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    os << "  step " << i << ": " << steps_[i].label;
+    if (!steps_[i].source.empty()) os << "  # " << steps_[i].source;
+    os << "\n";
+  }
+  return os.str();
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,53 @@
+// CpuExecutable: a lowered step: one arena, a flat list of Steps (kernel calls), and the
+// value table that tells each step where its operands live during a run.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/compiler/memory_plan.h"
+#include "kiln/core/host_tensor.h"
+#include "kiln/ir/module.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln::cpu {
+
+/// One kernel call. `reads`/`writes` are value ids (indices into the value table), so the
+/// executor can check aliasing and a later scheduler can overlap independent steps.
+struct Step {
+  std::string label;   // "fusion(loop)", "matmul+bias+relu", ... for dumps and errors
+  std::string source;  // layer or call site of the instruction it came from
+  std::vector<int> reads;
+  std::vector<int> writes;
+  std::function<void(void* const* values)> run;
+};
+
+class CpuExecutable : public runtime::Executable {
+ public:
+  CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan);
+
+  std::vector<HostTensor> run(std::span<HostTensor> arguments) override;
+  int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
+  int kernel_count() const override { return static_cast<int>(steps_.size()); }
+  std::string describe() const override;
+
+  // Lowering fills these.
+  int value_id(const ir::Instruction* inst) const;
+  void add_step(Step step) { steps_.push_back(std::move(step)); }
+  ir::Module& scratch_module() { return *scratch_; }
+  const ir::Module& module() const { return *module_; }
+  const compiler::MemoryPlan& plan() const { return plan_; }
+
+ private:
+  std::unique_ptr<ir::Module> module_;
+  std::unique_ptr<ir::Module> scratch_;  // one-op bodies built for unfused instructions
+  compiler::MemoryPlan plan_;
+  std::unordered_map<const ir::Instruction*, int> ids_;
+  std::vector<Step> steps_;
+  HostTensor arena_;
+  std::vector<void*> values_;  // per run: where each value lives
+};
+
+}  // namespace kiln::cpu

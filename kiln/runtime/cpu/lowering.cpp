@@ -1,0 +1,187 @@
+// Per-instruction kernel selection.
+#include "kiln/runtime/cpu/lowering.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+#include "kiln/core/logging.h"
+#include "kiln/ir/builder.h"
+#include "kiln/ir/printer.h"
+#include "kiln/ir/reference_eval.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/onednn_matmul.h"
+#include "kiln/runtime/cpu/reduce_kernel.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+// A computation holding just `inst` over fresh parameters, so one-op kernels and fused
+// kernels share one code path.
+const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
+  ir::Computation* c = scratch.add_computation(str_cat("op", inst.id()));
+  ir::Builder b(c);
+  std::vector<Instruction*> params;
+  for (const Instruction* op : inst.operands()) params.push_back(b.parameter(op->shape(), ""));
+  c->add_output(b.add(inst.opcode(), params, inst.attrs(), &inst.shape()));
+  return c;
+}
+
+class Lowerer {
+ public:
+  explicit Lowerer(CpuExecutable& exe) : exe_(exe) {}
+
+  void lower_all() {
+    for (const Instruction* inst : exe_.plan().order) lower_one(*inst);
+  }
+
+ private:
+  Step make_step(const Instruction& inst, std::string label) {
+    Step s;
+    s.label = std::move(label);
+    s.source = inst.source();
+    for (const Instruction* op : inst.operands()) s.reads.push_back(exe_.value_id(op));
+    s.writes.push_back(exe_.value_id(&inst));
+    return s;
+  }
+
+  // Runs `fn(inputs, out)` with the operand and result pointers of the step.
+  template <typename Fn>
+  void add(const Instruction& inst, std::string label, Fn fn) {
+    Step s = make_step(inst, std::move(label));
+    std::vector<int> reads = s.reads;
+    int out = s.writes[0];
+    s.run = [reads, out, fn](void* const* values) {
+      const void* in[16];
+      KILN_CHECK(reads.size() <= 16, "more than 16 operands");
+      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+      fn(in, values[out]);
+    };
+    exe_.add_step(std::move(s));
+  }
+
+  void fallback(const Instruction& inst) {
+    log(LogLevel::kDebug, str_cat("cpu: reference kernel for ", ir::describe(inst)));
+    std::vector<Shape> shapes;
+    for (const Instruction* op : inst.operands()) shapes.push_back(op->shape());
+    const Instruction* ip = &inst;
+    const int64_t bytes = inst.shape().byte_size();
+    add(inst, str_cat("reference ", ir::opcode_name(inst.opcode())), [ip, shapes, bytes](const void* const* in, void* out) {
+      std::vector<HostTensor> views;
+      for (size_t i = 0; i < shapes.size(); ++i) views.push_back(HostTensor::view(shapes[i], const_cast<void*>(in[i])));
+      HostTensor r = ir::evaluate_instruction(*ip, views);
+      std::memcpy(out, r.raw_data(), static_cast<size_t>(bytes));
+    });
+  }
+
+  bool try_loop(const Instruction& inst, const ir::Computation& body, const std::string& label) {
+    std::shared_ptr<LoopKernel> k = LoopKernel::create(body);
+    if (k == nullptr) return false;
+    add(inst, label, [k](const void* const* in, void* out) { k->run(in, out); });
+    return true;
+  }
+
+  bool try_reduce(const Instruction& inst, const Instruction& reduce, const std::string& label) {
+    std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce);
+    if (k == nullptr) return false;
+    add(inst, label, [k](const void* const* in, void* out) { k->run(in, out); });
+    return true;
+  }
+
+  // `dot` is `inst` itself, or the dot inside `inst`'s output-fusion body (then its operands
+  // and the bias are body parameters, which index the fusion's operands).
+  bool try_matmul(const Instruction& inst, const Instruction& dot, MatmulEpilogue e, std::string label) {
+    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, e);
+    if (k == nullptr) return false;
+    const bool fused = &dot != &inst;
+    int lhs = fused ? static_cast<int>(dot.operand(0)->attrs().parameter_index) : 0;
+    int rhs = fused ? static_cast<int>(dot.operand(1)->attrs().parameter_index) : 1;
+    int bias = e.bias_parameter;
+    add(inst, std::move(label), [k, lhs, rhs, bias](const void* const* in, void* out) {
+      k->run(in[lhs], in[rhs], bias >= 0 ? in[bias] : nullptr, out);
+    });
+    return true;
+  }
+
+  void lower_fusion(const Instruction& inst) {
+    const ir::Computation& body = *inst.attrs().body;
+    switch (inst.attrs().fusion_kind) {
+      case ir::FusionKind::kOutput: {
+        MatmulEpilogue e;
+        const Instruction* dot = match_output_fusion(body, &e);
+        std::string label = "matmul";
+        if (e.bias) label += "+bias";
+        if (e.activation == Activation::kRelu) label += "+relu";
+        if (e.activation == Activation::kLogistic) label += "+logistic";
+        if (e.activation == Activation::kTanh) label += "+tanh";
+        if (dot != nullptr && try_matmul(inst, *dot, e, label)) return;
+        break;
+      }
+      case ir::FusionKind::kLoop:
+        if (try_loop(inst, body, str_cat("fusion(loop, ", body.post_order().size(), " ops)"))) return;
+        break;
+      case ir::FusionKind::kReduction: {
+        const Instruction* root = body.outputs()[0];
+        if ((root->opcode() == Opcode::kReduceSum || root->opcode() == Opcode::kReduceMax ||
+             root->opcode() == Opcode::kReduceMin) &&
+            try_reduce(inst, *root, str_cat("fusion(reduction, ", body.post_order().size(), " ops)")))
+          return;
+        break;
+      }
+    }
+    fallback(inst);
+  }
+
+  void lower_one(const Instruction& inst) {
+    const compiler::BufferInfo& b = exe_.plan().buffers.at(&inst);
+    if (b.kind == compiler::BufferKind::kAlias || b.kind == compiler::BufferKind::kParameter ||
+        b.kind == compiler::BufferKind::kConstant)
+      return;
+    const Opcode op = inst.opcode();
+    const int64_t bytes = inst.shape().byte_size();
+    auto copy = [bytes](const void* const* in, void* out) {
+      if (in[0] != out) std::memcpy(out, in[0], static_cast<size_t>(bytes));
+    };
+    switch (op) {
+      case Opcode::kFusion:
+        lower_fusion(inst);
+        return;
+      case Opcode::kReshape:
+        add(inst, "copy(reshape)", copy);
+        return;
+      case Opcode::kAllReduce:  // one replica: the sum and the mean are the value itself
+        add(inst, "all_reduce(1 replica)", copy);
+        return;
+      case Opcode::kDotGeneral:
+        if (try_matmul(inst, inst, {}, "matmul")) return;
+        break;
+      case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
+        if (try_reduce(inst, *wrap(exe_.scratch_module(), inst)->outputs()[0], str_cat(ir::opcode_name(op))))
+          return;
+        break;
+      case Opcode::kArgmax: {
+        Shape in_shape = inst.operand(0)->shape();
+        int axis = static_cast<int>(inst.attrs().dims[0]);
+        add(inst, "argmax", [in_shape, axis](const void* const* in, void* out) { argmax(in_shape, axis, in[0], out); });
+        return;
+      }
+      default:
+        if (ir::is_elementwise(op) || op == Opcode::kBroadcastInDim || op == Opcode::kTranspose ||
+            op == Opcode::kSlice || op == Opcode::kIota) {
+          if (try_loop(inst, *wrap(exe_.scratch_module(), inst), str_cat(ir::opcode_name(op)))) return;
+        }
+        break;
+    }
+    fallback(inst);
+  }
+
+  CpuExecutable& exe_;
+};
+
+}  // namespace
+
+void lower(CpuExecutable& exe) { Lowerer(exe).lower_all(); }
+
+}  // namespace kiln::cpu

@@ -1,0 +1,13 @@
+// Lowering: turns each planned entry instruction into a Step with the best CPU kernel for it
+// (oneDNN matmul with epilogues, fused loop and reduction kernels, ...), falling back to the
+// reference evaluator for ops that have no fast kernel yet, so every op runs.
+#pragma once
+
+#include "kiln/runtime/cpu/cpu_executable.h"
+
+namespace kiln::cpu {
+
+/// Appends one Step per instruction of `exe.plan().order` that needs a kernel.
+void lower(CpuExecutable& exe);
+
+}  // namespace kiln::cpu

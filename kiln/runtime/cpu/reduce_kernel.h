@@ -1,0 +1,36 @@
+// ReduceKernel: reduce_sum/max/min over any axes, with the elementwise producers of its
+// input fused in (a reduction-fusion body), and ArgmaxKernel. Results are deterministic:
+// every output element is reduced in a fixed order, whatever the thread count.
+#pragma once
+
+#include <memory>
+
+#include "kiln/core/shape.h"
+#include "kiln/ir/computation.h"
+
+namespace kiln::cpu {
+
+class LoopKernel;
+
+class ReduceKernel {
+ public:
+  /// `reduce` is a reduce_* instruction whose operand is a parameter of its computation or an
+  /// elementwise expression of them. Returns nullptr if that expression cannot be compiled.
+  static std::unique_ptr<ReduceKernel> create(const ir::Instruction& reduce);
+  ~ReduceKernel();
+  /// inputs[i] points at parameter i of the reduce's computation.
+  void run(const void* const* inputs, void* out) const;
+
+ private:
+  ReduceKernel() = default;
+  ir::Opcode op_;
+  Shape in_shape_, out_shape_;
+  Dims axes_;
+  int input_parameter_ = -1;             // the operand is this parameter, read directly
+  std::unique_ptr<LoopKernel> producer_;  // or it is computed by this kernel first
+};
+
+/// out[...] = index of the first maximum along `axis` (i32).
+void argmax(const Shape& in_shape, int axis, const void* in, void* out);
+
+}  // namespace kiln::cpu

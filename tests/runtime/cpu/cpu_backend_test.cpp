@@ -1,0 +1,199 @@
+// The CPU backend against the reference evaluator: every kernel path (fused loops, oneDNN
+// matmul with epilogues, reductions, fallbacks) must agree with the oracle.
+#include "kiln/runtime/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+
+#include "kiln/ir/builder.h"
+#include "kiln/ir/reference_eval.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ir::Builder;
+using ir::Instruction;
+using ir::Opcode;
+
+HostTensor random_tensor(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  HostTensor t(shape.with_dtype(DType::kF64));
+  for (double& v : t.data<double>()) v = dist(rng);
+  return t.astype(shape.dtype());
+}
+
+// Builds a module with `build`, runs it on the CPU backend and on the reference evaluator with
+// the same random arguments, and compares every output.
+void expect_matches_reference(const std::vector<Shape>& params,
+                              const std::function<std::vector<Instruction*>(Builder&, std::vector<Instruction*>&)>& build,
+                              double tol = 1e-5, int* kernel_count = nullptr) {
+  auto make = [&]() {
+    auto m = std::make_unique<ir::Module>("test");
+    Builder b(m->entry());
+    std::vector<Instruction*> ps;
+    for (size_t i = 0; i < params.size(); ++i) ps.push_back(b.parameter(params[i], str_cat("p", i)));
+    m->entry()->set_outputs(build(b, ps));
+    return m;
+  };
+  std::vector<HostTensor> args;
+  for (size_t i = 0; i < params.size(); ++i) args.push_back(random_tensor(params[i], static_cast<uint32_t>(i + 1)));
+  auto reference_module = make();
+  std::vector<HostTensor> expected = ir::evaluate(*reference_module, args);
+  auto backend = make_cpu_backend();
+  auto exe = backend->compile(make(), {});
+  if (kernel_count != nullptr) *kernel_count = exe->kernel_count();
+  std::vector<HostTensor> actual = exe->run(args);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t k = 0; k < actual.size(); ++k) {
+    ASSERT_EQ(actual[k].shape(), expected[k].shape()) << "output " << k;
+    auto a = actual[k].to_vector<double>();
+    auto e = expected[k].to_vector<double>();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], e[i], tol * (1.0 + std::fabs(e[i]))) << "output " << k << " element " << i << "\n"
+                                                             << exe->describe();
+  }
+}
+
+TEST(CpuBackendTest, FusedElementwiseChainWithBroadcastsMatchesReference) {
+  Shape x(DType::kF32, {37, 129}), v(DType::kF32, {129}), r(DType::kF32, {37});
+  expect_matches_reference({x, v, r}, [](Builder& b, auto& p) {
+    auto* bv = b.broadcast_in_dim(p[1], {37, 129}, {1});
+    auto* br = b.broadcast_in_dim(p[2], {37, 129}, {0});
+    auto* y = b.binary(Opcode::kAdd, p[0], bv);
+    auto* z = b.binary(Opcode::kMul, b.unary(Opcode::kExp, y), br);
+    auto* relu = b.binary(Opcode::kMax, z, b.full(z->shape(), 0.0));
+    auto* t = b.unary(Opcode::kTanh, b.binary(Opcode::kSub, relu, b.unary(Opcode::kLogistic, p[0])));
+    return std::vector<Instruction*>{t};
+  });
+}
+
+TEST(CpuBackendTest, TransposeSliceIotaCompareSelectConvert) {
+  Shape x(DType::kF32, {6, 10});
+  expect_matches_reference({x}, [](Builder& b, auto& p) {
+    auto* t = b.transpose(p[0], {1, 0});
+    auto* s = b.slice(t, {1, 0}, {9, 6}, {2, 1});
+    auto* io = b.convert(b.iota(Shape(DType::kI32, {4, 6}), 1), DType::kF32);
+    auto* pred = b.compare(ir::Comparison::kGt, s, b.full(s->shape(), 0.0));
+    auto* sel = b.select(pred, s, io);
+    auto* as_int = b.convert(b.binary(Opcode::kMul, sel, b.full(sel->shape(), 10.0)), DType::kI32);
+    return std::vector<Instruction*>{sel, as_int};
+  });
+}
+
+TEST(CpuBackendTest, MatmulInEveryOperandLayout) {
+  Shape a(DType::kF32, {33, 65}), w(DType::kF32, {65, 17}), at(DType::kF32, {65, 33}), wt(DType::kF32, {17, 65});
+  expect_matches_reference({a, w, at, wt}, [](Builder& b, auto& p) {
+    auto* nn = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+    auto* tn = b.dot_general(p[2], p[1], {.lhs_contracting = {0}, .rhs_contracting = {0}});
+    auto* nt = b.dot_general(p[0], p[3], {.lhs_contracting = {1}, .rhs_contracting = {1}});
+    return std::vector<Instruction*>{nn, tn, nt};
+  }, 1e-4);
+}
+
+TEST(CpuBackendTest, BatchedAndRank3Matmul) {
+  Shape l(DType::kF32, {4, 5, 6}), r(DType::kF32, {4, 6, 3}), w(DType::kF32, {6, 7});
+  expect_matches_reference({l, r, w}, [](Builder& b, auto& p) {
+    auto* bmm = b.dot_general(p[0], p[1], {.lhs_batch = {0}, .rhs_batch = {0}, .lhs_contracting = {2},
+                                          .rhs_contracting = {1}});
+    auto* dense3 = b.dot_general(p[0], p[2], {.lhs_contracting = {2}, .rhs_contracting = {0}});
+    return std::vector<Instruction*>{bmm, dense3};
+  }, 1e-4);
+}
+
+TEST(CpuBackendTest, DenseBiasReluBecomesOneMatmulCall) {
+  Shape x(DType::kF32, {128, 784}), w(DType::kF32, {784, 128}), bias(DType::kF32, {128});
+  int kernels = 0;
+  expect_matches_reference({x, w, bias}, [](Builder& b, auto& p) {
+    auto* d = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+    auto* y = b.binary(Opcode::kAdd, d, b.broadcast_in_dim(p[2], {128, 128}, {1}));
+    return std::vector<Instruction*>{b.binary(Opcode::kMax, y, b.full(y->shape(), 0.0))};
+  }, 1e-4, &kernels);
+  EXPECT_EQ(kernels, 1);
+}
+
+TEST(CpuBackendTest, Bf16MatmulAndElementwise) {
+  Shape a(DType::kBF16, {16, 32}), w(DType::kBF16, {32, 8});
+  expect_matches_reference({a, w}, [](Builder& b, auto& p) {
+    auto* d = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+    return std::vector<Instruction*>{b.unary(Opcode::kExp, d)};
+  }, 2e-2);
+}
+
+TEST(CpuBackendTest, ReductionsOverEveryAxisCombination) {
+  Shape x(DType::kF32, {5, 7, 9});
+  const std::vector<Dims> axes_sets = {{0}, {1}, {2}, {0, 1}, {0, 2}, {1, 2}, {0, 1, 2}};
+  for (Opcode op : {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMin})
+    for (const Dims& axes : axes_sets) {
+      SCOPED_TRACE(str_cat(ir::opcode_name(op), " axes ", dims_to_string(axes)));
+      expect_matches_reference({x}, [&](Builder& b, auto& p) {
+        auto* e = b.unary(Opcode::kExp, p[0]);  // a producer to fuse into the reduction
+        return std::vector<Instruction*>{b.reduce(op, e, axes), b.reduce(op, p[0], axes)};
+      });
+    }
+}
+
+TEST(CpuBackendTest, ArgmaxGatherAndFallbackOps) {
+  Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4});
+  expect_matches_reference({x, table}, [](Builder& b, auto& p) {
+    auto* am = b.argmax(p[0], 1);
+    auto* g = b.gather(p[1], am, 0);
+    auto* padded = b.pad(p[0], {1, 0}, {0, 2}, 0.5);
+    auto* cat = b.concatenate({p[0], p[0]}, 0);
+    return std::vector<Instruction*>{am, g, padded, cat};
+  });
+}
+
+TEST(CpuBackendTest, AliasedOutputUpdatesTheArgumentInPlace) {
+  auto m = std::make_unique<ir::Module>("sgd");
+  Builder b(m->entry());
+  auto* w = b.parameter(Shape(DType::kF32, {1000}), "w");
+  auto* g = b.parameter(Shape(DType::kF32, {1000}), "g");
+  auto* nw = b.binary(Opcode::kSub, w, b.binary(Opcode::kMul, g, b.full(g->shape(), 0.5)));
+  m->entry()->set_outputs({nw, b.reduce(Opcode::kReduceSum, nw, {0})});
+  m->add_alias({0, 0});
+  auto exe = make_cpu_backend()->compile(std::move(m), {});
+  std::vector<HostTensor> args = {HostTensor::from_vector<float>({1000}, std::vector<float>(1000, 1.0f)),
+                                  HostTensor::from_vector<float>({1000}, std::vector<float>(1000, 2.0f))};
+  const void* storage = args[0].raw_data();
+  auto out = exe->run(args);
+  EXPECT_EQ(out[0].raw_data(), storage);
+  EXPECT_EQ(args[0].data<float>()[999], 0.0f);
+  EXPECT_EQ(out[1].data<float>()[0], 0.0f);
+  exe->run(args);
+  EXPECT_EQ(args[0].data<float>()[0], -1.0f);
+}
+
+TEST(CpuBackendTest, ArgumentShapeMismatchNamesTheParameter) {
+  auto m = std::make_unique<ir::Module>("step");
+  Builder b(m->entry());
+  auto* x = b.parameter(Shape(DType::kF32, {4}), "images");
+  m->entry()->add_output(b.unary(Opcode::kNeg, x));
+  auto exe = make_cpu_backend()->compile(std::move(m), {});
+  std::vector<HostTensor> args = {HostTensor(Shape(DType::kF32, {5}))};
+  KILN_EXPECT_ERROR(exe->run(args), ShapeError, "argument 0 'images' must be f32[4], received f32[5]");
+}
+
+TEST(CpuBackendTest, StepTooLargeForTheDeviceIsAnOutOfMemoryErrorBeforeRunning) {
+  auto m = std::make_unique<ir::Module>("big_step");
+  Builder b(m->entry());
+  auto* x = b.parameter(Shape(DType::kF32, {1024, 1024}), "x");
+  auto* y = b.unary(Opcode::kExp, x);
+  auto* z = b.binary(Opcode::kAdd, y, b.unary(Opcode::kTanh, x));
+  m->entry()->add_output(b.reduce(Opcode::kReduceSum, b.binary(Opcode::kMul, z, y), {1}));
+  auto backend = make_cpu_backend(/*memory_limit=*/2 << 20);  // less than the 4 MiB input
+  KILN_EXPECT_ERROR(backend->compile(std::move(m), {.label = "train_step"}), OutOfMemoryError,
+                    "[train_step] the step needs");
+  auto m2 = std::make_unique<ir::Module>("big_step");
+  Builder b2(m2->entry());
+  auto* x2 = b2.parameter(Shape(DType::kF32, {1024, 1024}), "x");
+  m2->entry()->add_output(b2.unary(Opcode::kExp, x2));
+  KILN_EXPECT_ERROR(backend->compile(std::move(m2), {}), OutOfMemoryError, "largest batch size that fits is about");
+}
+
+}  // namespace
+}  // namespace kiln::cpu
