@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <type_traits>
+#include <vector>
 
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
@@ -106,23 +107,23 @@ T wrapping_mul(T a, T b) {
                              static_cast<std::make_unsigned_t<T>>(b));
 }
 
+template <typename T>
+bool is_nan(T v) {
+  if constexpr (kIsFloat<T>) return v != v;
+  else return false;
+}
+
 /// max with NaN propagation (a NaN operand gives NaN); bool max is or.
 template <typename T>
 T nan_max(T a, T b) {
-  if constexpr (kIsFloat<T>)
-    if (a != a) return a;
-  if constexpr (kIsFloat<T>)
-    if (b != b) return b;
+  if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
   return a < b ? b : a;
 }
 
 /// min with NaN propagation; bool min is and.
 template <typename T>
 T nan_min(T a, T b) {
-  if constexpr (kIsFloat<T>)
-    if (a != a) return a;
-  if constexpr (kIsFloat<T>)
-    if (b != b) return b;
+  if (is_nan(a) || is_nan(b)) return is_nan(a) ? a : b;
   return b < a ? b : a;
 }
 
@@ -144,10 +145,7 @@ T min_identity() {
 /// is the first NaN (NaN counts as the maximum, as in NumPy's argmax).
 template <typename T>
 bool beats(T candidate, T best) {
-  if constexpr (kIsFloat<T>) {
-    if (best != best) return false;
-    if (candidate != candidate) return true;
-  }
+  if (is_nan(best) || is_nan(candidate)) return !is_nan(best);
   return best < candidate;
 }
 
@@ -158,6 +156,44 @@ HostTensor tensor_from(const std::vector<C>& values, const Shape& shape) {
   auto dst = wide.data<C>();
   for (size_t i = 0; i < values.size(); ++i) dst[i] = values[i];
   return wide.astype(shape.dtype());
+}
+
+/// Reduces groups of elements of `x` into a tensor of `result` by `kind`: for_each_pair(fn)
+/// calls fn(result_at, x_at) for every member of every group. Sums accumulate in the
+/// accumulator type; mean divides by the group's size; an empty group gives the identity of
+/// max/min and 0 for sum and mean.
+template <typename ForEachPair>
+HostTensor reduce_groups(const HostTensor& x, const Shape& result, ReduceKind kind,
+                         ForEachPair&& for_each_pair) {
+  const HostTensor wx = widen(x);
+  return visit_accumulation(x.dtype(), [&](auto c_tag, auto acc_tag) {
+    using C = typename decltype(c_tag)::type;
+    using Acc = typename decltype(acc_tag)::type;
+    auto src = wx.data<C>();
+    const size_t n = static_cast<size_t>(result.num_elements());
+    if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) {
+      const bool is_max = kind == ReduceKind::kMax;
+      std::vector<C> out(n, is_max ? max_identity<C>() : min_identity<C>());
+      for_each_pair([&](int64_t r, int64_t at) {
+        const C v = src[static_cast<size_t>(at)];
+        out[static_cast<size_t>(r)] = is_max ? nan_max<C>(out[static_cast<size_t>(r)], v)
+                                             : nan_min<C>(out[static_cast<size_t>(r)], v);
+      });
+      return tensor_from(out, result);
+    }
+    std::vector<Acc> sum(n, Acc(0));
+    std::vector<int64_t> count(n, 0);
+    for_each_pair([&](int64_t r, int64_t at) {
+      sum[static_cast<size_t>(r)] =
+          wrapping_add(sum[static_cast<size_t>(r)], static_cast<Acc>(src[static_cast<size_t>(at)]));
+      ++count[static_cast<size_t>(r)];
+    });
+    std::vector<C> out(n, C(0));
+    for (size_t i = 0; i < n; ++i)
+      if (kind == ReduceKind::kSum) out[i] = static_cast<C>(sum[i]);
+      else if (count[i] > 0) out[i] = static_cast<C>(sum[i] / static_cast<Acc>(count[i]));
+    return tensor_from(out, result);
+  });
 }
 
 // One entry point per op family; `args` holds one value per operand.

@@ -26,30 +26,14 @@ Dims reduced_strides(const Dims& operand_dims, const Dims& axes) {
 
 HostTensor eval_reduce(const Instruction& inst, const HostTensor& x) {
   const Opcode op = inst.opcode();
+  KILN_CHECK(op == Opcode::kReduceSum || op == Opcode::kReduceMax || op == Opcode::kReduceMin,
+             opcode_name(op), " is not a reduction");
+  const ReduceKind kind = op == Opcode::kReduceSum   ? ReduceKind::kSum
+                          : op == Opcode::kReduceMax ? ReduceKind::kMax
+                                                     : ReduceKind::kMin;
   const Dims to_result = reduced_strides(x.dims(), inst.attrs().dims);
-  const HostTensor wx = widen(x);
-  return visit_accumulation(x.dtype(), [&](auto c_tag, auto acc_tag) {
-    using C = typename decltype(c_tag)::type;
-    using Acc = typename decltype(acc_tag)::type;
-    auto src = wx.data<C>();
-    const size_t n = static_cast<size_t>(inst.shape().num_elements());
-    if (op == Opcode::kReduceSum) {
-      std::vector<Acc> acc(n, Acc(0));
-      for_each_index(x.dims(), [&](const Dims& index, int64_t linear) {
-        Acc& a = acc[static_cast<size_t>(offset_of(index, to_result))];
-        a = wrapping_add(a, static_cast<Acc>(src[static_cast<size_t>(linear)]));
-      });
-      return tensor_from(std::vector<C>(acc.begin(), acc.end()), inst.shape());
-    }
-    const bool is_max = op == Opcode::kReduceMax;
-    KILN_CHECK(is_max || op == Opcode::kReduceMin, opcode_name(op), " is not a reduction");
-    std::vector<C> acc(n, is_max ? max_identity<C>() : min_identity<C>());
-    for_each_index(x.dims(), [&](const Dims& index, int64_t linear) {
-      const size_t at = static_cast<size_t>(offset_of(index, to_result));
-      const C v = src[static_cast<size_t>(linear)];
-      acc[at] = is_max ? nan_max<C>(acc[at], v) : nan_min<C>(acc[at], v);
-    });
-    return tensor_from(acc, inst.shape());
+  return reduce_groups(x, inst.shape(), kind, [&](auto&& fn) {
+    for_each_index(x.dims(), [&](const Dims& index, int64_t linear) { fn(offset_of(index, to_result), linear); });
   });
 }
 

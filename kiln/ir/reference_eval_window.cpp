@@ -62,35 +62,10 @@ std::vector<int64_t> window_counts(const Shape& xs, const Shape& ys, const Windo
 
 HostTensor eval_reduce_window(const Instruction& inst, const HostTensor& x) {
   check_mean_dtype(inst, x.dtype());
-  const Window& w = inst.attrs().window;
-  const HostTensor wx = widen(x);
-  return visit_accumulation(x.dtype(), [&](auto c_tag, auto acc_tag) {
-    using C = typename decltype(c_tag)::type;
-    using Acc = typename decltype(acc_tag)::type;
-    auto src = wx.data<C>();
-    const size_t n = static_cast<size_t>(inst.shape().num_elements());
-    switch (inst.attrs().reduce_kind) {
-      case ReduceKind::kMax: {
-        std::vector<C> out(n, max_identity<C>());
-        for_each_window_element(x.shape(), inst.shape(), w, [&](int64_t y_at, int64_t x_at) {
-          out[static_cast<size_t>(y_at)] = nan_max<C>(out[static_cast<size_t>(y_at)], src[static_cast<size_t>(x_at)]);
-        });
-        return tensor_from(out, inst.shape());
-      }
-      case ReduceKind::kMean: {
-        std::vector<Acc> sum(n, Acc(0));
-        for_each_window_element(x.shape(), inst.shape(), w, [&](int64_t y_at, int64_t x_at) {
-          sum[static_cast<size_t>(y_at)] += static_cast<Acc>(src[static_cast<size_t>(x_at)]);
-        });
-        const std::vector<int64_t> count = window_counts(x.shape(), inst.shape(), w);
-        std::vector<C> out(n, C(0));
-        for (size_t i = 0; i < n; ++i)
-          if (count[i] > 0) out[i] = static_cast<C>(sum[i] / static_cast<Acc>(count[i]));
-        return tensor_from(out, inst.shape());
-      }
-      case ReduceKind::kSum: case ReduceKind::kMin: break;
-    }
-    bad_kind(inst);
+  const ReduceKind kind = inst.attrs().reduce_kind;
+  if (kind != ReduceKind::kMax && kind != ReduceKind::kMean) bad_kind(inst);
+  return reduce_groups(x, inst.shape(), kind, [&](auto&& fn) {
+    for_each_window_element(x.shape(), inst.shape(), inst.attrs().window, fn);
   });
 }
 

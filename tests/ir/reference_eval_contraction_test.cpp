@@ -3,8 +3,6 @@
 // exact transposes of the forward op.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "tests/ir/reference_eval_test.h"
 
 namespace kiln::ir {
@@ -16,21 +14,6 @@ std::vector<float> iota_values(int n) {
   std::vector<float> v(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<float>(i + 1);
   return v;
-}
-
-HostTensor random_f64(Dims dims, std::mt19937& gen) {
-  HostTensor t(Shape(DType::kF64, std::move(dims)));
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (double& v : t.data<double>()) v = u(gen);
-  return t;
-}
-
-double dot(const HostTensor& a, const HostTensor& b) {
-  auto x = a.data<double>();
-  auto y = b.data<double>();
-  double s = 0;
-  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
-  return s;
 }
 
 TEST_F(ConvolutionTest, ComputesA3x3InputByHand) {
@@ -137,9 +120,9 @@ TEST_F(ConvolutionTest, BackwardFormsAreTheAdjointsOfTheForwardOp) {
     m.entry()->set_outputs({y, dx, dw});
     std::vector<HostTensor> args = {xv, wv, dyv};
     auto out = evaluate(m, args);
-    const double forward = dot(out[0], dyv);
-    EXPECT_NEAR(dot(xv, out[1]), forward, 1e-10 * (1 + std::abs(forward)));
-    EXPECT_NEAR(dot(wv, out[2]), forward, 1e-10 * (1 + std::abs(forward)));
+    const double forward = inner_product(out[0], dyv);
+    EXPECT_NEAR(inner_product(xv, out[1]), forward, 1e-10 * (1 + std::abs(forward)));
+    EXPECT_NEAR(inner_product(wv, out[2]), forward, 1e-10 * (1 + std::abs(forward)));
   }
 }
 

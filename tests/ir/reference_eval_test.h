@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <vector>
 
 #include "kiln/core/str_cat.h"
@@ -12,6 +13,23 @@
 #include "kiln/ir/reference_eval.h"
 
 namespace kiln::ir {
+
+/// A tensor of uniform values in [-1, 1).
+inline HostTensor random_f64(Dims dims, std::mt19937& gen) {
+  HostTensor t(Shape(DType::kF64, std::move(dims)));
+  std::uniform_real_distribution<double> u(-1.0, 1.0);
+  for (double& v : t.data<double>()) v = u(gen);
+  return t;
+}
+
+/// <a, b> of two f64 tensors of equal size.
+inline double inner_product(const HostTensor& a, const HostTensor& b) {
+  auto x = a.data<double>();
+  auto y = b.data<double>();
+  double s = 0;
+  for (size_t i = 0; i < x.size(); ++i) s += x[i] * y[i];
+  return s;
+}
 
 class ReferenceEvalFixture : public ::testing::Test {
  protected:

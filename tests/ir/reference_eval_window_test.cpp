@@ -3,8 +3,6 @@
 // adjoint identity (mean) and by finite differences (max).
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "tests/ir/reference_eval_test.h"
 
 namespace kiln::ir {
@@ -55,13 +53,6 @@ TEST_F(WindowTest, MeanGradSpreadsOverTheCountedElements) {
             (std::vector<float>{1, 2, 2, 4}));
 }
 
-HostTensor random_f64(Dims dims, std::mt19937& gen) {
-  HostTensor t(Shape(DType::kF64, std::move(dims)));
-  std::uniform_real_distribution<double> u(-1.0, 1.0);
-  for (double& v : t.data<double>()) v = u(gen);
-  return t;
-}
-
 std::vector<Window> window_cases() {
   return {pool2d(2, 2), pool2d(3, 1, 1, 1), pool2d(3, 2, 1, 1), pool2d(2, 1, 0, 1),
           {.size = {1, 2, 3, 2}, .strides = {1, 2, 1, 2}, .padding_low = {0, 1, 0, 0},
@@ -81,10 +72,8 @@ TEST_F(WindowTest, MeanGradIsTheAdjointOfMeanPooling) {
     m.entry()->set_outputs({y, dx});
     std::vector<HostTensor> args = {xv, dyv};
     auto out = evaluate(m, args);
-    double lhs = 0, rhs = 0;
-    for (size_t i = 0; i < dyv.data<double>().size(); ++i) lhs += out[0].data<double>()[i] * dyv.data<double>()[i];
-    for (size_t i = 0; i < xv.data<double>().size(); ++i) rhs += xv.data<double>()[i] * out[1].data<double>()[i];
-    EXPECT_NEAR(lhs, rhs, 1e-12 * (1 + std::abs(lhs)));
+    const double lhs = inner_product(out[0], dyv);
+    EXPECT_NEAR(lhs, inner_product(xv, out[1]), 1e-12 * (1 + std::abs(lhs)));
   }
 }
 
@@ -101,10 +90,7 @@ TEST_F(WindowTest, MaxGradMatchesFiniteDifferences) {
     m.entry()->set_outputs({y, dx});
     auto loss = [&](const HostTensor& at) {
       std::vector<HostTensor> args = {at, dyv};
-      HostTensor yv = evaluate(m, args)[0];
-      double s = 0;
-      for (size_t i = 0; i < dyv.data<double>().size(); ++i) s += yv.data<double>()[i] * dyv.data<double>()[i];
-      return s;
+      return inner_product(evaluate(m, args)[0], dyv);
     };
     std::vector<HostTensor> args = {xv, dyv};
     HostTensor grad = evaluate(m, args)[1];
