@@ -20,7 +20,8 @@ struct PipelineOptions {
   bool verify_ir = true;
   /// Pass names to skip.
   std::vector<std::string> disabled_passes;
-  /// When set, writes `<dir>/<label>.<NN>.<pass>.kir` after every pass (NN=00 is the input).
+  /// When set, writes `<dir>/<label>.<NN>.<pass>.kir` after every pass that ran (NN is its
+  /// position in the pipeline, 00 the input), with the decisions the pass recorded.
   std::string dump_ir_dir;
   /// File name prefix of dumps; empty means the module's name.
   std::string label;

@@ -14,6 +14,7 @@
 #include "kiln/compiler/passes/dce.h"
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/ir/builder.h"
+#include "kiln/ir/reference_eval.h"
 #include "tests/compiler/test_target.h"
 #include "tests/testing/temp_dir.h"
 
@@ -194,10 +195,54 @@ TEST(PassPipelineTest, DefaultPipelineFusesAnMlpTrainStep) {
 
   MemoryPlan plan = plan_memory(step.m, target);
   EXPECT_LT(plan.arena_bytes, plan_memory(step.m, target, /*reuse=*/false).arena_bytes);
+  // No two arena values that are live together share bytes (except a value written in place
+  // over an operand that dies at that very instruction).
+  std::map<const Instruction*, std::pair<size_t, size_t>> live;  // storage owner -> [def, last use]
+  for (size_t t = 0; t < plan.order.size(); ++t) {
+    live.emplace(plan.order[t], std::make_pair(t, t));
+    for (const Instruction* op : plan.order[t]->operands()) live.at(plan.storage_owner(op)).second = t;
+  }
+  for (const OutputCopy& c : plan.output_copies) live.at(plan.storage_owner(c.source)).second = plan.order.size();
+  for (const auto& [a, ra] : live) {
+    for (const auto& [b, rb] : live) {
+      const BufferInfo& ba = plan.buffers.at(a);
+      const BufferInfo& bb = plan.buffers.at(b);
+      if (a >= b || ba.kind != BufferKind::kArena || bb.kind != BufferKind::kArena) continue;
+      bool together = ra.first <= rb.second && rb.first <= ra.second;
+      bool in_place = (ra.second == rb.first || rb.second == ra.first) && ba.offset == bb.offset;
+      bool overlap = ba.offset < bb.offset + bb.size && bb.offset < ba.offset + ba.size;
+      EXPECT_FALSE(together && overlap && !in_place) << "%" << a->id() << " and %" << b->id();
+    }
+  }
   int donated = 0;
   for (const auto& [inst, buffer] : plan.buffers) donated += buffer.kind == BufferKind::kDonated;
   EXPECT_EQ(donated, 4);
   EXPECT_TRUE(plan.output_copies.empty());
+}
+
+TEST(PassPipelineTest, DefaultPipelineKeepsTheStepsValues) {
+  MlpStep original, optimized;
+  testing::TestTarget target;
+  default_pipeline(target).run(optimized.m);
+  std::vector<HostTensor> args;
+  uint32_t state = 12345;  // a fixed LCG: values in [-1, 1)
+  for (const Instruction* p : original.m.entry()->parameters()) {
+    HostTensor t(p->shape());
+    for (float& v : t.data<float>()) {
+      state = state * 1664525u + 1013904223u;
+      v = static_cast<float>(state >> 8) / static_cast<float>(1 << 23) - 1.0f;
+    }
+    args.push_back(t);
+  }
+  std::vector<HostTensor> expected = ir::evaluate(original.m, args);
+  std::vector<HostTensor> actual = ir::evaluate(optimized.m, args);
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    auto e = expected[i].to_vector<float>();
+    auto a = actual[i].to_vector<float>();
+    ASSERT_EQ(a.size(), e.size());
+    for (size_t j = 0; j < e.size(); ++j) EXPECT_NEAR(a[j], e[j], 1e-5f) << "output " << i << " element " << j;
+  }
 }
 
 }  // namespace
