@@ -92,28 +92,40 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 
 Tensor relu(const Tensor& x) { return maximum(x, 0.0); }
 
-Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
+namespace {
+
+// x - max(x) along `axis`. The shift cancels mathematically in every use below, so it stays
+// off the tape: the gradient is exact and the backward pass has no max-gradient ops.
+Tensor shift_by_max(const Tensor& x, int axis, Tensor* max = nullptr) {
   Tensor m;
   {
-    // The shift cancels mathematically; keeping it off the tape keeps the gradient exact.
     trace::PauseTapes pause;
     m = reduce_max(x, {axis}, /*keepdims=*/true);
   }
-  Tensor lse = log(reduce_sum(exp(x - m), {axis}, /*keepdims=*/true)) + m;
+  if (max != nullptr) *max = m;
+  return x - m;
+}
+
+}  // namespace
+
+Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
+  Tensor m;
+  Tensor shifted = shift_by_max(x, axis, &m);
+  Tensor lse = log(reduce_sum(exp(shifted), {axis}, /*keepdims=*/true)) + m;
   return keepdims ? lse : squeeze(lse, axis);
 }
 
 Tensor softmax(const Tensor& x, int axis) {
-  Tensor m;
-  {
-    trace::PauseTapes pause;
-    m = reduce_max(x, {axis}, /*keepdims=*/true);
-  }
-  Tensor e = exp(x - m);
+  Tensor e = exp(shift_by_max(x, axis));
   return e / reduce_sum(e, {axis}, /*keepdims=*/true);
 }
 
-Tensor log_softmax(const Tensor& x, int axis) { return x - logsumexp(x, axis, /*keepdims=*/true); }
+// (x - m) - log(sum(exp(x - m))): subtracting the small log-sum last keeps f32 precision
+// for large logits.
+Tensor log_softmax(const Tensor& x, int axis) {
+  Tensor shifted = shift_by_max(x, axis);
+  return shifted - log(reduce_sum(exp(shifted), {axis}, /*keepdims=*/true));
+}
 
 Tensor one_hot(const Tensor& indices, int64_t depth, DType dtype) {
   Dims dims = indices.dims();
@@ -135,8 +147,10 @@ Tensor sparse_softmax_cross_entropy_with_logits(const Tensor& labels, const Tens
     KILN_THROW(DTypeError, "[", trace::where("sparse_softmax_cross_entropy"),
                "] labels must be integer class ids, received ", labels.shape(),
                ". Hint: use softmax cross-entropy with one-hot targets for soft labels.");
-  Tensor picked = reduce_sum(logits * one_hot(labels, logits.dim(-1), logits.dtype()), {-1});
-  return logsumexp(logits, -1) - picked;
+  // log(sum(exp(z))) - z[label] with z = logits - max: the same value, better conditioned.
+  Tensor shifted = shift_by_max(logits, -1);
+  Tensor picked = reduce_sum(shifted * one_hot(labels, logits.dim(-1), logits.dtype()), {-1});
+  return log(reduce_sum(exp(shifted), {-1})) - picked;
 }
 
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2DOptions& o) {
