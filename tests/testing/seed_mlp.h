@@ -1,0 +1,152 @@
+// The seed's MLP (Flatten 784 -> Dense 128 relu -> Dense 10, sparse softmax cross-entropy from
+// logits, Adam with Keras defaults) written against trace/ directly: one kiln::function whose
+// single compiled program is forward, loss, backward and the Adam update. Shared by the e2e
+// test and bench/train_step_mlp so both measure the same step.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kiln/data/datasets/mnist.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/trace/function.h"
+#include "kiln/trace/gradient_tape.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/nn.h"
+#include "kiln/trace/ops/reduce.h"
+#include "kiln/trace/variable.h"
+
+namespace kiln::testing {
+
+/// MNIST as the peers feed it: f32 pixels / 255, flattened to 784, i32 labels.
+struct MnistF32 {
+  HostTensor x_train, y_train, x_test, y_test;
+};
+
+inline MnistF32 load_mnist_f32() {
+  auto [train, test] = datasets::mnist::load_data();
+  auto prep = [](const HostTensor& x) {
+    HostTensor f = x.astype(DType::kF32).reshape({x.dims()[0], 784});
+    for (float& v : f.data<float>()) v /= 255.0f;
+    return f;
+  };
+  return {prep(train.x), train.y.astype(DType::kI32), prep(test.x), test.y.astype(DType::kI32)};
+}
+
+/// Copies rows perm[start .. start+batch) of x and y into the batch tensors.
+inline void gather_batch(const MnistF32& d, const std::vector<int32_t>& perm, int64_t start, HostTensor& xb,
+                         HostTensor& yb) {
+  const int64_t batch = xb.dims()[0];
+  const float* x = d.x_train.data<float>().data();
+  const int32_t* y = d.y_train.data<int32_t>().data();
+  for (int64_t i = 0; i < batch; ++i) {
+    const int64_t row = perm[static_cast<size_t>(start + i)];
+    std::memcpy(xb.data<float>().data() + i * 784, x + row * 784, 784 * sizeof(float));
+    yb.data<int32_t>()[static_cast<size_t>(i)] = y[row];
+  }
+}
+
+inline HostTensor glorot_uniform(int64_t fan_in, int64_t fan_out, std::mt19937& rng) {
+  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
+  std::uniform_real_distribution<float> dist(static_cast<float>(-limit), static_cast<float>(limit));
+  HostTensor t(Shape(DType::kF32, {fan_in, fan_out}));
+  for (float& v : t.data<float>()) v = dist(rng);
+  return t;
+}
+
+class SeedMlp {
+ public:
+  static constexpr double kLearningRate = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-7;
+
+  explicit SeedMlp(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0) {
+    std::mt19937 rng(seed);
+    params_ = {Variable("dense/kernel", glorot_uniform(784, 128, rng)),
+               Variable("dense/bias", HostTensor(Shape(DType::kF32, {128}))),
+               Variable("dense_1/kernel", glorot_uniform(128, 10, rng)),
+               Variable("dense_1/bias", HostTensor(Shape(DType::kF32, {10})))};
+    for (const Variable& p : params_) {
+      m_.emplace_back("Adam/" + p.name() + "/m", HostTensor(p.shape()));
+      v_.emplace_back("Adam/" + p.name() + "/v", HostTensor(p.shape()));
+    }
+    iterations_ = Variable("Adam/iterations", HostTensor(Shape(DType::kF32, {})), /*trainable=*/false);
+    FunctionOptions options{.backend = backend};
+    train_step_ = std::make_unique<Function>("train_step", [this](const std::vector<Tensor>& in) {
+      GradientTape tape;
+      Tensor logits = forward(in[0]);
+      Tensor loss = mean(sparse_softmax_cross_entropy_with_logits(in[1], logits));
+      std::vector<Tensor> grads = tape.gradient(loss, params_);
+      apply_adam(grads);
+      return std::vector<Tensor>{loss};
+    }, options);
+    predict_ = std::make_unique<Function>("predict", [this](const std::vector<Tensor>& in) {
+      return std::vector<Tensor>{argmax(forward(in[0]), 1)};
+    }, options);
+  }
+
+  /// One step on a batch (x f32[B,784], y i32[B]); returns the loss.
+  float train_step(const HostTensor& x, const HostTensor& y) {
+    return (*train_step_)({x, y})[0].to_vector<float>()[0];
+  }
+  /// Fraction of correct predictions on (x, y).
+  double accuracy(const HostTensor& x, const HostTensor& y) {
+    HostTensor pred = (*predict_)({x})[0];
+    auto p = pred.data<int32_t>();
+    auto t = y.data<int32_t>();
+    int64_t correct = 0;
+    for (size_t i = 0; i < p.size(); ++i) correct += p[i] == t[i];
+    return static_cast<double>(correct) / static_cast<double>(p.size());
+  }
+  const Function& train_function() const { return *train_step_; }
+  const std::vector<Variable>& params() const { return params_; }
+
+ private:
+  Tensor forward(const Tensor& x) {
+    Tensor h = relu(matmul(x, params_[0]) + params_[1]);
+    return matmul(h, params_[2]) + params_[3];
+  }
+
+  // Keras 2 Adam: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t);
+  // m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; w -= lr_t m / (sqrt(v) + eps).
+  void apply_adam(const std::vector<Tensor>& grads) {
+    Tensor t = iterations_.read() + 1.0;
+    iterations_.assign(t);
+    Shape scalar(DType::kF32, {});
+    Tensor lr_t = kLearningRate * sqrt(1.0 - pow(full(scalar, kBeta2), t)) / (1.0 - pow(full(scalar, kBeta1), t));
+    for (size_t i = 0; i < params_.size(); ++i) {
+      Tensor m = kBeta1 * m_[i].read() + (1.0 - kBeta1) * grads[i];
+      Tensor v = kBeta2 * v_[i].read() + (1.0 - kBeta2) * grads[i] * grads[i];
+      m_[i].assign(m);
+      v_[i].assign(v);
+      params_[i].assign(params_[i].read() - lr_t * m / (sqrt(v) + kEpsilon));
+    }
+  }
+
+  std::vector<Variable> params_, m_, v_;
+  Variable iterations_;
+  std::unique_ptr<Function> train_step_, predict_;
+};
+
+/// Trains `epochs` epochs of batch 128 (drop_remainder) with a fresh permutation each epoch.
+inline void train_epochs(SeedMlp& mlp, const MnistF32& d, int epochs, uint32_t seed = 1, int64_t max_steps = -1) {
+  constexpr int64_t kBatch = 128;
+  const int64_t n = d.x_train.dims()[0];
+  std::vector<int32_t> perm(static_cast<size_t>(n));
+  std::iota(perm.begin(), perm.end(), 0);
+  std::mt19937 rng(seed);
+  HostTensor xb(Shape(DType::kF32, {kBatch, 784})), yb(Shape(DType::kI32, {kBatch}));
+  for (int e = 0; e < epochs; ++e) {
+    std::shuffle(perm.begin(), perm.end(), rng);
+    const int64_t steps = max_steps > 0 ? std::min(max_steps, n / kBatch) : n / kBatch;
+    for (int64_t s = 0; s < steps; ++s) {
+      gather_batch(d, perm, s * kBatch, xb, yb);
+      mlp.train_step(xb, yb);
+    }
+  }
+}
+
+}  // namespace kiln::testing
