@@ -5,7 +5,7 @@
 
 #include "kiln/ir/builder.h"
 #include "kiln/ir/printer.h"
-#include "kiln/runtime/reference/reference_backend.h"
+#include "kiln/runtime/backend_registry.h"
 
 namespace kiln::trace {
 namespace {
@@ -14,10 +14,7 @@ thread_local std::vector<std::shared_ptr<EagerContext>> t_eager_stack;
 
 }  // namespace
 
-std::shared_ptr<runtime::Backend> default_backend() {
-  // TODO(#3): the backend registry's default_backend() once the CPU backend lands.
-  return runtime::make_reference_backend();
-}
+std::shared_ptr<runtime::Backend> default_backend() { return runtime::default_backend(); }
 
 EagerContext::EagerContext(std::shared_ptr<runtime::Backend> backend)
     : backend_(std::move(backend)) {}

@@ -16,7 +16,8 @@
 
 namespace kiln::trace {
 
-/// The backend Kiln uses when none is given (kiln::function, eager ops).
+/// The backend Kiln uses when none is given (kiln::function, eager ops): the registry's
+/// default ("cpu").
 std::shared_ptr<runtime::Backend> default_backend();
 
 /// A backend plus the executables compiled for single ops on it (the eager op cache).

@@ -56,6 +56,14 @@ TEST(EagerTest, EachDistinctOpCompilesOncePerContext) {
   EXPECT_EQ(&trace::current_eager_context(), context.get());
 }
 
+TEST(EagerTest, EagerScopeSelectsTheBackendPerThread) {
+  trace::EagerScope scope(std::shared_ptr<runtime::Backend>(
+      runtime::make_reference_backend({ir::Opcode::kExp})));
+  Tensor x = Tensor::from_vector<float>({2}, {1, 2});
+  EXPECT_EQ((x + x).to_vector<float>(), (std::vector<float>{2, 4}));
+  KILN_EXPECT_ERROR(exp(x), CompileError, "exp");
+}
+
 TEST(EagerTest, GradientTapeWorksOnConcreteTensors) {
   Tensor x = Tensor::from_vector<float>({3}, {1, -2, 3});
   Variable w("w", HostTensor::from_vector<float>({3}, {0.5f, 0.5f, 0.5f}));

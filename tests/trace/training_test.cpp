@@ -4,7 +4,7 @@
 
 #include <random>
 
-#include "kiln/runtime/reference/reference_backend.h"
+#include "kiln/runtime/backend_registry.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -14,7 +14,9 @@
 namespace kiln {
 namespace {
 
-TEST(TrainingTest, LinearRegressionConvergesToTheKnownWeights) {
+class TrainingTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(TrainingTest, LinearRegressionConvergesToTheKnownWeights) {
   const std::vector<float> true_w = {2.0f, -3.0f, 0.5f};
   const float true_b = 1.0f;
   std::mt19937 gen(0);
@@ -41,7 +43,7 @@ TEST(TrainingTest, LinearRegressionConvergesToTheKnownWeights) {
     w.assign_sub(grads[0] * 0.1);
     b.assign_sub(grads[1] * 0.1);
     return loss;
-  }, {.backend = runtime::make_reference_backend()});
+  }, {.backend = runtime::make_backend(GetParam())});
 
   float first = train_step({x, y})[0].to_vector<float>()[0];
   float last = first;
@@ -55,6 +57,8 @@ TEST(TrainingTest, LinearRegressionConvergesToTheKnownWeights) {
   EXPECT_NE(train_step.last_ir().find("aliases(output 1 -> parameter 2, output 2 -> parameter 3)"),
             std::string::npos) << train_step.last_ir();
 }
+
+INSTANTIATE_TEST_SUITE_P(Backends, TrainingTest, ::testing::Values("reference", "cpu"));
 
 }  // namespace
 }  // namespace kiln
