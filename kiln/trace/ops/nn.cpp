@@ -46,6 +46,18 @@ void spatial_padding(const std::string& padding, const Dims& explicit_low,
   }
 }
 
+// x - max(x) along `axis`. The shift cancels mathematically in every use below, so it stays
+// off the tape: the gradient is exact and the backward pass has no max-gradient ops.
+Tensor shift_by_max(const Tensor& x, int axis, Tensor* max = nullptr) {
+  Tensor m;
+  {
+    trace::PauseTapes pause;
+    m = reduce_max(x, {axis}, /*keepdims=*/true);
+  }
+  if (max != nullptr) *max = m;
+  return x - m;
+}
+
 Tensor pool(const Tensor& x, const Pool2DOptions& o, ir::ReduceKind kind) {
   if (x.rank() != 4)
     KILN_THROW(ShapeError, "[", trace::where("pool2d"), "] expects NHWC input, received ",
@@ -91,22 +103,6 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor relu(const Tensor& x) { return maximum(x, 0.0); }
-
-namespace {
-
-// x - max(x) along `axis`. The shift cancels mathematically in every use below, so it stays
-// off the tape: the gradient is exact and the backward pass has no max-gradient ops.
-Tensor shift_by_max(const Tensor& x, int axis, Tensor* max = nullptr) {
-  Tensor m;
-  {
-    trace::PauseTapes pause;
-    m = reduce_max(x, {axis}, /*keepdims=*/true);
-  }
-  if (max != nullptr) *max = m;
-  return x - m;
-}
-
-}  // namespace
 
 Tensor logsumexp(const Tensor& x, int axis, bool keepdims) {
   Tensor m;
