@@ -1,0 +1,97 @@
+// bench/train_step_mlp: the seed MLP's whole train step (W1: batch 128, Adam) compiled by Kiln
+// for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5 runs of 200 steps),
+// samples_per_s, gflop_per_s, kernel launches and peak RSS. With --peer it also runs
+// ../shared/peers/pytorch W1 in the same run and prints the ratio.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench/bench_main.h"
+#include "kiln/runtime/backend_registry.h"
+#include "tests/testing/seed_mlp.h"
+
+namespace {
+
+double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+// Runs the PyTorch peer for W1 and returns its samples_per_s_epoch_2_to_E (0 if unavailable).
+double pytorch_w1(const std::string& peers) {
+  std::string cmd = "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
+                    "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return 0;
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  pclose(p);
+  const std::string key = "\"samples_per_s_epoch_2_to_E\":";
+  size_t at = out.find(key);
+  return at == std::string::npos ? 0.0 : std::atof(out.c_str() + at + key.size());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kiln;
+  const bool peer = argc > 1 && std::string(argv[1]) == "--peer";
+  const std::string peers = argc > 2 ? argv[2] : "../shared/peers";
+  constexpr int64_t kBatch = 128, kStepsPerRun = 200, kRuns = 5;
+
+  testing::MnistF32 data = testing::load_mnist_f32();
+  testing::SeedMlp mlp(runtime::default_backend());
+  std::vector<int32_t> perm(60000);
+  std::iota(perm.begin(), perm.end(), 0);
+  HostTensor xb(Shape(DType::kF32, {kBatch, 784})), yb(Shape(DType::kI32, {kBatch}));
+  testing::gather_batch(data, perm, 0, xb, yb);
+
+  bench::Stopwatch compile_watch;
+  mlp.train_step(xb, yb);  // traces, compiles, runs once
+  const double first_step_ms = compile_watch.seconds() * 1e3;
+  const runtime::Executable* exe = mlp.train_function().last_executable();
+  if (std::getenv("KILN_BENCH_DESCRIBE") != nullptr) std::fputs(exe->describe().c_str(), stderr);
+
+  std::vector<double> ms;
+  std::mt19937 rng(0);
+  for (int r = 0; r < kRuns; ++r) {
+    std::shuffle(perm.begin(), perm.end(), rng);
+    bench::Stopwatch w;
+    for (int64_t s = 0; s < kStepsPerRun; ++s) {
+      testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
+      mlp.train_step(xb, yb);
+    }
+    ms.push_back(w.seconds() * 1e3 / kStepsPerRun);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median_ms = ms[ms.size() / 2];
+  const double samples_per_s = kBatch / (median_ms / 1e3);
+  // Forward 2*B*(784*128 + 128*10); backward twice that (dX skipped for the first layer).
+  const double flop = 2.0 * kBatch * (784 * 128 + 128 * 10) * 3.0 - 2.0 * kBatch * 784 * 128;
+  bench::JsonLine line;
+  line.add("bench", "train_step_mlp")
+      .add("first_step_ms", first_step_ms)
+      .add("compile_ms", first_step_ms - median_ms)  // trace + compile: the first step less a step
+      .add("ms_per_step", median_ms)
+      .add("samples_per_s", samples_per_s)
+      .add("gflop_per_s", flop / (median_ms / 1e3) / 1e9)
+      .add("kernel_launches", static_cast<int64_t>(exe->kernel_count()))
+      .add("planned_peak_bytes", exe->planned_peak_bytes())
+      .add("peak_rss_mb", peak_rss_mb());
+  line.print();
+  if (peer) {
+    const double torch = pytorch_w1(peers);
+    bench::JsonLine p;
+    p.add("bench", "train_step_mlp.peer").add("pytorch_w1_samples_per_s", torch)
+        .add("kiln_over_pytorch", torch > 0 ? samples_per_s / torch : 0.0);
+    p.print();
+  }
+  return 0;
+}
