@@ -9,7 +9,7 @@
 namespace kiln {
 namespace {
 
-std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape) {
+std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape, bool zero) {
   // aligned_alloc needs a size that is a multiple of the alignment, and non-zero.
   size_t rounded = (static_cast<size_t>(bytes) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   if (rounded == 0) rounded = kHostAlignment;
@@ -17,15 +17,32 @@ std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape) {
   if (p == nullptr)
     KILN_THROW(OutOfMemoryError, "[HostTensor] cannot allocate ", bytes, " bytes for ", shape,
                ". Hint: reduce the batch size or use bf16 to halve activation memory.");
-  std::memset(p, 0, rounded);
+  if (zero) std::memset(p, 0, rounded);
   return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
 }
 
 }  // namespace
 
 HostTensor::HostTensor(Shape shape) : shape_(std::move(shape)) {
-  storage_ = allocate_aligned(shape_.byte_size(), shape_);
+  storage_ = allocate_aligned(shape_.byte_size(), shape_, /*zero=*/true);
   data_ = storage_.get();
+}
+
+HostTensor HostTensor::uninitialized(Shape shape) {
+  HostTensor t;
+  t.shape_ = std::move(shape);
+  t.storage_ = allocate_aligned(t.shape_.byte_size(), t.shape_, /*zero=*/false);
+  t.data_ = t.storage_.get();
+  return t;
+}
+
+HostTensor HostTensor::from_storage(Shape shape, std::shared_ptr<std::byte> storage) {
+  KILN_CHECK(storage != nullptr, "from_storage needs storage for ", shape);
+  HostTensor t;
+  t.shape_ = std::move(shape);
+  t.storage_ = std::move(storage);
+  t.data_ = t.storage_.get();
+  return t;
 }
 
 HostTensor HostTensor::view(Shape shape, void* data) {
@@ -55,14 +72,14 @@ HostTensor HostTensor::reshape(Dims dims) const {
 
 HostTensor HostTensor::clone() const {
   if (!defined()) return {};
-  HostTensor r(shape_);
+  HostTensor r = uninitialized(shape_);
   std::memcpy(r.data_, data_, static_cast<size_t>(byte_size()));
   return r;
 }
 
 HostTensor HostTensor::astype(DType target) const {
   if (target == dtype()) return *this;
-  HostTensor r(shape_.with_dtype(target));
+  HostTensor r = uninitialized(shape_.with_dtype(target));
   const int64_t n = num_elements();
   visit_dtype(dtype(), [&](auto src_tag) {
     using S = typename decltype(src_tag)::type;
@@ -93,6 +110,18 @@ HostTensor HostTensor::slice_rows(int64_t begin, int64_t end) const {
   HostTensor r = *this;
   r.shape_ = Shape(dtype(), std::move(d));
   r.data_ = static_cast<std::byte*>(data_) + begin * row_bytes;
+  return r;
+}
+
+HostTensor HostTensor::view_at(Shape shape, int64_t byte_offset) const {
+  if (!defined() || byte_offset < 0 || byte_offset + shape.byte_size() > byte_size())
+    KILN_THROW(ShapeError, "[HostTensor::view_at] ", shape, " at byte ", byte_offset,
+               " does not fit in ", defined() ? shape_.to_string() : std::string("an undefined tensor"),
+               ".");
+  HostTensor r;
+  r.shape_ = std::move(shape);
+  r.storage_ = storage_;
+  r.data_ = static_cast<std::byte*>(data_) + byte_offset;
   return r;
 }
 

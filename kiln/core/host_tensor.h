@@ -25,6 +25,13 @@ class HostTensor {
   explicit HostTensor(Shape shape);
 
   static HostTensor zeros(Shape shape) { return HostTensor(std::move(shape)); }
+  /// A tensor of `shape` whose contents are unspecified: use it when every element is written
+  /// next (a batch filled row by row, a map output), to skip the zero-fill of HostTensor(Shape).
+  /// Throws OutOfMemoryError if the allocation fails.
+  static HostTensor uninitialized(Shape shape);
+  /// A tensor over `storage`, which the caller allocated with at least shape.byte_size() bytes;
+  /// the last tensor sharing it runs its deleter (a buffer pool returns it to the pool there).
+  static HostTensor from_storage(Shape shape, std::shared_ptr<std::byte> storage);
   /// A tensor over memory it does not own (arena slices, argument buffers); the caller keeps
   /// `data` alive and 64-byte aligned if kernels need it.
   static HostTensor view(Shape shape, void* data);
@@ -70,6 +77,10 @@ class HostTensor {
   HostTensor astype(DType dtype) const;
   /// A view of rows [begin, end) along axis 0; shares storage.
   HostTensor slice_rows(int64_t begin, int64_t end) const;
+  /// A view of `shape` over this tensor's bytes starting `byte_offset` bytes in; shares storage.
+  /// Throws ShapeError if the view does not fit. One Shape copy, so cheap enough per element
+  /// (from_tensor_slices, unbatch hand out rows this way).
+  HostTensor view_at(Shape shape, int64_t byte_offset) const;
   bool shares_storage_with(const HostTensor& other) const { return storage_ == other.storage_; }
 
  private:

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 
 #include "tests/testing/expect_error.h"
 
@@ -15,6 +16,48 @@ TEST(HostTensorTest, AllocatesZeroedAlignedStorage) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHostAlignment, 0u);
   for (float v : t.data<float>()) EXPECT_EQ(v, 0.0f);
   EXPECT_EQ(t.byte_size(), 60);
+}
+
+TEST(HostTensorTest, UninitializedHasTheShapeAlignmentAndWritableStorage) {
+  HostTensor t = HostTensor::uninitialized(Shape(DType::kF32, {7, 3}));
+  EXPECT_TRUE(t.defined());
+  EXPECT_EQ(t.shape(), Shape(DType::kF32, {7, 3}));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kHostAlignment, 0u);
+  // Contents are unspecified; writing every element makes them exactly what was written.
+  auto d = t.data<float>();
+  for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<float>(i);
+  for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(t.data<float>()[i], static_cast<float>(i));
+  EXPECT_TRUE(HostTensor::uninitialized(Shape(DType::kU8, {0})).defined());
+}
+
+TEST(HostTensorTest, CloneAndAstypeOverwriteUninitializedStorage) {
+  auto a = HostTensor::from_vector<int32_t>({3}, {1, -2, 3});
+  EXPECT_EQ(a.clone().to_vector<int32_t>(), (std::vector<int32_t>{1, -2, 3}));
+  EXPECT_EQ(a.astype(DType::kF32).to_vector<float>(), (std::vector<float>{1, -2, 3}));
+}
+
+TEST(HostTensorTest, FromStorageRunsTheDeleterAfterTheLastTensor) {
+  int released = 0;
+  alignas(kHostAlignment) std::byte bytes[16];
+  {
+    std::shared_ptr<std::byte> storage(bytes, [&](std::byte*) { ++released; });
+    HostTensor t = HostTensor::from_storage(Shape(DType::kI32, {4}), std::move(storage));
+    EXPECT_EQ(t.raw_data(), static_cast<void*>(bytes));
+    HostTensor row = t.slice_rows(1, 2);
+    t = HostTensor();
+    EXPECT_EQ(released, 0);  // the slice still holds the storage
+  }
+  EXPECT_EQ(released, 1);
+}
+
+TEST(HostTensorTest, ViewAtSharesBytesAndChecksTheRange) {
+  auto t = HostTensor::from_vector<int32_t>({2, 3}, {0, 1, 2, 3, 4, 5});
+  HostTensor row = t.view_at(Shape(DType::kI32, {3}), 3 * sizeof(int32_t));
+  EXPECT_TRUE(row.shares_storage_with(t));
+  EXPECT_EQ(row.to_vector<int32_t>(), (std::vector<int32_t>{3, 4, 5}));
+  KILN_EXPECT_ERROR(t.view_at(Shape(DType::kI32, {3}), 4 * sizeof(int32_t)), ShapeError,
+                    "does not fit in i32[2,3]");
+  KILN_EXPECT_ERROR(t.view_at(Shape(DType::kI32, {1}), -4), ShapeError, "does not fit");
 }
 
 TEST(HostTensorTest, CopiesShareStorageAndCloneDoesNot) {
