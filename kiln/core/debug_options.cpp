@@ -54,6 +54,7 @@ DebugOptions DebugOptions::from_env() {
     if (!name.empty()) o.disabled_passes.push_back(name);
   o.verify_ir = parse_bool(env("KILN_VERIFY_IR"), "KILN_VERIFY_IR", true);
   o.no_memory_planner = parse_bool(env("KILN_NO_MEMORY_PLANNER"), "KILN_NO_MEMORY_PLANNER", false);
+  o.profile = parse_bool(env("KILN_PROFILE"), "KILN_PROFILE", false);
   if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
     o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
   if (std::string level = env("KILN_LOG"); !level.empty()) {

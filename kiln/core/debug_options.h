@@ -23,6 +23,9 @@ struct DebugOptions {
   int log_level = 1;
   /// KILN_NO_MEMORY_PLANNER=1: give every buffer its own slot (debugging aid).
   bool no_memory_planner = false;
+  /// KILN_PROFILE=1: time every step of every executable and print a table when it is
+  /// destroyed (what each kernel costs per run).
+  bool profile = false;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

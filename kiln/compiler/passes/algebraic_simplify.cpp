@@ -78,6 +78,17 @@ const Rule kRules[] = {
        for (size_t i = 0; i < p2.size(); ++i) p[i] = p1[static_cast<size_t>(p2[i])];
        Instruction* inner = lhs(x)->operand(0);
        return is_identity_permutation(p) ? inner : b.transpose(inner, p); }},
+    // transpose(dot(a, b), {1,0}) -> dot(b, a), for matrix products: (AB)^T = B^T A^T, and the
+    // swapped contraction is free (the matmul kernel reads either layout by strides)
+    {Opcode::kTranspose, "transpose(dot(a, b)) -> dot(b, a)", [](Instruction& x, ir::Builder& b) {
+       Instruction* d = lhs(x);
+       if (d->opcode() != Opcode::kDotGeneral || d->users().size() != 1 || x.attrs().dims != Dims{1, 0} ||
+           !d->attrs().dot.lhs_batch.empty() || d->operand(0)->shape().rank() != 2 ||
+           d->operand(1)->shape().rank() != 2)
+         return static_cast<Instruction*>(nullptr);
+       const ir::DotDims& dd = d->attrs().dot;
+       return b.dot_general(d->operand(1), d->operand(0),
+                            {.lhs_contracting = dd.rhs_contracting, .rhs_contracting = dd.lhs_contracting}); }},
     // broadcast_in_dim(x) to x's own shape, dims in order -> x
     {Opcode::kBroadcastInDim, "broadcast_in_dim(x) -> x when shapes match", [](Instruction& x, ir::Builder&) {
        bool same = lhs(x)->shape() == x.shape() && is_identity_permutation(x.attrs().dims);

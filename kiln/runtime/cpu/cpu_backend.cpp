@@ -73,7 +73,7 @@ class CpuBackend : public runtime::Backend {
                  "; or use the mixed_bfloat16 policy to halve activation memory, or raise "
                  "KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
     }
-    auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan));
+    auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
     lower(*exe);
     if (!options.debug.dump_ir_dir.empty())
       runtime::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,

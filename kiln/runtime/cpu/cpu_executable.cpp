@@ -2,16 +2,20 @@
 // what the plan says must be copied into outputs.
 #include "kiln/runtime/cpu/cpu_executable.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <sstream>
 
 #include "kiln/core/check.h"
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/cpu/team.h"
 
 namespace kiln::cpu {
 
-CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan)
-    : module_(std::move(module)), scratch_(std::make_unique<ir::Module>("scratch")), plan_(std::move(plan)) {
+CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile)
+    : module_(std::move(module)), scratch_(std::make_unique<ir::Module>("scratch")), plan_(std::move(plan)),
+      profile_(profile) {
   for (size_t i = 0; i < plan_.order.size(); ++i) ids_[plan_.order[i]] = static_cast<int>(i);
   // Allocated and zeroed now, so the first step pays no page faults and RSS shows the plan.
   arena_ = HostTensor(Shape(DType::kU8, {std::max<int64_t>(plan_.arena_bytes, 1)}));
@@ -58,12 +62,70 @@ std::vector<HostTensor> CpuExecutable::run(std::span<HostTensor> arguments) {
       case compiler::BufferKind::kAlias: values_[v] = values_[static_cast<size_t>(value_id(b.alias_of))]; break;
     }
   }
-  for (const Step& step : steps_) step.run(values_.data());
+  if (profile_) {
+    step_ns_.resize(steps_.size(), 0);
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      auto t0 = std::chrono::steady_clock::now();
+      steps_[i].run(values_.data());
+      step_ns_[i] += std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+    }
+    ++runs_;
+  } else {
+    for (const Step& step : steps_) step.run(values_.data());
+  }
   for (const compiler::OutputCopy& c : plan_.output_copies) {
     HostTensor& dst = results[static_cast<size_t>(c.output_index)];
     std::memcpy(dst.raw_data(), values_[static_cast<size_t>(value_id(c.source))], static_cast<size_t>(dst.byte_size()));
   }
   return results;
+}
+
+void CpuExecutable::group_team_steps() {
+  std::vector<Step> grouped;
+  for (size_t i = 0; i < steps_.size();) {
+    size_t j = i;
+    while (j < steps_.size() && steps_[j].team) ++j;
+    if (j - i < 2) {  // nothing to merge
+      grouped.push_back(std::move(steps_[i]));
+      i = std::max(j, i + 1);
+      continue;
+    }
+    Step g;
+    auto members = std::make_shared<std::vector<std::function<void(void* const*)>>>();
+    std::string labels;
+    for (size_t k = i; k < j; ++k) {
+      members->push_back(std::move(steps_[k].team));
+      g.reads.insert(g.reads.end(), steps_[k].reads.begin(), steps_[k].reads.end());
+      g.writes.insert(g.writes.end(), steps_[k].writes.begin(), steps_[k].writes.end());
+      g.work = std::max(g.work, steps_[k].work);
+      labels += (labels.empty() ? "" : ", ") + steps_[k].label;
+      if (g.source.empty()) g.source = steps_[k].source;
+    }
+    g.label = str_cat("team(", j - i, " kernels: ", labels, ")");
+    const bool parallel = g.work >= kParallelThreshold;
+    // Each member ends in a barrier (omp for / single), so members see their inputs complete.
+    g.run = [members, parallel](void* const* values) {
+      run_on_team(parallel, [&] {
+        for (const auto& m : *members) m(values);
+      });
+    };
+    grouped.push_back(std::move(g));
+    i = j;
+  }
+  steps_ = std::move(grouped);
+}
+
+CpuExecutable::~CpuExecutable() {
+  if (!profile_ || runs_ == 0) return;
+  std::ostringstream os;
+  int64_t total = 0;
+  for (int64_t ns : step_ns_) total += ns;
+  os << "KILN_PROFILE " << module_->name() << ": " << runs_ << " runs, " << total / runs_ / 1000.0
+     << " us per run\n";
+  for (size_t i = 0; i < steps_.size(); ++i)
+    os << "  step " << i << " " << step_ns_[i] / runs_ / 1000.0 << " us  " << steps_[i].label
+       << (steps_[i].source.empty() ? "" : "  # " + steps_[i].source) << "\n";
+  std::fputs(os.str().c_str(), stderr);
 }
 
 std::string CpuExecutable::describe() const {

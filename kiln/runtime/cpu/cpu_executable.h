@@ -22,11 +22,16 @@ struct Step {
   std::vector<int> reads;
   std::vector<int> writes;
   std::function<void(void* const* values)> run;
+  /// When set, the step can also run as team work (team.h) inside a team shared with its
+  /// neighbours; `work` (elements) sizes that team.
+  std::function<void(void* const* values)> team;
+  int64_t work = 0;
 };
 
 class CpuExecutable : public runtime::Executable {
  public:
-  CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan);
+  CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile = false);
+  ~CpuExecutable() override;
 
   std::vector<HostTensor> run(std::span<HostTensor> arguments) override;
   int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
@@ -36,6 +41,8 @@ class CpuExecutable : public runtime::Executable {
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
   void add_step(Step step) { steps_.push_back(std::move(step)); }
+  /// Merges each run of consecutive team-capable steps into one step (one launch).
+  void group_team_steps();
   ir::Module& scratch_module() { return *scratch_; }
   const ir::Module& module() const { return *module_; }
   const compiler::MemoryPlan& plan() const { return plan_; }
@@ -48,6 +55,10 @@ class CpuExecutable : public runtime::Executable {
   std::vector<Step> steps_;
   HostTensor arena_;
   std::vector<void*> values_;  // per run: where each value lives
+  // KILN_PROFILE: nanoseconds spent in each step over all runs.
+  bool profile_ = false;
+  int64_t runs_ = 0;
+  std::vector<int64_t> step_ns_;
 };
 
 }  // namespace kiln::cpu

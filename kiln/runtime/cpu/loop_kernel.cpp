@@ -15,12 +15,12 @@
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/ir/instruction.h"
+#include "kiln/runtime/cpu/team.h"
 
 namespace kiln::cpu {
 namespace {
 
 constexpr int64_t kChunk = 256;              // elements per register: 1 KiB of f32
-constexpr int64_t kParallelThreshold = 1 << 15;  // below this, threading costs more than it saves
 
 enum class Op : uint8_t {
   kLoad, kSplat, kIota,
@@ -97,9 +97,9 @@ class LoopProgram {
   template <typename T>
   void eval_chunk(const Stage& st, const void* const* srcs, int64_t base, int64_t n, T* regs) const;
   template <typename T>
-  void run_stage(const Stage& st, const void* const* srcs, void* out) const;
-  LoopRun prepare(const void* const* inputs) const;
-  void run(const void* const* inputs, void* out) const;
+  void stage_work(const Stage& st, const void* const* srcs, void* out) const;
+  void prepare_team(const void* const* inputs, LoopRun& run) const;
+  void run_team(const void* const* inputs, void* out, LoopRun& run) const;
   template <typename T, typename R>
   void read(const LoopRun& run, int64_t base, int64_t n, T* dst, std::vector<R>& regs) const;
 };
@@ -463,50 +463,48 @@ void LoopProgram::eval_chunk(const Stage& st, const void* const* srcs, int64_t b
   }
 }
 
+// Team work: every thread calls it; chunks are shared out by the orphaned `omp for`.
 template <typename T>
-void LoopProgram::run_stage(const Stage& st, const void* const* srcs, void* out) const {
+void LoopProgram::stage_work(const Stage& st, const void* const* srcs, void* out) const {
   const int64_t total = st.shape.num_elements();
   const int64_t chunks = (total + kChunk - 1) / kChunk;
   const DType out_dtype = st.shape.dtype();
-#pragma omp parallel if (total >= kParallelThreshold)
-  {
-    std::vector<T> regs(static_cast<size_t>(std::max(st.num_registers, 1)) * kChunk);
+  std::vector<T> regs(static_cast<size_t>(std::max(st.num_registers, 1)) * kChunk);
 #pragma omp for schedule(static)
-    for (int64_t ci = 0; ci < chunks; ++ci) {
-      const int64_t base = ci * kChunk;
-      const int64_t n = std::min(kChunk, total - base);
-      eval_chunk<T>(st, srcs, base, n, regs.data());
-      store_chunk<T>(out_dtype, out, base, n, regs.data() + st.result * kChunk);
-    }
+  for (int64_t ci = 0; ci < chunks; ++ci) {
+    const int64_t base = ci * kChunk;
+    const int64_t n = std::min(kChunk, total - base);
+    eval_chunk<T>(st, srcs, base, n, regs.data());
+    store_chunk<T>(out_dtype, out, base, n, regs.data() + st.result * kChunk);
   }
 }
 
-LoopRun LoopProgram::prepare(const void* const* inputs) const {
-  LoopRun run;
-  run.scratch.resize(stages.size());
-  run.srcs.resize(stages.size());
-  for (size_t s = 0; s < stages.size(); ++s) {
-    const Stage& st = stages[s];
-    for (const Load& l : st.loads) {
-      switch (l.kind) {
-        case Load::kParameter: run.srcs[s].push_back(inputs[l.index]); break;
-        case Load::kStage: run.srcs[s].push_back(run.scratch[static_cast<size_t>(l.index)].raw_data()); break;
-        case Load::kLiteral: run.srcs[s].push_back(literals[static_cast<size_t>(l.index)].raw_data()); break;
+void LoopProgram::prepare_team(const void* const* inputs, LoopRun& run) const {
+#pragma omp single
+  {  // one thread lays out where every load reads and allocates the inner stages' values
+    run.scratch.assign(stages.size(), HostTensor());
+    run.srcs.assign(stages.size(), {});
+    for (size_t s = 0; s < stages.size(); ++s) {
+      for (const Load& l : stages[s].loads) {
+        switch (l.kind) {
+          case Load::kParameter: run.srcs[s].push_back(inputs[l.index]); break;
+          case Load::kStage: run.srcs[s].push_back(run.scratch[static_cast<size_t>(l.index)].raw_data()); break;
+          case Load::kLiteral: run.srcs[s].push_back(literals[static_cast<size_t>(l.index)].raw_data()); break;
+        }
       }
-    }
-    if (s + 1 < stages.size()) {  // inner stages: values that broadcasts read, materialized
-      run.scratch[s] = HostTensor(st.shape);
-      if (use_double) run_stage<double>(st, run.srcs[s].data(), run.scratch[s].raw_data());
-      else run_stage<float>(st, run.srcs[s].data(), run.scratch[s].raw_data());
+      if (s + 1 < stages.size()) run.scratch[s] = HostTensor(stages[s].shape);
     }
   }
-  return run;
+  for (size_t s = 0; s + 1 < stages.size(); ++s) {  // inner stages: values broadcasts read
+    if (use_double) stage_work<double>(stages[s], run.srcs[s].data(), run.scratch[s].raw_data());
+    else stage_work<float>(stages[s], run.srcs[s].data(), run.scratch[s].raw_data());
+  }
 }
 
-void LoopProgram::run(const void* const* inputs, void* out) const {
-  LoopRun r = prepare(inputs);
-  if (use_double) run_stage<double>(stages.back(), r.srcs.back().data(), out);
-  else run_stage<float>(stages.back(), r.srcs.back().data(), out);
+void LoopProgram::run_team(const void* const* inputs, void* out, LoopRun& run) const {
+  prepare_team(inputs, run);
+  if (use_double) stage_work<double>(stages.back(), run.srcs.back().data(), out);
+  else stage_work<float>(stages.back(), run.srcs.back().data(), out);
 }
 
 template <typename T, typename R>
@@ -539,19 +537,25 @@ std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root) 
   return std::unique_ptr<LoopKernel>(new LoopKernel(std::move(program)));
 }
 
-void LoopKernel::run(const void* const* inputs, void* out) const { program_->run(inputs, out); }
+void LoopKernel::run(const void* const* inputs, void* out) const {
+  run_on_team(work() >= kParallelThreshold, [&] { run_team(inputs, out); });
+}
+
+void LoopKernel::run_team(const void* const* inputs, void* out) const { program_->run_team(inputs, out, run_); }
+
+void LoopKernel::prepare_team(const void* const* inputs) const { program_->prepare_team(inputs, run_); }
+
+int64_t LoopKernel::work() const { return program_->stages.back().shape.num_elements(); }
 
 const Shape& LoopKernel::shape() const { return program_->stages.back().shape; }
 
-LoopRun LoopKernel::prepare(const void* const* inputs) const { return program_->prepare(inputs); }
-
 template <typename T>
-void LoopKernel::read(const LoopRun& run, int64_t base, int64_t n, T* dst, LoopScratch& scratch) const {
-  if (program_->use_double) program_->read<T, double>(run, base, n, dst, scratch.f64);
-  else program_->read<T, float>(run, base, n, dst, scratch.f32);
+void LoopKernel::read(int64_t base, int64_t n, T* dst, LoopScratch& scratch) const {
+  if (program_->use_double) program_->read<T, double>(run_, base, n, dst, scratch.f64);
+  else program_->read<T, float>(run_, base, n, dst, scratch.f32);
 }
 
-template void LoopKernel::read<float>(const LoopRun&, int64_t, int64_t, float*, LoopScratch&) const;
-template void LoopKernel::read<double>(const LoopRun&, int64_t, int64_t, double*, LoopScratch&) const;
+template void LoopKernel::read<float>(int64_t, int64_t, float*, LoopScratch&) const;
+template void LoopKernel::read<double>(int64_t, int64_t, double*, LoopScratch&) const;
 
 }  // namespace kiln::cpu

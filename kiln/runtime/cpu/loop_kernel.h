@@ -36,20 +36,27 @@ class LoopKernel {
   static std::unique_ptr<LoopKernel> create_for(const ir::Instruction& root);
   ~LoopKernel();
 
-  /// inputs[i] points at the data of body parameter i; `out` receives the result.
+  /// inputs[i] points at the data of body parameter i; `out` receives the result. Runs on
+  /// its own team, or on the caller's when called inside one.
   void run(const void* const* inputs, void* out) const;
+  /// Team work (team.h): every thread of the current team calls it.
+  void run_team(const void* const* inputs, void* out) const;
   const Shape& shape() const;
+  /// Elements computed per run (sizes the team).
+  int64_t work() const;
 
-  /// Streaming use (reductions): prepare once per run, then read any range of the result's
-  /// row-major elements from any thread, each thread with its own scratch. Nothing of the
-  /// result's size is allocated.
-  LoopRun prepare(const void* const* inputs) const;
+  /// Streaming use (reductions): prepare_team once per run (team work), then read any range of
+  /// the result's row-major elements from any thread, each with its own scratch. Nothing of
+  /// the result's size is allocated. An executable runs one step at a time, so the per-run
+  /// state lives in the kernel.
+  void prepare_team(const void* const* inputs) const;
   template <typename T>
-  void read(const LoopRun& run, int64_t base, int64_t n, T* dst, LoopScratch& scratch) const;
+  void read(int64_t base, int64_t n, T* dst, LoopScratch& scratch) const;
 
  private:
   explicit LoopKernel(std::unique_ptr<LoopProgram> program);
   std::unique_ptr<LoopProgram> program_;
+  mutable LoopRun run_;  // this run's load sources and inner-stage values, shared by the team
 };
 
 }  // namespace kiln::cpu

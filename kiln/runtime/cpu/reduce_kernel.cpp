@@ -13,6 +13,7 @@
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/instruction.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/team.h"
 
 namespace kiln::cpu {
 namespace {
@@ -54,12 +55,11 @@ template <typename A>
 struct InputReader {
   DType dtype;
   const void* data = nullptr;         // when the input is in memory
-  const LoopKernel* producer = nullptr;  // when it is computed on the fly
-  const LoopRun* run = nullptr;
+  const LoopKernel* producer = nullptr;  // when it is computed on the fly (prepared)
 
   void read(int64_t base, int64_t n, A* dst, LoopScratch& scratch) const {
     if (producer != nullptr) {
-      producer->read<A>(*run, base, n, dst, scratch);
+      producer->read<A>(base, n, dst, scratch);
       return;
     }
     visit_dtype(dtype, [&](auto tag) {
@@ -86,9 +86,7 @@ void reduce_typed(const Reducer<A>& r, const Shape& in_shape, const Dims& axes, 
     suffix = suffix && axes[static_cast<size_t>(i)] == rank - nred + i;
     prefix = prefix && axes[static_cast<size_t>(i)] == i;
   }
-  const bool parallel = kept_count * reduced_count >= (1 << 15);
   if (suffix) {  // out[o] = reduce(in[o*R : (o+1)*R]), in order
-#pragma omp parallel if (parallel)
     {
       LoopScratch scratch;
       std::vector<A> buf(static_cast<size_t>(kBlock));
@@ -107,7 +105,6 @@ void reduce_typed(const Reducer<A>& r, const Shape& in_shape, const Dims& axes, 
   }
   if (prefix) {  // columns: each thread owns a block of outputs and walks every row in order
     const int64_t blocks = (kept_count + kBlock - 1) / kBlock;
-#pragma omp parallel if (parallel)
     {
       LoopScratch scratch;
       std::vector<A> buf(static_cast<size_t>(kBlock)), acc(static_cast<size_t>(kBlock));
@@ -142,7 +139,6 @@ void reduce_typed(const Reducer<A>& r, const Shape& in_shape, const Dims& axes, 
     }
     return off;
   };
-#pragma omp parallel if (parallel)
   {
     LoopScratch scratch;
 #pragma omp for schedule(static)
@@ -179,18 +175,20 @@ std::unique_ptr<ReduceKernel> ReduceKernel::create(const ir::Instruction& reduce
   return k;
 }
 
+int64_t ReduceKernel::work() const { return in_shape_.num_elements(); }
+
 void ReduceKernel::run(const void* const* inputs, void* out) const {
-  LoopRun run;
-  if (producer_ != nullptr) run = producer_->prepare(inputs);
+  run_on_team(work() >= kParallelThreshold, [&] { run_team(inputs, out); });
+}
+
+// Team work: reduce_typed's loops are orphaned `omp for`s.
+void ReduceKernel::run_team(const void* const* inputs, void* out) const {
+  if (producer_ != nullptr) producer_->prepare_team(inputs);
   auto go = [&](auto acc_tag) {
     using A = typename decltype(acc_tag)::type;
     InputReader<A> reader{in_shape_.dtype()};
-    if (producer_ != nullptr) {
-      reader.producer = producer_.get();
-      reader.run = &run;
-    } else {
-      reader.data = inputs[input_parameter_];
-    }
+    if (producer_ != nullptr) reader.producer = producer_.get();
+    else reader.data = inputs[input_parameter_];
     visit_dtype(out_shape_.dtype(), [&](auto dtag) {
       using D = typename decltype(dtag)::type;
       reduce_typed<D, A>(Reducer<A>{op_}, in_shape_, axes_, reader, static_cast<D*>(out));
