@@ -1,0 +1,38 @@
+// Weight initializers by Keras name: glorot_uniform (the kernel default), glorot_normal,
+// he_normal, he_uniform, lecun_normal, zeros, ones, constant, random_normal, random_uniform.
+// Values come from Philox (core/rng.h) so they are identical on every machine; an unseeded
+// initializer derives its seed from the weight's name, which keeps runs reproducible.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "kiln/core/host_tensor.h"
+
+namespace kiln::keras {
+
+/// An initializer: a Keras name plus its arguments. Converts from a name:
+/// `Dense(10, {.kernel_initializer = "he_normal"})`.
+struct Initializer {
+  std::string name = "glorot_uniform";
+  std::optional<uint64_t> seed;
+  double mean = 0.0, stddev = 0.05;     // random_normal
+  double minval = -0.05, maxval = 0.05;  // random_uniform
+  double value = 0.0;                    // constant
+
+  Initializer() = default;
+  Initializer(const char* n) : name(n) {}         // NOLINT: implicit on purpose
+  Initializer(std::string n) : name(std::move(n)) {}  // NOLINT
+
+  /// A tensor of `shape`; `weight_name` seeds it when no seed is set.
+  HostTensor operator()(const Shape& shape, const std::string& weight_name) const;
+  /// Keras class name ("GlorotUniform") and config JSON ({"seed": null}).
+  std::string class_name() const;
+  std::string config_json() const;
+};
+
+/// Keras _compute_fans: (fan_in, fan_out) of a kernel shape.
+std::pair<double, double> compute_fans(const Dims& dims);
+
+}  // namespace kiln::keras

@@ -1,0 +1,23 @@
+// The Keras API in one include: layers, models, losses, metrics, optimizers, callbacks.
+#pragma once
+
+#include "kiln/keras/activations.h"
+#include "kiln/keras/callbacks/callback.h"
+#include "kiln/keras/callbacks/csv_logger.h"
+#include "kiln/keras/callbacks/early_stopping.h"
+#include "kiln/keras/callbacks/progbar_logger.h"
+#include "kiln/keras/initializers/initializers.h"
+#include "kiln/keras/layers/activation.h"
+#include "kiln/keras/layers/dense.h"
+#include "kiln/keras/layers/dropout.h"
+#include "kiln/keras/layers/flatten.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/reshape.h"
+#include "kiln/keras/losses/losses.h"
+#include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/metrics/metric.h"
+#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/rmsprop.h"
+#include "kiln/keras/optimizers/schedules.h"
+#include "kiln/keras/optimizers/sgd.h"

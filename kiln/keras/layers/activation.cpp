@@ -1,0 +1,28 @@
+// Activation layer: a thin wrapper over keras/activations.h.
+#include "kiln/keras/layers/activation.h"
+
+#include "kiln/keras/activations.h"
+#include "kiln/keras/layers/config_impl.h"
+
+namespace kiln::keras {
+
+Activation::Activation(std::string activation, ActivationOptions options)
+    : Layer(options.name, options.input_shape), activation_(std::move(activation)) {
+  activations::get(activation_);
+}
+
+Tensor Activation::call(const Tensor& x, bool /*training*/) { return activations::get(activation_)(x); }
+
+std::string Activation::get_config() const {
+  nlohmann::json j = internal::base_config(*this);
+  j["activation"] = activation_;
+  return j.dump();
+}
+
+Activation Activation::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "Activation.from_config");
+  return Activation(j.at("activation").get<std::string>(),
+                    {.input_shape = internal::input_shape_from(j), .name = j.value("name", "")});
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,27 @@
+// Activation: applies a named activation (keras.layers.Activation("relu")).
+#pragma once
+
+#include "kiln/keras/layers/layer.h"
+
+namespace kiln::keras {
+
+struct ActivationOptions {
+  Dims input_shape = {};
+  std::string name = "";
+};
+
+class Activation : public Layer {
+ public:
+  explicit Activation(std::string activation, ActivationOptions options = {});
+  static Activation from_config(const std::string& config_json);
+  std::string class_name() const override { return "Activation"; }
+  std::string get_config() const override;
+
+ protected:
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  std::string activation_;
+};
+
+}  // namespace kiln::keras

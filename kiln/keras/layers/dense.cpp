@@ -1,0 +1,79 @@
+// Dense: matmul + bias + activation; rejects inputs whose last dim differs from the kernel's.
+#include "kiln/keras/layers/dense.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/ops/nn.h"
+
+namespace kiln::keras {
+
+Dense::Dense(int64_t units, DenseOptions options)
+    : Layer(options.name, options.input_shape), units_(units), options_(std::move(options)) {
+  if (units <= 0)
+    KILN_THROW(ValueError, "[Dense] expected units > 0, received units=", units, ".");
+  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+}
+
+Dims Dense::compute_output_shape(const Dims& input_shape) const {
+  Dims out = input_shape;
+  if (out.empty()) out.push_back(units_);
+  out.back() = units_;
+  return out;
+}
+
+void Dense::build_weights(const Dims& input_shape) {
+  if (input_shape.empty())
+    KILN_THROW(ShapeError, "[", name(), "] expected input of rank >= 2 (batch, features), ",
+               "received a rank-1 batch. Hint: reshape the input to (batch, 1).");
+  kernel_ = add_weight("kernel", {input_shape.back(), units_}, options_.kernel_initializer);
+  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer);
+}
+
+Tensor Dense::call(const Tensor& x, bool /*training*/) {
+  const int64_t in_dim = kernel_.shape().dim(0);
+  if (x.rank() < 2 || x.dim(-1) != in_dim) {
+    int64_t features = 1;
+    for (int i = 1; i < x.rank(); ++i) features *= x.dim(i);
+    const bool flatten_fixes = x.rank() > 2 && features == in_dim;
+    KILN_THROW(ShapeError, "[", name(), "] expected input with last dimension ", in_dim,
+               ", received ", x.shape(), ". Hint: ",
+               flatten_fixes ? "add Flatten() before Dense."
+                             : "check the previous layer's output shape (model.summary()).");
+  }
+  Tensor y = matmul(x, kernel_);
+  if (options_.use_bias) y = y + bias_;
+  return activations::get(options_.activation)(y);
+}
+
+std::string Dense::get_config() const {
+  nlohmann::json j = internal::base_config(*this);
+  j["units"] = units_;
+  j["activation"] = options_.activation.empty() ? "linear" : options_.activation;
+  j["use_bias"] = options_.use_bias;
+  j["kernel_initializer"] = internal::initializer_json(options_.kernel_initializer);
+  j["bias_initializer"] = internal::initializer_json(options_.bias_initializer);
+  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "bias_constraint"})
+    j[key] = nullptr;
+  return j.dump();
+}
+
+Dense Dense::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "Dense.from_config");
+  DenseOptions o;
+  o.activation = j.value("activation", "linear");
+  if (o.activation == "linear") o.activation = "";
+  o.use_bias = j.value("use_bias", true);
+  if (j.contains("kernel_initializer"))
+    o.kernel_initializer = internal::initializer_from_json(j["kernel_initializer"]);
+  if (j.contains("bias_initializer"))
+    o.bias_initializer = internal::initializer_from_json(j["bias_initializer"]);
+  o.input_shape = internal::input_shape_from(j);
+  o.name = j.value("name", "");
+  Dense d(j.at("units").get<int64_t>(), o);
+  d.set_trainable(j.value("trainable", true));
+  return d;
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,41 @@
+// Dense: y = activation(x @ kernel + bias) on the last axis (Keras keras.layers.Dense).
+#pragma once
+
+#include "kiln/keras/layers/layer.h"
+
+namespace kiln::keras {
+
+struct DenseOptions {
+  std::string activation = "";  // "" = linear
+  bool use_bias = true;
+  Initializer kernel_initializer = "glorot_uniform";
+  Initializer bias_initializer = "zeros";
+  Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
+  std::string name = "";
+};
+
+/// Args: units (output size). Input shape: (batch, ..., input_dim).
+/// Output shape: (batch, ..., units).
+class Dense : public Layer {
+ public:
+  explicit Dense(int64_t units, DenseOptions options = {});
+  static Dense from_config(const std::string& config_json);
+
+  std::string class_name() const override { return "Dense"; }
+  Dims compute_output_shape(const Dims& input_shape) const override;
+  std::string get_config() const override;
+  int64_t units() const { return units_; }
+  const Variable& kernel() const { return kernel_; }
+  const Variable& bias() const { return bias_; }
+
+ protected:
+  void build_weights(const Dims& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  int64_t units_;
+  DenseOptions options_;
+  Variable kernel_, bias_;
+};
+
+}  // namespace kiln::keras

@@ -1,0 +1,24 @@
+// layer_from_config: the class-name registry for model configs (an explicit table, no
+// self-registering statics).
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/activation.h"
+#include "kiln/keras/layers/dense.h"
+#include "kiln/keras/layers/dropout.h"
+#include "kiln/keras/layers/flatten.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/reshape.h"
+
+namespace kiln::keras {
+
+LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json) {
+  if (class_name == "Dense") return Dense::from_config(config_json);
+  if (class_name == "Flatten") return Flatten::from_config(config_json);
+  if (class_name == "Activation") return Activation::from_config(config_json);
+  if (class_name == "Dropout") return Dropout::from_config(config_json);
+  if (class_name == "Reshape") return Reshape::from_config(config_json);
+  if (class_name == "InputLayer") return InputLayer::from_config(config_json);
+  KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
+             "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape and InputLayer.");
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,53 @@
+// Dropout and InputLayer::from_config (the two layers without weights of their own config).
+#include "kiln/keras/layers/dropout.h"
+
+#include <functional>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/trace/ops/random.h"
+
+namespace kiln::keras {
+
+Dropout::Dropout(double rate, DropoutOptions options)
+    : Layer(options.name, options.input_shape), rate_(rate), options_(std::move(options)) {
+  if (rate < 0 || rate >= 1)
+    KILN_THROW(ValueError, "[Dropout] expected rate in [0, 1), received rate=", rate, ".");
+}
+
+void Dropout::build_weights(const Dims& /*input_shape*/) {
+  counter_ = Variable(name() + "/seed_state", HostTensor(Shape(DType::kI64, {})), /*trainable=*/false);
+}
+
+Tensor Dropout::call(const Tensor& x, bool training) {
+  if (!training || rate_ == 0) return x;
+  const uint64_t seed = options_.seed ? *options_.seed : std::hash<std::string>{}(name());
+  Tensor step = counter_.read() + 1.0;
+  counter_.assign(step);
+  // Distinct (seed, step) pairs give distinct Philox keys: key = step * 2^20 + seed mod 2^20.
+  Tensor key = step * static_cast<double>(1 << 20) + static_cast<double>(seed % (1u << 20));
+  return dropout(x, rate_, key, /*training=*/true);
+}
+
+std::string Dropout::get_config() const {
+  nlohmann::json j = internal::base_config(*this);
+  j["rate"] = rate_;
+  j["noise_shape"] = nullptr;
+  j["seed"] = options_.seed ? nlohmann::json(*options_.seed) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+Dropout Dropout::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "Dropout.from_config");
+  DropoutOptions o{.input_shape = internal::input_shape_from(j), .name = j.value("name", "")};
+  if (j.contains("seed") && !j["seed"].is_null()) o.seed = j["seed"].get<uint64_t>();
+  return Dropout(j.at("rate").get<double>(), o);
+}
+
+InputLayer InputLayer::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "InputLayer.from_config");
+  return InputLayer({.shape = internal::input_shape_from(j), .name = j.value("name", "")});
+}
+
+}  // namespace kiln::keras

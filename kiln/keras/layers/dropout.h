@@ -1,0 +1,37 @@
+// Dropout: inverted dropout in training, identity in inference. Its randomness comes from
+// a key = f(seed, step counter Variable), so runs are reproducible and each step differs.
+#pragma once
+
+#include <optional>
+
+#include "kiln/keras/layers/layer.h"
+
+namespace kiln::keras {
+
+struct DropoutOptions {
+  std::optional<uint64_t> seed = std::nullopt;  // unseeded: derived from the layer name
+  Dims input_shape = {};
+  std::string name = "";
+};
+
+/// Args: rate in [0, 1), the fraction of inputs zeroed.
+class Dropout : public Layer {
+ public:
+  explicit Dropout(double rate, DropoutOptions options = {});
+  static Dropout from_config(const std::string& config_json);
+  std::string class_name() const override { return "Dropout"; }
+  std::string get_config() const override;
+  /// The step counter (i64 scalar) mixed into the key; advanced by each training call.
+  const Variable& seed_state() const { return counter_; }
+
+ protected:
+  void build_weights(const Dims& input_shape) override;
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  double rate_;
+  DropoutOptions options_;
+  Variable counter_;  // not a weight: summary() and saving leave it out
+};
+
+}  // namespace kiln::keras

@@ -1,0 +1,126 @@
+// Layer base: naming, build-on-first-call, weights and the shared config fields.
+#include "kiln/keras/layers/layer.h"
+
+#include <cctype>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/trace_context.h"
+
+namespace kiln::keras {
+
+std::string NameScope::unique(const std::string& base) {
+  std::string candidate = base;
+  int& suffix = next_suffix_[base];
+  while (taken_.count(candidate)) candidate = base + "_" + std::to_string(++suffix);
+  taken_[candidate] = true;
+  return candidate;
+}
+
+std::string to_snake_case(const std::string& class_name) {
+  std::string out;
+  for (size_t i = 0; i < class_name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(class_name[i]);
+    if (std::isupper(c) && i > 0 && !std::isupper(static_cast<unsigned char>(class_name[i - 1])))
+      out += '_';
+    out += static_cast<char>(std::tolower(c));
+  }
+  return out;
+}
+
+Tensor Layer::operator()(const Tensor& x, bool training) {
+  if (name_.empty()) name_ = to_snake_case(class_name());
+  SourceScope scope(name_);
+  if (x.rank() == 0)
+    KILN_THROW(ShapeError, "[", name_, "] expected a batched input (batch first), received ",
+               x.shape(), ". Hint: batch the dataset (Dataset::batch).");
+  if (!built_) build(Dims(x.dims().begin() + 1, x.dims().end()));
+  return call(x, training);
+}
+
+void Layer::build(const Dims& input_shape) {
+  if (built_) return;
+  if (name_.empty()) name_ = to_snake_case(class_name());
+  build_weights(input_shape);
+  built_input_shape_ = input_shape;
+  built_ = true;
+}
+
+std::vector<Variable> Layer::trainable_weights() const {
+  std::vector<Variable> out;
+  if (!trainable_) return out;
+  for (const Variable& w : weights_)
+    if (w.trainable()) out.push_back(w);
+  return out;
+}
+
+std::vector<Variable> Layer::non_trainable_weights() const {
+  std::vector<Variable> out;
+  for (const Variable& w : weights_)
+    if (!trainable_ || !w.trainable()) out.push_back(w);
+  return out;
+}
+
+int64_t Layer::count_params() const {
+  int64_t n = 0;
+  for (const Variable& w : weights_) n += w.shape().num_elements();
+  return n;
+}
+
+Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
+                           bool trainable) {
+  const std::string full = name_ + "/" + name;
+  weights_.emplace_back(full, initializer(Shape(DType::kF32, shape), full), trainable);
+  return weights_.back();
+}
+
+std::string Layer::get_config() const { return internal::base_config(*this).dump(); }
+
+namespace internal {
+
+nlohmann::json base_config(const Layer& layer) {
+  nlohmann::json j = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", "float32"}};
+  if (!layer.declared_input_shape().empty()) {
+    nlohmann::json shape = nlohmann::json::array({nullptr});
+    for (int64_t d : layer.declared_input_shape()) shape.push_back(d);
+    j["batch_input_shape"] = shape;
+  }
+  return j;
+}
+
+nlohmann::json initializer_json(const Initializer& init) {
+  return {{"class_name", init.class_name()}, {"config", nlohmann::json::parse(init.config_json())}};
+}
+
+Initializer initializer_from_json(const nlohmann::json& j) {
+  if (j.is_string()) return Initializer(j.get<std::string>());
+  Initializer init(to_snake_case(j.at("class_name").get<std::string>()));
+  const nlohmann::json& c = j.value("config", nlohmann::json::object());
+  if (c.contains("seed") && !c["seed"].is_null()) init.seed = c["seed"].get<uint64_t>();
+  init.mean = c.value("mean", init.mean);
+  init.stddev = c.value("stddev", init.stddev);
+  init.minval = c.value("minval", init.minval);
+  init.maxval = c.value("maxval", init.maxval);
+  init.value = c.value("value", init.value);
+  return init;
+}
+
+Dims input_shape_from(const nlohmann::json& config) {
+  Dims dims;
+  if (!config.contains("batch_input_shape")) return dims;
+  const auto& shape = config["batch_input_shape"];
+  for (size_t i = 1; i < shape.size(); ++i) dims.push_back(shape[i].get<int64_t>());
+  return dims;
+}
+
+nlohmann::json parse(const std::string& text, const char* where) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed config JSON: ", e.what(),
+               ". Hint: pass the text get_config() produced.");
+  }
+}
+
+}  // namespace internal
+}  // namespace kiln::keras

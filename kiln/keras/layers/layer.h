@@ -1,0 +1,96 @@
+// Layer: the Keras building block. Builds its weights on the first call from the input shape,
+// runs its ops under a SourceScope named after itself (so errors say "[dense_1] ..."), and
+// describes itself as Keras config JSON. NameScope hands out Keras-style unique names.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/keras/handle.h"
+#include "kiln/keras/initializers/initializers.h"
+#include "kiln/trace/tensor.h"
+#include "kiln/trace/variable.h"
+
+namespace kiln::keras {
+
+/// Unique layer names within one model: dense, dense_1, dense_2, ... Owned by the model
+/// (never global), so two models each start at "dense".
+class NameScope {
+ public:
+  /// `base` if unused, else base_1, base_2, ...; the result is reserved.
+  std::string unique(const std::string& base);
+  /// Marks a user-chosen name as taken.
+  void reserve(const std::string& name) { taken_[name] = true; }
+
+ private:
+  std::map<std::string, int> next_suffix_;
+  std::map<std::string, bool> taken_;
+};
+
+/// "Dense" -> "dense", "InputLayer" -> "input_layer" (Keras's default-name rule).
+std::string to_snake_case(const std::string& class_name);
+
+class Layer {
+ public:
+  virtual ~Layer() = default;
+
+  /// The Keras class name ("Dense").
+  virtual std::string class_name() const = 0;
+  /// The layer's name; "" until it is named by a model, its options or its first call.
+  const std::string& name() const { return name_; }
+  void set_name(std::string name) { name_ = std::move(name); }
+
+  /// Applies the layer to x (batch first). Builds on the first call from x's shape.
+  /// `training` switches Dropout-like layers on.
+  Tensor operator()(const Tensor& x, bool training = false);
+
+  /// Creates the weights for per-example input dims (the batch dim excluded).
+  void build(const Dims& input_shape);
+  bool built() const { return built_; }
+  /// Per-example output dims for per-example input dims.
+  virtual Dims compute_output_shape(const Dims& input_shape) const { return input_shape; }
+  /// The input shape declared in the options (Keras input_shape=), empty when none.
+  const Dims& declared_input_shape() const { return declared_input_shape_; }
+  /// The per-example dims the layer was built for.
+  const Dims& built_input_shape() const { return built_input_shape_; }
+
+  /// All weights in creation order; the trainable ones (empty when !trainable()); the rest.
+  const std::vector<Variable>& weights() const { return weights_; }
+  std::vector<Variable> trainable_weights() const;
+  std::vector<Variable> non_trainable_weights() const;
+  int64_t count_params() const;
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable) { trainable_ = trainable; }
+
+  /// Keras config JSON: {"name": ..., "trainable": ..., "dtype": "float32", ...}.
+  virtual std::string get_config() const;
+
+ protected:
+  Layer(std::string name, Dims declared_input_shape)
+      : name_(std::move(name)), declared_input_shape_(std::move(declared_input_shape)) {}
+  /// Subclasses create weights here (add_weight) for the per-example input dims.
+  virtual void build_weights(const Dims& /*input_shape*/) {}
+  /// The forward computation on a batch (x: (batch, *input_shape)).
+  virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// A weight named "<layer>/<name>" initialized by `initializer`.
+  Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
+                      bool trainable = true);
+
+ private:
+  std::string name_;
+  Dims declared_input_shape_;
+  Dims built_input_shape_;
+  bool built_ = false;
+  bool trainable_ = true;
+  std::vector<Variable> weights_;
+};
+
+using LayerHandle = Handle<Layer>;
+
+/// A layer from its Keras class name and config JSON (Dense, Flatten, ...). ConfigError
+/// for unknown classes.
+LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json);
+
+}  // namespace kiln::keras

@@ -1,0 +1,37 @@
+// Loss: per-sample values reduced as Keras does ("sum_over_batch_size" by default, "sum",
+// "none"). The concrete losses live in losses.h; LossHandle converts from a loss or a name.
+#pragma once
+
+#include <string>
+
+#include "kiln/keras/handle.h"
+#include "kiln/trace/tensor.h"
+
+namespace kiln::keras {
+
+class Loss {
+ public:
+  virtual ~Loss() = default;
+  /// The reduced loss of a batch (a scalar unless reduction is "none").
+  Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  /// Per-sample losses (batch,) before reduction.
+  virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
+  const std::string& name() const { return name_; }
+  const std::string& reduction() const { return reduction_; }
+
+ protected:
+  Loss(std::string name, std::string reduction);
+
+ private:
+  std::string name_, reduction_;
+};
+
+/// A loss object or its Keras name: "sparse_categorical_crossentropy", "mse", ...
+class LossHandle : public Handle<Loss> {
+ public:
+  using Handle<Loss>::Handle;
+  LossHandle(const char* name);  // NOLINT: implicit on purpose
+  LossHandle(const std::string& name) : LossHandle(name.c_str()) {}  // NOLINT
+};
+
+}  // namespace kiln::keras

@@ -1,0 +1,83 @@
+// Metric base, Mean, accuracies and the name lookup.
+#include "kiln/keras/metrics/metric.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/metrics/accuracy.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/reduce.h"
+#include "kiln/trace/ops/shape.h"
+
+namespace kiln::keras {
+
+void Metric::reset_state() {
+  for (const Variable& v : variables_) v.assign(zeros(v.shape()));
+}
+
+Variable Metric::add_variable(const std::string& name) {
+  variables_.emplace_back(name_ + "/" + name, HostTensor(Shape(DType::kF32, {})), /*trainable=*/false);
+  return variables_.back();
+}
+
+Mean::Mean(std::string name) : Metric(std::move(name)) {
+  total_ = add_variable("total");
+  count_ = add_variable("count");
+}
+
+void Mean::update(const Tensor& values) {
+  Tensor v = cast(values, DType::kF32);
+  total_.assign(total_.read() + reduce_sum(v));
+  count_.assign(count_.read() + static_cast<double>(v.shape().num_elements()));
+}
+
+// Keras divide_no_nan: 0 before any update.
+Tensor Mean::result() const { return total_.read() / maximum(count_.read(), 1.0); }
+
+Tensor sparse_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor labels = y_true.rank() == y_pred.rank() ? reshape(y_true, Dims(y_pred.dims().begin(), y_pred.dims().end() - 1))
+                                                 : y_true;
+  return cast(equal(argmax(y_pred, -1), cast(labels, DType::kI32)), DType::kF32);
+}
+
+Tensor categorical_accuracy(const Tensor& y_true, const Tensor& y_pred) {
+  return cast(equal(argmax(y_pred, -1), argmax(y_true, -1)), DType::kF32);
+}
+
+Tensor binary_accuracy(const Tensor& y_true, const Tensor& y_pred, double threshold) {
+  Tensor predicted = cast(greater(y_pred, threshold), DType::kF32);
+  return cast(equal(predicted, cast(y_true, DType::kF32)), DType::kF32);
+}
+
+SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
+    : MeanMetricWrapper(std::move(name), sparse_categorical_accuracy) {}
+CategoricalAccuracy::CategoricalAccuracy(std::string name)
+    : MeanMetricWrapper(std::move(name), categorical_accuracy) {}
+BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
+    : MeanMetricWrapper(std::move(name), [threshold](const Tensor& t, const Tensor& p) {
+        return binary_accuracy(t, p, threshold);
+      }) {}
+
+Accuracy::Accuracy(std::string name) : MeanMetricWrapper(std::move(name), nullptr) {}
+
+void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  if (!fn_) {  // Keras compile_utils: decided by the shapes
+    const int64_t pred_last = y_pred.rank() > 0 ? y_pred.dim(-1) : 1;
+    const int64_t true_last = y_true.rank() > 0 ? y_true.dim(-1) : 1;
+    if (pred_last == 1) fn_ = [](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p); };
+    else if (y_true.rank() < y_pred.rank() || true_last == 1) fn_ = sparse_categorical_accuracy;
+    else fn_ = categorical_accuracy;
+  }
+  MeanMetricWrapper::update_state(y_true, y_pred);
+}
+
+MetricHandle::MetricHandle(const char* name) {
+  const std::string n = name;
+  if (n == "accuracy" || n == "acc") *this = Accuracy(n);
+  else if (n == "sparse_categorical_accuracy") *this = SparseCategoricalAccuracy();
+  else if (n == "categorical_accuracy") *this = CategoricalAccuracy();
+  else if (n == "binary_accuracy") *this = BinaryAccuracy();
+  else
+    KILN_THROW(ConfigError, "[compile] unknown metric '", n, "'. Hint: use accuracy, "
+               "sparse_categorical_accuracy, categorical_accuracy or binary_accuracy, or a Metric object.");
+}
+
+}  // namespace kiln::keras

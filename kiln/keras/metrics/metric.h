@@ -1,0 +1,71 @@
+// Metric: state Variables updated inside the compiled step (update_state), read by result()
+// and zeroed by reset_state() between epochs. Mean and MeanMetricWrapper cover most Keras
+// metrics; user metrics subclass Metric or wrap a per-sample function.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kiln/keras/handle.h"
+#include "kiln/trace/tensor.h"
+#include "kiln/trace/variable.h"
+
+namespace kiln::keras {
+
+class Metric {
+ public:
+  virtual ~Metric() = default;
+  /// Accumulates a batch (traced into the step).
+  virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  /// The current value (a scalar tensor).
+  virtual Tensor result() const = 0;
+  /// Zeroes every state variable (outside a trace: immediately).
+  virtual void reset_state();
+  const std::string& name() const { return name_; }
+  const std::vector<Variable>& variables() const { return variables_; }
+
+ protected:
+  explicit Metric(std::string name) : name_(std::move(name)) {}
+  /// An f32 scalar state variable "<metric>/<name>", zero-initialized, non-trainable.
+  Variable add_variable(const std::string& name);
+
+ private:
+  std::string name_;
+  std::vector<Variable> variables_;
+};
+
+/// The running mean of the values given to update (Keras metrics.Mean).
+class Mean : public Metric {
+ public:
+  explicit Mean(std::string name = "mean");
+  /// Adds sum(values) to total and their count to count.
+  void update(const Tensor& values);
+  void update_state(const Tensor& /*y_true*/, const Tensor& y_pred) override { update(y_pred); }
+  Tensor result() const override;
+
+ private:
+  Variable total_, count_;
+};
+
+/// The mean over all samples of fn(y_true, y_pred) (per-sample values): Keras
+/// MeanMetricWrapper, the base of the accuracy metrics and of user metrics.
+class MeanMetricWrapper : public Mean {
+ public:
+  using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
+  MeanMetricWrapper(std::string name, Fn fn) : Mean(std::move(name)), fn_(std::move(fn)) {}
+  void update_state(const Tensor& y_true, const Tensor& y_pred) override { update(fn_(y_true, y_pred)); }
+
+ protected:
+  Fn fn_;
+};
+
+/// A metric object or its Keras name ("accuracy", "sparse_categorical_accuracy", ...).
+class MetricHandle : public Handle<Metric> {
+ public:
+  using Handle<Metric>::Handle;
+  MetricHandle(const char* name);  // NOLINT: implicit on purpose
+  MetricHandle(const std::string& name) : MetricHandle(name.c_str()) {}  // NOLINT
+};
+
+}  // namespace kiln::keras

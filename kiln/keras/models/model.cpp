@@ -1,0 +1,182 @@
+// Model: weights, compile, and the compiled step functions (train, test, predict).
+#include "kiln/keras/models/model.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+#include "kiln/trace/gradient_tape.h"
+
+namespace kiln::keras {
+
+Model::~Model() = default;
+
+Layer& Model::get_layer(const std::string& name) const {
+  std::string names;
+  for (const LayerHandle& l : layers_) {
+    if (l->name() == name) return *l;
+    names += (names.empty() ? "" : ", ") + l->name();
+  }
+  KILN_THROW(ValueError, "[", name_, "] no layer named '", name, "'; the layers are: ", names, ".");
+}
+
+std::vector<Variable> Model::weights() const {
+  std::vector<Variable> out;
+  for (const LayerHandle& l : layers_) out.insert(out.end(), l->weights().begin(), l->weights().end());
+  return out;
+}
+
+std::vector<Variable> Model::trainable_weights() const {
+  std::vector<Variable> out;
+  for (const LayerHandle& l : layers_) {
+    auto w = l->trainable_weights();
+    out.insert(out.end(), w.begin(), w.end());
+  }
+  return out;
+}
+
+std::vector<Variable> Model::non_trainable_weights() const {
+  std::vector<Variable> out;
+  for (const LayerHandle& l : layers_) {
+    auto w = l->non_trainable_weights();
+    out.insert(out.end(), w.begin(), w.end());
+  }
+  return out;
+}
+
+std::vector<HostTensor> Model::get_weights() const {
+  std::vector<HostTensor> out;
+  for (const Variable& v : weights()) out.push_back(v.storage().clone());
+  return out;
+}
+
+void Model::set_weights(const std::vector<HostTensor>& values) {
+  std::vector<Variable> vars = weights();
+  if (values.size() != vars.size())
+    KILN_THROW(ValueError, "[", name_, "] set_weights expected ", vars.size(), " tensors, received ",
+               values.size(), ". Hint: pass the list get_weights() returns for the same architecture.");
+  for (size_t i = 0; i < vars.size(); ++i) {
+    if (values[i].shape() != vars[i].shape())
+      KILN_THROW(ShapeError, "[", name_, "] set_weights: ", vars[i].name(), " expected ", vars[i].shape(),
+                 ", received ", values[i].shape(), ".");
+    vars[i].assign(Tensor(values[i]));
+  }
+}
+
+int64_t Model::count_params() const {
+  int64_t n = 0;
+  for (const LayerHandle& l : layers_) n += l->count_params();
+  return n;
+}
+
+void Model::compile(CompileOptions options) {
+  if (!options.loss)
+    KILN_THROW(ConfigError, "[", name_, "] compile needs a loss. Hint: "
+               "compile({.optimizer = Adam(), .loss = SparseCategoricalCrossentropy({.from_logits = true})}).");
+  if (options.steps_per_execution < 1)
+    KILN_THROW(ValueError, "[", name_, "] expected steps_per_execution >= 1, received ",
+               options.steps_per_execution, ".");
+  compiled_ = std::move(options);
+  loss_tracker_ = std::make_unique<Mean>("loss");
+  // One compiled program per step kind; the functions trace on their first call.
+  train_function_ = std::make_unique<Function>("train_step", [this](const std::vector<Tensor>& in) {
+    return train_step(in[0], in[1]);
+  });
+  test_function_ = std::make_unique<Function>("test_step", [this](const std::vector<Tensor>& in) {
+    return test_step(in[0], in[1]);
+  });
+  is_compiled_ = true;
+}
+
+void Model::check_compiled(const char* where) const {
+  if (!is_compiled_)
+    KILN_THROW(ConfigError, "[", name_, "] ", where, " needs a compiled model. Hint: call "
+               "model.compile({.optimizer = ..., .loss = ..., .metrics = {...}}) first.");
+}
+
+std::vector<Tensor> Model::train_step(const Tensor& x, const Tensor& y) {
+  GradientTape tape;
+  Tensor y_pred = call(x, /*training=*/true);
+  Tensor loss = (*compiled_.loss)(y, y_pred);
+  std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
+  std::vector<Tensor> grads = tape.gradient(loss, vars);
+  compiled_.optimizer->apply_gradients(grads, vars);
+  return update_metrics(y, y_pred, loss);
+}
+
+std::vector<Tensor> Model::test_step(const Tensor& x, const Tensor& y) {
+  Tensor y_pred = call(x, /*training=*/false);
+  return update_metrics(y, y_pred, (*compiled_.loss)(y, y_pred));
+}
+
+std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss) {
+  loss_tracker_->update(loss);
+  std::vector<Tensor> results{loss_tracker_->result()};
+  for (const MetricHandle& m : compiled_.metrics) {
+    m->update_state(y, y_pred);
+    results.push_back(m->result());
+  }
+  return results;
+}
+
+void Model::reset_metrics() {
+  loss_tracker_->reset_state();
+  for (const MetricHandle& m : compiled_.metrics) m->reset_state();
+}
+
+Logs Model::logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix) const {
+  Logs logs;
+  logs.set(prefix + "loss", outputs[0].to_vector<double>()[0]);
+  for (size_t i = 0; i < compiled_.metrics.size(); ++i)
+    logs.set(prefix + compiled_.metrics[i]->name(), outputs[i + 1].to_vector<double>()[0]);
+  return logs;
+}
+
+namespace {
+
+// Concatenates batch outputs along axis 0 on the host.
+HostTensor concat_rows(const std::vector<HostTensor>& parts) {
+  if (parts.empty()) return HostTensor();
+  Dims dims = parts[0].dims();
+  int64_t rows = 0;
+  for (const HostTensor& p : parts) rows += p.dims()[0];
+  dims[0] = rows;
+  HostTensor out(Shape(parts[0].dtype(), dims));
+  auto* dst = static_cast<char*>(out.raw_data());
+  for (const HostTensor& p : parts) {
+    std::memcpy(dst, p.raw_data(), static_cast<size_t>(p.byte_size()));
+    dst += p.byte_size();
+  }
+  return out;
+}
+
+}  // namespace
+
+void Model::make_predict_function() {  // predict needs no compile
+  if (predict_function_) return;
+  predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
+    return std::vector<Tensor>{call(in[0], /*training=*/false)};
+  });
+}
+
+HostTensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
+  make_predict_function();
+  std::vector<HostTensor> parts;
+  data::Iterator it = dataset.iterator();
+  for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
+    std::optional<data::Element> element = it.next();
+    if (!element) break;
+    parts.push_back((*predict_function_)({(*element)[0]})[0]);
+  }
+  return concat_rows(parts);
+}
+
+HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
+  make_predict_function();
+  std::vector<HostTensor> parts;
+  const int64_t n = x.dims()[0];
+  for (int64_t start = 0; start < n; start += options.batch_size)
+    parts.push_back((*predict_function_)({x.slice_rows(start, std::min(n, start + options.batch_size))})[0]);
+  return concat_rows(parts);
+}
+
+}  // namespace kiln::keras

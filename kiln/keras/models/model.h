@@ -1,0 +1,134 @@
+// Model: compile / fit / evaluate / predict / summary over layers (keras.Model). The train
+// step (forward, loss, gradients, optimizer update, metric updates) is one kiln::function, so
+// each step is one compiled program; the host reads back only the metric scalars.
+#pragma once
+
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/data/dataset.h"
+#include "kiln/keras/callbacks/callback.h"
+#include "kiln/keras/layers/layer.h"
+#include "kiln/keras/losses/loss.h"
+#include "kiln/keras/metrics/metric.h"
+#include "kiln/keras/optimizers/optimizer.h"
+#include "kiln/keras/trainer/logs.h"
+#include "kiln/trace/function.h"
+
+namespace kiln::keras {
+
+struct CompileOptions {
+  OptimizerHandle optimizer = "rmsprop";  // the Keras default
+  LossHandle loss = LossHandle();
+  std::vector<MetricHandle> metrics = {};
+  /// Steps per host round trip. Today fit runs k compiled steps back to back and hands
+  /// callbacks their k buffered logs afterwards (see epoch_loop.cpp).
+  int steps_per_execution = 1;
+};
+
+struct FitOptions {
+  int epochs = 1;
+  int64_t steps_per_epoch = -1;  // -1: until the dataset ends (a new iterator each epoch)
+  std::optional<data::Dataset> validation_data = std::nullopt;
+  int64_t validation_steps = -1;
+  std::vector<CallbackHandle> callbacks = {};
+  int verbose = 1;  // 0 silent; 1 progress bar (one line per epoch when not a terminal); 2 one line
+  int initial_epoch = 0;
+};
+
+struct EvaluateOptions {
+  int64_t steps = -1;
+  std::vector<CallbackHandle> callbacks = {};
+  int verbose = 1;
+};
+
+struct PredictOptions {
+  int64_t steps = -1;
+  int64_t batch_size = 32;  // predict(HostTensor) only
+};
+
+/// What the last training epoch measured (read by ProgbarLogger).
+struct EpochStats {
+  double train_seconds = 0;
+  int64_t samples = 0;
+  double input_wait_fraction = 0;  // share of step time spent inside Iterator::next()
+};
+
+class Model {
+ public:
+  virtual ~Model();
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// The forward pass on a batch.
+  virtual Tensor call(const Tensor& x, bool training) = 0;
+  Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
+  /// Keras config JSON {"class_name": ..., "config": {...}}.
+  virtual std::string to_json() const = 0;
+
+  const std::string& name() const { return name_; }
+  const std::vector<LayerHandle>& layers() const { return layers_; }
+  /// The layer named `name`; ValueError listing the names otherwise.
+  Layer& get_layer(const std::string& name) const;
+  std::vector<Variable> weights() const;
+  std::vector<Variable> trainable_weights() const;
+  std::vector<Variable> non_trainable_weights() const;
+  /// Copies of every weight's value, in weights() order; and back.
+  std::vector<HostTensor> get_weights() const;
+  void set_weights(const std::vector<HostTensor>& values);
+  int64_t count_params() const;
+  /// The weights alone to a safetensors file, by variable name; and back (same architecture,
+  /// built). Whole-model saving is TODO(#7).
+  void save_weights(const std::string& path) const;
+  void load_weights(const std::string& path);
+
+  void compile(CompileOptions options);
+  /// Trains on (x, y) batches of a fixed shape (batch with drop_remainder=true).
+  History fit(const data::Dataset& dataset, FitOptions options = {});
+  /// Loss and metrics over the dataset (or `steps` batches of it).
+  Logs evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  /// Model outputs for every batch (elements (x) or (x, y)), concatenated along the batch.
+  HostTensor predict(const data::Dataset& dataset, PredictOptions options = {});
+  HostTensor predict(const HostTensor& x, PredictOptions options = {});
+
+  /// Prints the Keras table: Layer (type), Output Shape, Param #, and the totals.
+  void summary(std::ostream& out = std::cout) const;
+  std::string summary_text() const;
+
+  /// Set by a callback to end fit after the current step/epoch (Keras model.stop_training).
+  bool stop_training = false;
+  Optimizer* optimizer() const { return compiled_.optimizer.get(); }
+  const Function* train_function() const { return train_function_.get(); }
+  const EpochStats& last_epoch_stats() const { return epoch_stats_; }
+
+ protected:
+  explicit Model(std::string name) : name_(std::move(name)) {}
+  /// Per-example output dims of each layer for summary(); empty when unknown (not built).
+  virtual std::vector<Dims> layer_output_shapes() const = 0;
+
+  std::string name_;
+  std::vector<LayerHandle> layers_;
+  NameScope name_scope_;
+
+ private:
+  std::vector<Tensor> train_step(const Tensor& x, const Tensor& y);
+  std::vector<Tensor> test_step(const Tensor& x, const Tensor& y);
+  std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
+  void reset_metrics();
+  void make_predict_function();
+  Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
+  void check_compiled(const char* where) const;
+  Logs run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackList* callbacks);
+
+  CompileOptions compiled_;
+  bool is_compiled_ = false;
+  std::unique_ptr<Mean> loss_tracker_;
+  std::unique_ptr<Function> train_function_, test_function_, predict_function_;
+  EpochStats epoch_stats_;
+};
+
+}  // namespace kiln::keras

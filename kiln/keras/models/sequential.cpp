@@ -1,0 +1,92 @@
+// Sequential: layer naming, eager build from a declared input shape, config JSON.
+#include "kiln/keras/models/sequential.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/layers/input_layer.h"
+
+namespace kiln::keras {
+
+Sequential::Sequential(std::vector<LayerHandle> layers, SequentialOptions options) : Model(options.name) {
+  for (LayerHandle& l : layers) add(std::move(l));
+}
+
+void Sequential::add(LayerHandle layer) {
+  Layer& l = *layer;
+  if (l.name().empty()) l.set_name(name_scope_.unique(to_snake_case(l.class_name())));
+  else name_scope_.reserve(l.name());
+  const bool first = layers_.empty() && input_shape_.empty();
+  if (dynamic_cast<InputLayer*>(&l) != nullptr) {
+    if (!first)
+      KILN_THROW(ValueError, "[", name_, "] an InputLayer must come first. Hint: add it before the other layers.");
+    input_shape_ = l.declared_input_shape();
+    return;
+  }
+  layers_.push_back(std::move(layer));
+  if (first && !l.declared_input_shape().empty()) {
+    build(l.declared_input_shape());
+  } else if (built()) {  // extend the built stack
+    Dims dims = input_shape_;
+    for (size_t i = 0; i + 1 < layers_.size(); ++i) dims = layers_[i]->compute_output_shape(dims);
+    l.build(dims);
+  }
+}
+
+void Sequential::build(const Dims& input_shape) {
+  input_shape_ = input_shape;
+  Dims dims = input_shape;
+  for (LayerHandle& l : layers_) {
+    l->build(dims);
+    dims = l->compute_output_shape(dims);
+  }
+}
+
+Tensor Sequential::call(const Tensor& x, bool training) {
+  if (layers_.empty())
+    KILN_THROW(ValueError, "[", name_, "] the model has no layers. Hint: model.add(Dense(10)).");
+  if (!built()) input_shape_ = Dims(x.dims().begin() + 1, x.dims().end());
+  Tensor h = x;
+  for (LayerHandle& l : layers_) h = (*l)(h, training);
+  return h;
+}
+
+std::vector<Dims> Sequential::layer_output_shapes() const {
+  std::vector<Dims> out;
+  if (!built()) return out;
+  Dims dims = input_shape_;
+  for (const LayerHandle& l : layers_) {
+    dims = l->compute_output_shape(dims);
+    out.push_back(dims);
+  }
+  return out;
+}
+
+std::string Sequential::to_json() const {
+  nlohmann::json layers = nlohmann::json::array();
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    nlohmann::json config = nlohmann::json::parse(layers_[i]->get_config());
+    if (i == 0 && !input_shape_.empty()) {  // Keras 2 records the input on the first layer
+      nlohmann::json shape = nlohmann::json::array({nullptr});
+      for (int64_t d : input_shape_) shape.push_back(d);
+      config["batch_input_shape"] = shape;
+    }
+    layers.push_back({{"class_name", layers_[i]->class_name()}, {"config", config}});
+  }
+  nlohmann::json j = {{"class_name", "Sequential"}, {"config", {{"name", name_}, {"layers", layers}}}};
+  return j.dump();
+}
+
+std::unique_ptr<Sequential> Sequential::from_json(const std::string& json) {
+  nlohmann::json j = internal::parse(json, "Sequential.from_json");
+  if (j.value("class_name", "") != "Sequential")
+    KILN_THROW(ConfigError, "[Sequential.from_json] expected class_name \"Sequential\", received ",
+               j.value("class_name", "(none)"), ".");
+  const nlohmann::json& config = j.at("config");
+  auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{},
+                                            SequentialOptions{.name = config.value("name", "sequential")});
+  for (const nlohmann::json& l : config.at("layers"))
+    model->add(layer_from_config(l.at("class_name").get<std::string>(), l.at("config").dump()));
+  return model;
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,38 @@
+// Sequential: a plain stack of layers, each feeding the next (keras.Sequential).
+//   Sequential model({Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu"}), Dense(10)});
+#pragma once
+
+#include <memory>
+
+#include "kiln/keras/models/model.h"
+
+namespace kiln::keras {
+
+struct SequentialOptions {
+  std::string name = "sequential";
+};
+
+class Sequential : public Model {
+ public:
+  explicit Sequential(std::vector<LayerHandle> layers = {}, SequentialOptions options = {});
+  /// Appends a layer, naming it uniquely within the model (dense, dense_1, ...) unless it has
+  /// a name. An InputLayer only declares the input shape.
+  void add(LayerHandle layer);
+  /// Builds every layer for per-example input dims (batch excluded).
+  void build(const Dims& input_shape);
+  bool built() const { return !input_shape_.empty(); }
+
+  Tensor call(const Tensor& x, bool training) override;
+  /// {"class_name": "Sequential", "config": {"name": ..., "layers": [...]}}
+  std::string to_json() const override;
+  /// A new, unbuilt-or-built (when the config declares the input shape) model from to_json().
+  static std::unique_ptr<Sequential> from_json(const std::string& json);
+
+ protected:
+  std::vector<Dims> layer_output_shapes() const override;
+
+ private:
+  Dims input_shape_;
+};
+
+}  // namespace kiln::keras

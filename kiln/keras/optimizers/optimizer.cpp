@@ -1,0 +1,66 @@
+// Optimizer base: learning rate, iterations, lazily built slots, and the name lookup.
+#include "kiln/keras/optimizers/optimizer.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/rmsprop.h"
+#include "kiln/keras/optimizers/sgd.h"
+#include "kiln/trace/ops/elementwise.h"
+
+namespace kiln::keras {
+
+Optimizer::Optimizer(std::string name, const LearningRate& learning_rate)
+    : name_(std::move(name)), schedule_(learning_rate.schedule) {
+  learning_rate_ = Variable(name_ + "/learning_rate", HostTensor::scalar<float>(static_cast<float>(learning_rate.constant)),
+                            /*trainable=*/false);
+  iterations_ = Variable(name_ + "/iterations", HostTensor(Shape(DType::kI64, {})), /*trainable=*/false);
+}
+
+void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
+  KILN_CHECK(grads.size() == vars.size(), "one gradient per variable");
+  if (!built_) {
+    build(vars);
+    built_ = true;
+  }
+  Tensor step = cast(iterations_.read(), DType::kF32);
+  Tensor lr = schedule_ ? (*schedule_)(step) : learning_rate_.read();
+  Tensor local_step = step + 1.0;
+  for (size_t i = 0; i < vars.size(); ++i) update_step(grads[i], vars[i], i, lr, local_step);
+  iterations_.assign(iterations_.read() + 1.0);
+}
+
+double Optimizer::learning_rate() const {
+  if (!schedule_) return learning_rate_.storage().to_vector<double>()[0];
+  return schedule_->at(iterations_.storage().to_vector<int64_t>()[0]);
+}
+
+void Optimizer::set_learning_rate(double value) {
+  if (schedule_)
+    KILN_THROW(ValueError, "[", name_, "] cannot set the learning rate of an optimizer that uses a "
+               "LearningRateSchedule. Hint: pass a constant learning_rate to use LearningRateScheduler.");
+  learning_rate_.assign(Tensor::scalar(value));
+}
+
+std::vector<Variable> Optimizer::variables() const {
+  std::vector<Variable> out{iterations_, learning_rate_};
+  out.insert(out.end(), slots_.begin(), slots_.end());
+  return out;
+}
+
+Variable Optimizer::add_slot(const Variable& var, const std::string& slot) {
+  slots_.emplace_back(name_ + "/" + var.name() + "/" + slot, HostTensor(var.shape()), /*trainable=*/false);
+  return slots_.back();
+}
+
+OptimizerHandle::OptimizerHandle(const char* name) {
+  const std::string n = name;
+  if (n == "adam") *this = Adam();
+  else if (n == "adamw") *this = AdamW();
+  else if (n == "sgd") *this = SGD();
+  else if (n == "rmsprop") *this = RMSprop();
+  else
+    KILN_THROW(ConfigError, "[compile] unknown optimizer '", n,
+               "'. Hint: use adam, adamw, sgd or rmsprop, or an Optimizer object.");
+}
+
+}  // namespace kiln::keras

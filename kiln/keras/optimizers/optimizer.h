@@ -1,0 +1,59 @@
+// Optimizer: applies gradients inside the compiled step. Slot variables (m, v, momentum, ...)
+// are created at the first apply_gradients; the learning rate is a Variable (so callbacks can
+// change it without a retrace) or a schedule evaluated at `iterations`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/keras/handle.h"
+#include "kiln/keras/optimizers/schedules.h"
+#include "kiln/trace/tensor.h"
+#include "kiln/trace/variable.h"
+
+namespace kiln::keras {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  /// var -= update(grad) for each pair, then iterations += 1 (traced into the step).
+  void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  /// Steps applied so far (i64 scalar).
+  const Variable& iterations() const { return iterations_; }
+  /// The current learning rate (the schedule's value at iterations, when scheduled).
+  double learning_rate() const;
+  /// Sets a constant learning rate; ValueError when the optimizer uses a schedule.
+  void set_learning_rate(double value);
+  const std::string& name() const { return name_; }
+  /// iterations, the learning-rate variable and every slot.
+  std::vector<Variable> variables() const;
+
+ protected:
+  Optimizer(std::string name, const LearningRate& learning_rate);
+  /// Creates the slots for `vars` (add_slot).
+  virtual void build(const std::vector<Variable>& /*vars*/) {}
+  /// The update of vars[index] for its gradient. `lr` and `local_step` (iterations + 1) are f32
+  /// scalars.
+  virtual void update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,
+                           const Tensor& local_step) = 0;
+  /// A zero-initialized slot shaped like `var`, named "<optimizer>/<var>/<slot>".
+  Variable add_slot(const Variable& var, const std::string& slot);
+
+ private:
+  std::string name_;
+  std::shared_ptr<LearningRateSchedule> schedule_;
+  Variable learning_rate_, iterations_;
+  std::vector<Variable> slots_;
+  bool built_ = false;
+};
+
+/// An optimizer object or its Keras name: "adam", "sgd", "rmsprop", "adamw".
+class OptimizerHandle : public Handle<Optimizer> {
+ public:
+  using Handle<Optimizer>::Handle;
+  OptimizerHandle(const char* name);  // NOLINT: implicit on purpose
+  OptimizerHandle(const std::string& name) : OptimizerHandle(name.c_str()) {}  // NOLINT
+};
+
+}  // namespace kiln::keras

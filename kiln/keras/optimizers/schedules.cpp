@@ -1,0 +1,63 @@
+// Schedules as trace ops. The IR has no cos, so CosineDecay uses a polynomial (below).
+#include "kiln/keras/optimizers/schedules.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "kiln/core/check.h"
+#include "kiln/trace/ops/elementwise.h"
+
+namespace kiln::keras {
+
+double LearningRateSchedule::at(int64_t step) const {
+  return (*this)(Tensor::scalar(static_cast<double>(step))).to_vector<double>()[0];
+}
+
+ExponentialDecay::ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate,
+                                   bool staircase)
+    : initial_(initial_learning_rate), decay_rate_(decay_rate), decay_steps_(decay_steps), staircase_(staircase) {
+  if (decay_steps <= 0)
+    KILN_THROW(ValueError, "[ExponentialDecay] expected decay_steps > 0, received ", decay_steps, ".");
+}
+
+Tensor ExponentialDecay::operator()(const Tensor& step) const {
+  Tensor p = step / static_cast<double>(decay_steps_);
+  if (staircase_) p = cast(cast(p, DType::kI64), p.dtype());  // truncation = floor for p >= 0
+  return initial_ * exp(p * std::log(decay_rate_));
+}
+
+PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<double> boundaries, std::vector<double> values)
+    : boundaries_(std::move(boundaries)), values_(std::move(values)) {
+  if (values_.size() != boundaries_.size() + 1)
+    KILN_THROW(ValueError, "[PiecewiseConstantDecay] expected one more value than boundaries, received ",
+               boundaries_.size(), " boundaries and ", values_.size(), " values.");
+}
+
+Tensor PiecewiseConstantDecay::operator()(const Tensor& step) const {
+  Tensor lr = full(step.shape(), values_.back());
+  for (size_t i = boundaries_.size(); i-- > 0;)
+    lr = where(less_equal(step, full(step.shape(), boundaries_[i])), full(step.shape(), values_[i]), lr);
+  return lr;
+}
+
+CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha)
+    : initial_(initial_learning_rate), alpha_(alpha), decay_steps_(decay_steps) {
+  if (decay_steps <= 0)
+    KILN_THROW(ValueError, "[CosineDecay] expected decay_steps > 0, received ", decay_steps, ".");
+}
+
+Tensor CosineDecay::operator()(const Tensor& step) const {
+  Tensor fraction = minimum(step, static_cast<double>(decay_steps_)) / static_cast<double>(decay_steps_);
+  // cos(pi f) = -sin(u) with u = pi (f - 1/2) in [-pi/2, pi/2]: Taylor series to u^15
+  // (error below 1e-11 there, far under f32 rounding).
+  Tensor u = (fraction - 0.5) * std::numbers::pi;
+  Tensor u2 = u * u, term = u, sin_u = u;
+  for (int k = 1; k <= 7; ++k) {
+    term = term * u2 * (-1.0 / static_cast<double>((2 * k) * (2 * k + 1)));
+    sin_u = sin_u + term;
+  }
+  Tensor cosine = 0.5 * (1.0 - sin_u);
+  return initial_ * ((1.0 - alpha_) * cosine + alpha_);
+}
+
+}  // namespace kiln::keras

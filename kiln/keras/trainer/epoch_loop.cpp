@@ -1,0 +1,151 @@
+// Model::fit and Model::evaluate: the host-side loops around the compiled steps. Each step
+// is one call of the compiled train_step; the host reads back only the metric scalars.
+#include <chrono>
+
+#include "kiln/core/check.h"
+#include "kiln/core/logging.h"
+#include "kiln/keras/callbacks/progbar_logger.h"
+#include "kiln/keras/models/model.h"
+
+namespace kiln::keras {
+namespace {
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// Records each epoch's logs (Keras's History callback, always first in the list).
+class HistoryRecorder : public Callback {
+ public:
+  explicit HistoryRecorder(History* history) : history_(history) {}
+  void on_epoch_end(int epoch, const Logs& logs) override {
+    history_->epoch.push_back(epoch);
+    for (const auto& [name, value] : logs) history_->history[name].push_back(value);
+  }
+
+ private:
+  History* history_;
+};
+
+void check_batch(const data::Element& e, const std::string& model) {
+  if (e.size() < 2)
+    KILN_THROW(DataError, "[", model, "] fit/evaluate expected (x, y) elements, received ", e.shapes_string(),
+               ". Hint: from_tensor_slices({x, y}) keeps the labels with the inputs.");
+}
+
+}  // namespace
+
+CallbackList::CallbackList(std::vector<CallbackHandle> callbacks, Model* model, const TrainingParams& params)
+    : callbacks_(std::move(callbacks)) {
+  for (auto& c : callbacks_) {
+    c->set_model(model);
+    c->set_params(params);
+  }
+}
+
+History Model::fit(const data::Dataset& dataset, FitOptions options) {
+  check_compiled("fit");
+  History history;
+  data::Iterator it = dataset.iterator(static_cast<uint64_t>(options.initial_epoch));
+  std::optional<data::Element> pending = it.next();  // the first batch tells the batch size
+  if (!pending) KILN_THROW(DataError, "[", name_, "] fit received an empty dataset.");
+  check_batch(*pending, name_);
+
+  std::vector<CallbackHandle> list{std::make_shared<HistoryRecorder>(&history)};
+  list.insert(list.end(), options.callbacks.begin(), options.callbacks.end());
+  if (options.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  const TrainingParams params{.epochs = options.epochs, .steps = options.steps_per_epoch,
+                              .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
+  CallbackList callbacks(std::move(list), this, params);
+  const int k = compiled_.steps_per_execution;
+  std::vector<Logs> buffered(static_cast<size_t>(k));
+  std::vector<data::Element> batches;
+
+  stop_training = false;
+  callbacks.call(&Callback::on_train_begin, Logs{});
+  Logs epoch_logs;
+  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+    reset_metrics();
+    callbacks.call(&Callback::on_epoch_begin, epoch, Logs{});
+    if (options.steps_per_epoch < 0 && epoch > options.initial_epoch) {
+      it = dataset.iterator(static_cast<uint64_t>(epoch));  // one pass of the dataset per epoch
+      pending = it.next();
+    }
+    const double wait_before = it.stats().consumer_wait_seconds;
+    const auto epoch_start = std::chrono::steady_clock::now();
+    int64_t step = 0, samples = 0;
+    bool exhausted = false;
+    Logs step_logs;
+    while ((options.steps_per_epoch < 0 || step < options.steps_per_epoch) && !exhausted && !stop_training) {
+      // One execution: up to k batches, run back to back, then the k buffered logs go to the
+      // callbacks in order. (The k steps are k calls of the compiled step, not one program.)
+      batches.clear();
+      while (static_cast<int>(batches.size()) < k &&
+             (options.steps_per_epoch < 0 || step + static_cast<int64_t>(batches.size()) < options.steps_per_epoch)) {
+        std::optional<data::Element> e = pending ? std::move(pending) : it.next();
+        pending.reset();
+        if (!e) {
+          exhausted = true;
+          break;
+        }
+        check_batch(*e, name_);
+        batches.push_back(std::move(*e));
+      }
+      for (size_t j = 0; j < batches.size(); ++j)
+        callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
+      for (size_t j = 0; j < batches.size(); ++j) {
+        buffered[j] = logs_from((*train_function_)({batches[j][0], batches[j][1]}));
+        samples += batches[j][0].dims()[0];
+      }
+      for (size_t j = 0; j < batches.size(); ++j) {
+        callbacks.call(&Callback::on_train_batch_end, step, buffered[j]);
+        step_logs = buffered[j];
+        ++step;
+      }
+    }
+    if (exhausted && options.steps_per_epoch >= 0) {
+      log(LogLevel::kWarning, str_cat("[", name_, "] the input ran out of data after ", step, " steps of epoch ", epoch + 1,
+                  "; training stops. Hint: add repeat() to the dataset or lower steps_per_epoch."));
+      stop_training = true;
+    }
+    epoch_stats_.train_seconds = seconds_since(epoch_start);
+    epoch_stats_.samples = samples;
+    epoch_stats_.input_wait_fraction =
+        epoch_stats_.train_seconds > 0 ? (it.stats().consumer_wait_seconds - wait_before) / epoch_stats_.train_seconds : 0;
+    epoch_logs = step_logs;
+    if (options.validation_data) {
+      Logs val = run_test_loop(*options.validation_data, options.validation_steps, &callbacks);
+      for (const auto& [key, value] : val) epoch_logs.set("val_" + key, value);
+    }
+    callbacks.call(&Callback::on_epoch_end, epoch, epoch_logs);
+  }
+  callbacks.call(&Callback::on_train_end, epoch_logs);
+  return history;
+}
+
+Logs Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
+  check_compiled("evaluate");
+  std::vector<CallbackHandle> list = options.callbacks;
+  if (options.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  CallbackList callbacks(std::move(list), this, {.epochs = 1, .steps = options.steps, .verbose = options.verbose});
+  return run_test_loop(dataset, options.steps, &callbacks);
+}
+
+Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackList* callbacks) {
+  reset_metrics();
+  callbacks->call(&Callback::on_test_begin, Logs{});
+  data::Iterator it = dataset.iterator();
+  Logs logs;
+  for (int64_t step = 0; steps < 0 || step < steps; ++step) {
+    std::optional<data::Element> e = it.next();
+    if (!e) break;
+    check_batch(*e, name_);
+    callbacks->call(&Callback::on_test_batch_begin, step, Logs{});
+    logs = logs_from((*test_function_)({(*e)[0], (*e)[1]}));
+    callbacks->call(&Callback::on_test_batch_end, step, logs);
+  }
+  callbacks->call(&Callback::on_test_end, logs);
+  return logs;
+}
+
+}  // namespace kiln::keras
