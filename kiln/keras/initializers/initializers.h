@@ -24,6 +24,8 @@ struct Initializer {
   Initializer() = default;
   Initializer(const char* n) : name(n) {}         // NOLINT: implicit on purpose
   Initializer(std::string n) : name(std::move(n)) {}  // NOLINT
+  /// A seeded initializer: Initializer("he_normal", /*seed=*/3).
+  Initializer(std::string n, uint64_t s) : name(std::move(n)), seed(s) {}
 
   /// A tensor of `shape`; `weight_name` seeds it when no seed is set.
   HostTensor operator()(const Shape& shape, const std::string& weight_name) const;

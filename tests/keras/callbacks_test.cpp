@@ -1,0 +1,108 @@
+// Callbacks: EarlyStopping on a plateau, CSVLogger rows, LearningRateScheduler, Progbar text.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "tests/keras/keras_testing.h"
+
+namespace kiln::keras {
+namespace {
+
+// y = 2x on 64 points in 8 batches: a model small enough to compile in a moment.
+data::Dataset linear_data() {
+  std::vector<float> xs(64), ys(64);
+  for (int i = 0; i < 64; ++i) {
+    xs[static_cast<size_t>(i)] = static_cast<float>(i) / 64.0f;
+    ys[static_cast<size_t>(i)] = 2.0f * xs[static_cast<size_t>(i)];
+  }
+  return data::Dataset::from_tensor_slices({HostTensor::from_vector<float>({64, 1}, xs),
+                                            HostTensor::from_vector<float>({64, 1}, ys)})
+      .batch(8, /*drop_remainder=*/true);
+}
+
+std::unique_ptr<Sequential> linear_model(double learning_rate) {
+  auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{Dense(1, {.input_shape = {1}})});
+  model->compile({.optimizer = SGD({.learning_rate = learning_rate}), .loss = "mse"});
+  return model;
+}
+
+TEST(EarlyStoppingTest, StopsWhenTheLossPlateaus) {
+  auto model = linear_model(0.0);  // lr 0: the loss never moves
+  auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = "loss", .patience = 2});
+  History h = model->fit(linear_data(), {.epochs = 20, .callbacks = {stop}, .verbose = 0});
+  EXPECT_EQ(h.epoch.size(), 3u);  // epoch 0 sets the best, epochs 1 and 2 wait
+  EXPECT_EQ(stop->stopped_epoch(), 2);
+}
+
+TEST(EarlyStoppingTest, KeepsTrainingWhileTheLossImprovesAndRestoresTheBestWeights) {
+  auto model = linear_model(0.1);
+  auto stop = std::make_shared<EarlyStopping>(
+      EarlyStoppingOptions{.monitor = "loss", .patience = 1, .restore_best_weights = true});
+  History h = model->fit(linear_data(), {.epochs = 4, .callbacks = {stop}, .verbose = 0});
+  EXPECT_EQ(h.epoch.size(), 4u);
+  EXPECT_EQ(stop->stopped_epoch(), 0);
+}
+
+TEST(EarlyStoppingTest, MonitoringAMissingValueNamesWhatIsThere) {
+  auto model = linear_model(0.1);
+  auto stop = std::make_shared<EarlyStopping>(EarlyStoppingOptions{.monitor = "val_loss"});
+  try {
+    model->fit(linear_data(), {.epochs = 1, .callbacks = {stop}, .verbose = 0});
+    ADD_FAILURE() << "expected ValueError";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("the logs hold: loss"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CSVLoggerTest, WritesOneRowPerEpochWithSortedColumns) {
+  const std::string path = ::testing::TempDir() + "/keras_csv_logger_test.csv";
+  auto model = linear_model(0.1);
+  model->compile({.optimizer = SGD({.learning_rate = 0.1}), .loss = "mse", .metrics = {Mean("zeta"), "accuracy"}});
+  model->fit(linear_data(), {.epochs = 2, .callbacks = {CSVLogger(path)}, .verbose = 0});
+  std::ifstream in(path);
+  std::string header, row0, row1;
+  std::getline(in, header);
+  std::getline(in, row0);
+  std::getline(in, row1);
+  EXPECT_EQ(header, "epoch,accuracy,loss,zeta");
+  EXPECT_EQ(row0.substr(0, 2), "0,");
+  EXPECT_EQ(row1.substr(0, 2), "1,");
+}
+
+TEST(LearningRateSchedulerTest, SetsTheRateAtEachEpochBegin) {
+  auto model = linear_model(0.1);
+  std::vector<double> rates;
+  model->fit(linear_data(), {.epochs = 3,
+                             .callbacks = {LearningRateScheduler([](int epoch, double lr) { return epoch == 0 ? lr : lr / 2; }),
+                                           LambdaCallback({.on_epoch_end = [&](int, const Logs&) {
+                                             rates.push_back(0);
+                                           }})},
+                             .verbose = 0});
+  EXPECT_NEAR(model->optimizer()->learning_rate(), 0.025, 1e-7);
+  EXPECT_EQ(rates.size(), 3u);
+}
+
+TEST(ProgbarTest, FormatsTheKerasLine) {
+  Logs logs;
+  logs.set("loss", 0.29034);
+  logs.set("accuracy", 0.91712);
+  EXPECT_EQ(Progbar::format(468, 468, 2.2, logs, /*finalize=*/true),
+            "468/468 [==============================] - 2s 5ms/step - loss: 0.2903 - accuracy: 0.9171");
+  EXPECT_EQ(Progbar::format(234, 468, 10, logs, /*finalize=*/false).substr(0, 53),
+            "234/468 [==============>...............] - ETA: 10s -");
+}
+
+TEST(ProgbarLoggerTest, PrintsEpochHeaderAndOneLinePerEpochWhenNotATerminal) {
+  auto model = linear_model(0.1);
+  ::testing::internal::CaptureStdout();
+  model->fit(linear_data(), {.epochs = 2, .verbose = 2});
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("Epoch 1/2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("Epoch 2/2\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("8/Unknown - "), std::string::npos) << out;
+  EXPECT_NE(out.find("samples/s - input wait"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace kiln::keras

@@ -1,0 +1,138 @@
+// Models: summary table, fit on an MNIST subset, predict vs evaluate, steps_per_execution,
+// save/load of weights and the errors of an uncompiled model.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+
+#include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::keras {
+namespace {
+
+using testing::batches;
+
+std::unique_ptr<Sequential> seed_model() {
+  return std::make_unique<Sequential>(std::vector<LayerHandle>{
+      Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu"}), Dense(10)});
+}
+
+void compile_seed(Model& model, int steps_per_execution = 1) {
+  model.compile({.optimizer = Adam(),
+                 .loss = SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"},
+                 .steps_per_execution = steps_per_execution});
+}
+
+TEST(SummaryTest, PrintsTheKerasTableForTheSeedModel) {
+  const std::string expected =
+      "Model: \"sequential\"\n"
+      "_________________________________________________________________\n"
+      "Layer (type)                 Output Shape              Param #   \n"
+      "=================================================================\n"
+      "flatten (Flatten)            (None, 784)               0         \n"
+      "_________________________________________________________________\n"
+      "dense (Dense)                (None, 128)               100480    \n"
+      "_________________________________________________________________\n"
+      "dense_1 (Dense)              (None, 10)                1290      \n"
+      "=================================================================\n"
+      "Total params: 101,770\n"
+      "Trainable params: 101,770\n"
+      "Non-trainable params: 0\n"
+      "_________________________________________________________________\n";
+  EXPECT_EQ(seed_model()->summary_text(), expected);
+}
+
+TEST(SummaryTest, FrozenLayersCountAsNonTrainable) {
+  auto model = seed_model();
+  model->get_layer("dense_1").set_trainable(false);
+  const std::string text = model->summary_text();
+  EXPECT_NE(text.find("Trainable params: 100,480"), std::string::npos) << text;
+  EXPECT_NE(text.find("Non-trainable params: 1,290"), std::string::npos) << text;
+}
+
+TEST(ModelTest, FitOnAnMnistSubsetReachesTheSetAccuracyAndPredictMatchesEvaluate) {
+  auto mnist = testing::load_mnist_subset(2000, 512);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  auto model = seed_model();
+  compile_seed(*model);
+  data::Dataset train = batches(mnist->x_train, mnist->y_train, 32).shuffle(16, /*seed=*/1);
+  data::Dataset test = batches(mnist->x_test, mnist->y_test, 128);
+  History h = model->fit(train, {.epochs = 2, .validation_data = test, .verbose = 0});
+  ASSERT_EQ(h.epoch, (std::vector<int>{0, 1}));
+  EXPECT_LT(h.history.at("loss")[1], h.history.at("loss")[0]);
+  ASSERT_EQ(h.history.at("val_accuracy").size(), 2u);
+
+  Logs result = model->evaluate(test, {.verbose = 0});
+  EXPECT_GE(result.at("accuracy"), 0.85);
+  EXPECT_DOUBLE_EQ(result.at("accuracy"), h.history.at("val_accuracy")[1]);
+
+  HostTensor logits = model->predict(test);
+  ASSERT_EQ(logits.dims(), (Dims{512, 10}));
+  auto l = logits.data<float>();
+  auto y = mnist->y_test.data<int32_t>();
+  int correct = 0;
+  for (int64_t i = 0; i < 512; ++i) {
+    int best = 0;
+    for (int c = 1; c < 10; ++c)
+      if (l[static_cast<size_t>(i * 10 + c)] > l[static_cast<size_t>(i * 10 + best)]) best = c;
+    correct += best == y[static_cast<size_t>(i)];
+  }
+  EXPECT_NEAR(correct / 512.0, result.at("accuracy"), 1e-6);
+  EXPECT_EQ(model->predict(mnist->x_test.slice_rows(0, 100), {.batch_size = 64}).dims(), (Dims{100, 10}));
+}
+
+TEST(ModelTest, StepsPerExecutionGivesTheSameWeightsAndCallbacksSeeEveryStep) {
+  auto mnist = testing::load_mnist_subset(512, 1);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  data::Dataset ds = batches(mnist->x_train, mnist->y_train, 64);  // 8 steps, fixed order
+  std::vector<std::vector<HostTensor>> weights;
+  for (int k : {1, 4}) {
+    auto model = seed_model();  // same names -> same initial weights
+    compile_seed(*model, k);
+    std::vector<int64_t> seen;
+    std::vector<double> losses;
+    auto counter = std::make_shared<LambdaCallback>(LambdaCallbackOptions{
+        .on_train_batch_end = [&](int64_t batch, const Logs& logs) {
+          seen.push_back(batch);
+          losses.push_back(logs.at("loss"));
+        }});
+    model->fit(ds, {.epochs = 1, .callbacks = {counter}, .verbose = 0});
+    EXPECT_EQ(seen, (std::vector<int64_t>{0, 1, 2, 3, 4, 5, 6, 7})) << "k=" << k;
+    EXPECT_NE(losses[0], losses[7]);
+    weights.push_back(model->get_weights());
+  }
+  for (size_t i = 0; i < weights[0].size(); ++i)
+    EXPECT_EQ(weights[0][i].to_vector<float>(), weights[1][i].to_vector<float>()) << "weight " << i;
+}
+
+TEST(ModelTest, SaveWeightsThenLoadWeightsRestoresPredictions) {
+  auto model = seed_model();
+  model->get_layer("dense").weights()[1].assign(Tensor(HostTensor::from_vector<float>({128}, std::vector<float>(128, 0.5f))));
+  const std::string path = ::testing::TempDir() + "/keras_model_test.safetensors";
+  model->save_weights(path);
+  auto other = std::make_unique<Sequential>(std::vector<LayerHandle>{
+      Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu", .name = "dense"}),
+      Dense(10, {.kernel_initializer = "zeros", .name = "dense_1"})});
+  other->load_weights(path);
+  for (size_t i = 0; i < 4; ++i)
+    EXPECT_EQ(other->get_weights()[i].to_vector<float>(), model->get_weights()[i].to_vector<float>());
+  std::remove(path.c_str());
+}
+
+TEST(ModelTest, FitBeforeCompileIsAConfigError) {
+  auto model = seed_model();
+  HostTensor x(Shape(DType::kF32, {4, 28, 28})), y(Shape(DType::kI32, {4}));
+  KILN_EXPECT_ERROR(model->fit(batches(x, y, 2)), ConfigError, "needs a compiled model");
+}
+
+TEST(ModelTest, DenseShapeErrorInsideFitNamesTheLayer) {
+  Sequential model({Dense(10, {.input_shape = {784}})});
+  model.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  HostTensor x(Shape(DType::kF32, {4, 28, 28})), y(Shape(DType::kI32, {4}));
+  KILN_EXPECT_ERROR(model.fit(batches(x, y, 2), {.verbose = 0}), ShapeError,
+                    "[dense] expected input with last dimension 784, received f32[2,28,28]. Hint: add Flatten()");
+}
+
+}  // namespace
+}  // namespace kiln::keras
