@@ -7,4 +7,6 @@ bash scripts/fetch_mnist.sh
 bash scripts/build.sh
 build="${KILN_BUILD_DIR:-build}"
 "$build/tools/kiln/kiln" devices
+# The seed's program: Sequential MLP, Adam, fit 5 epochs with validation, evaluate, reload.
+"$build/examples/mnist_mlp"
 "$build/tools/kiln/kiln" mnist
