@@ -9,7 +9,9 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/onednn_convolution.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
+#include "kiln/runtime/cpu/onednn_pooling.h"
 #include "kiln/runtime/cpu/reduce_kernel.h"
 
 namespace kiln::cpu {
@@ -105,10 +107,20 @@ class Lowerer {
     return true;
   }
 
+  // ConvolutionKernel or PoolingKernel: create(inst) is nullptr when oneDNN cannot run `inst`.
+  template <typename Kernel>
+  bool try_kernel(const Instruction& inst) {
+    std::shared_ptr<Kernel> k = Kernel::create(inst);
+    if (k == nullptr) return false;
+    add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
+    return true;
+  }
+
   void lower_fusion(const Instruction& inst) {
     const ir::Computation& body = *inst.attrs().body;
     switch (inst.attrs().fusion_kind) {
       case ir::FusionKind::kOutput: {
+        if (try_kernel<ConvolutionKernel>(inst)) return;
         MatmulEpilogue e;
         const Instruction* dot = match_output_fusion(body, &e);
         std::string label = "matmul";
@@ -156,6 +168,12 @@ class Lowerer {
         return;
       case Opcode::kDotGeneral:
         if (try_matmul(inst, inst, {}, "matmul")) return;
+        break;
+      case Opcode::kConvolution: case Opcode::kConvBackwardInput: case Opcode::kConvBackwardFilter:
+        if (try_kernel<ConvolutionKernel>(inst)) return;
+        break;
+      case Opcode::kReduceWindow: case Opcode::kReduceWindowGrad:
+        if (try_kernel<PoolingKernel>(inst)) return;
         break;
       case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
         if (try_reduce(inst, *wrap(exe_.scratch_module(), inst)->outputs()[0], str_cat(ir::opcode_name(op))))

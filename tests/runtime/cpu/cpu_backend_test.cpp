@@ -4,12 +4,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cmath>
-#include <functional>
-#include <random>
-
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
+#include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 
 namespace kiln::cpu {
@@ -19,45 +16,7 @@ using ir::Builder;
 using ir::Instruction;
 using ir::Opcode;
 
-HostTensor random_tensor(const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> dist(lo, hi);
-  HostTensor t(shape.with_dtype(DType::kF64));
-  for (double& v : t.data<double>()) v = dist(rng);
-  return t.astype(shape.dtype());
-}
-
-// Builds a module with `build`, runs it on the CPU backend and on the reference evaluator with
-// the same random arguments, and compares every output.
-void expect_matches_reference(const std::vector<Shape>& params,
-                              const std::function<std::vector<Instruction*>(Builder&, std::vector<Instruction*>&)>& build,
-                              double tol = 1e-5, int* kernel_count = nullptr) {
-  auto make = [&]() {
-    auto m = std::make_unique<ir::Module>("test");
-    Builder b(m->entry());
-    std::vector<Instruction*> ps;
-    for (size_t i = 0; i < params.size(); ++i) ps.push_back(b.parameter(params[i], str_cat("p", i)));
-    m->entry()->set_outputs(build(b, ps));
-    return m;
-  };
-  std::vector<HostTensor> args;
-  for (size_t i = 0; i < params.size(); ++i) args.push_back(random_tensor(params[i], static_cast<uint32_t>(i + 1)));
-  auto reference_module = make();
-  std::vector<HostTensor> expected = ir::evaluate(*reference_module, args);
-  auto backend = make_cpu_backend();
-  auto exe = backend->compile(make(), {});
-  if (kernel_count != nullptr) *kernel_count = exe->kernel_count();
-  std::vector<HostTensor> actual = exe->run(args);
-  ASSERT_EQ(actual.size(), expected.size());
-  for (size_t k = 0; k < actual.size(); ++k) {
-    ASSERT_EQ(actual[k].shape(), expected[k].shape()) << "output " << k;
-    auto a = actual[k].to_vector<double>();
-    auto e = expected[k].to_vector<double>();
-    for (size_t i = 0; i < a.size(); ++i)
-      ASSERT_NEAR(a[i], e[i], tol * (1.0 + std::fabs(e[i]))) << "output " << k << " element " << i << "\n"
-                                                             << exe->describe();
-  }
-}
+using testing::expect_matches_reference;
 
 TEST(CpuBackendTest, FusedElementwiseChainWithBroadcastsMatchesReference) {
   Shape x(DType::kF32, {37, 129}), v(DType::kF32, {129}), r(DType::kF32, {37});
@@ -92,7 +51,7 @@ TEST(CpuBackendTest, MatmulInEveryOperandLayout) {
     auto* tn = b.dot_general(p[2], p[1], {.lhs_contracting = {0}, .rhs_contracting = {0}});
     auto* nt = b.dot_general(p[0], p[3], {.lhs_contracting = {1}, .rhs_contracting = {1}});
     return std::vector<Instruction*>{nn, tn, nt};
-  }, 1e-4);
+  }, {.tol = 1e-4});
 }
 
 TEST(CpuBackendTest, BatchedAndRank3Matmul) {
@@ -102,7 +61,7 @@ TEST(CpuBackendTest, BatchedAndRank3Matmul) {
                                           .rhs_contracting = {1}});
     auto* dense3 = b.dot_general(p[0], p[2], {.lhs_contracting = {2}, .rhs_contracting = {0}});
     return std::vector<Instruction*>{bmm, dense3};
-  }, 1e-4);
+  }, {.tol = 1e-4});
 }
 
 TEST(CpuBackendTest, DenseBiasReluBecomesOneMatmulCall) {
@@ -112,7 +71,7 @@ TEST(CpuBackendTest, DenseBiasReluBecomesOneMatmulCall) {
     auto* d = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
     auto* y = b.binary(Opcode::kAdd, d, b.broadcast_in_dim(p[2], {128, 128}, {1}));
     return std::vector<Instruction*>{b.binary(Opcode::kMax, y, b.full(y->shape(), 0.0))};
-  }, 1e-4, &kernels);
+  }, {.tol = 1e-4, .kernel_count = &kernels});
   EXPECT_EQ(kernels, 1);
 }
 
@@ -121,7 +80,7 @@ TEST(CpuBackendTest, Bf16MatmulAndElementwise) {
   expect_matches_reference({a, w}, [](Builder& b, auto& p) {
     auto* d = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
     return std::vector<Instruction*>{b.unary(Opcode::kExp, d)};
-  }, 2e-2);
+  }, {.tol = 2e-2});
 }
 
 TEST(CpuBackendTest, ReductionsOverEveryAxisCombination) {

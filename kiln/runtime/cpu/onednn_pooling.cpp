@@ -1,0 +1,183 @@
+// oneDNN pooling adapter and the first-max gradient loop. Shape legend: x (N, H, W, C),
+// y and dy (N, OH, OW, C); the window covers (1, KH, KW, 1) with strides (1, SH, SW, 1).
+#include "kiln/runtime/cpu/onednn_pooling.h"
+
+#include <dnnl.hpp>
+
+#include <cmath>
+#include <optional>
+#include <vector>
+
+#include "kiln/core/logging.h"
+#include "kiln/core/str_cat.h"
+#include "kiln/ir/printer.h"
+#include "kiln/runtime/cpu/onednn_util_impl.h"
+
+namespace kiln::cpu {
+namespace {
+
+using dnnl::memory;
+using ir::Opcode;
+using ir::ReduceKind;
+
+// True when `w` pools only H and W of a rank-4 tensor and every output window holds at least
+// one unpadded element (a window wholly in padding gives -inf/0 in Kiln, not in oneDNN).
+bool is_spatial_pooling(const Shape& x, const Shape& y, const ir::Window& w) {
+  if (x.rank() != 4) return false;
+  for (size_t d : {size_t{0}, size_t{3}})
+    if (w.size[d] != 1 || w.strides[d] != 1 || w.padding_low[d] != 0 || w.padding_high[d] != 0) return false;
+  for (size_t d : {size_t{1}, size_t{2}}) {
+    if (w.padding_low[d] < 0 || w.padding_high[d] < 0) return false;
+    if (w.padding_low[d] >= w.size[d]) return false;  // the first window starts in padding
+    if ((y.dims()[d] - 1) * w.strides[d] - w.padding_low[d] > x.dims()[d] - 1) return false;  // the last
+  }
+  return true;
+}
+
+// dx = 0, then each dy[n, oh, ow, c] is added at the first maximum of its window (NaN counts as
+// the maximum, like the reference's `beats`). Parallel over the batch: windows never cross it.
+void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, const Shape& ys,
+                   const ir::Window& w) {
+  const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
+  const int64_t oh_count = ys.dims()[1], ow_count = ys.dims()[2];
+  const int64_t kh_count = w.size[1], kw_count = w.size[2];
+  const int64_t sh = w.strides[1], sw = w.strides[2], ph = w.padding_low[1], pw = w.padding_low[2];
+#pragma omp parallel if (n_count > 1)
+  {
+    std::vector<float> best(static_cast<size_t>(c_count));
+    std::vector<int64_t> where(static_cast<size_t>(c_count));
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < n_count; ++n) {
+      const float* xn = x + n * h * wd * c_count;
+      float* dxn = dx + n * h * wd * c_count;
+      std::fill(dxn, dxn + h * wd * c_count, 0.0f);
+      for (int64_t oh = 0; oh < oh_count; ++oh)
+        for (int64_t ow = 0; ow < ow_count; ++ow) {
+          std::fill(where.begin(), where.end(), int64_t{-1});
+          for (int64_t kh = 0; kh < kh_count; ++kh) {
+            const int64_t ih = oh * sh - ph + kh;
+            if (ih < 0 || ih >= h) continue;
+            for (int64_t kw = 0; kw < kw_count; ++kw) {
+              const int64_t iw = ow * sw - pw + kw;
+              if (iw < 0 || iw >= wd) continue;
+              const int64_t at = (ih * wd + iw) * c_count;
+              for (int64_t c = 0; c < c_count; ++c) {
+                const float v = xn[at + c], b = best[static_cast<size_t>(c)];
+                const bool first = where[static_cast<size_t>(c)] < 0;
+                if (first || (std::isnan(v) ? !std::isnan(b) : b < v)) {
+                  best[static_cast<size_t>(c)] = v;
+                  where[static_cast<size_t>(c)] = at + c;
+                }
+              }
+            }
+          }
+          const float* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
+          for (int64_t c = 0; c < c_count; ++c)
+            if (where[static_cast<size_t>(c)] >= 0) dxn[where[static_cast<size_t>(c)]] += g[c];
+        }
+    }
+  }
+}
+
+}  // namespace
+
+class PoolingImpl {
+ public:
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  // oneDNN paths: the forward (operand x) or the mean gradient (operand dy, at index 1).
+  dnnl::primitive primitive;
+  std::optional<onednn::BoundArg> input, output;
+  // The max gradient loop.
+  bool max_grad = false;
+  Shape x_shape, dy_shape;
+  ir::Window window;
+  std::string label;
+};
+
+PoolingKernel::PoolingKernel(std::unique_ptr<PoolingImpl> impl) : impl_(std::move(impl)) {}
+PoolingKernel::~PoolingKernel() = default;
+const std::string& PoolingKernel::label() const { return impl_->label; }
+
+std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst) {
+  const Opcode op = inst.opcode();
+  if (op != Opcode::kReduceWindow && op != Opcode::kReduceWindowGrad) return nullptr;
+  const ReduceKind kind = inst.attrs().reduce_kind;
+  if (kind != ReduceKind::kMax && kind != ReduceKind::kMean) return nullptr;
+  const Shape& x = inst.operand(0)->shape();
+  const Shape& y = op == Opcode::kReduceWindow ? inst.shape() : inst.operand(1)->shape();
+  const DType t = x.dtype();
+  if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) return nullptr;
+  const ir::Window& w = inst.attrs().window;
+  if (!is_spatial_pooling(x, y, w)) return nullptr;
+
+  auto impl = std::make_unique<PoolingImpl>();
+  impl->x_shape = x;
+  impl->dy_shape = y;
+  impl->window = w;
+  const std::string kind_name(ir::reduce_kind_name(kind));
+  if (op == Opcode::kReduceWindowGrad && kind == ReduceKind::kMax) {
+    impl->max_grad = true;
+    impl->label = "reduce_window_grad(max, first-max loop)";
+    return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
+  }
+  const memory::dims strides = {w.strides[1], w.strides[2]}, kernel = {w.size[1], w.size[2]};
+  const memory::dims pad_l = {w.padding_low[1], w.padding_low[2]}, pad_r = {w.padding_high[1], w.padding_high[2]};
+  const memory::desc x_md = onednn::nhwc(x), y_md = onednn::nhwc(y);
+  const auto alg = kind == ReduceKind::kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
+  const dnnl::engine& eng = impl->engine;
+  try {
+    if (op == Opcode::kReduceWindow) {
+      dnnl::pooling_forward::primitive_desc pd(
+          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l,
+                                      pad_r),
+          eng);
+      impl->primitive = dnnl::pooling_forward(pd);
+      impl->input.emplace(DNNL_ARG_SRC, x, x_md, pd.src_desc(), eng, false);
+      impl->output.emplace(DNNL_ARG_DST, inst.shape(), y_md, pd.dst_desc(), eng, true);
+      impl->label = str_cat("reduce_window(", kind_name, ") (", pd.impl_info_str(), ")");
+    } else {
+      dnnl::pooling_forward::primitive_desc hint(
+          dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, x_md, y_md, strides, kernel, pad_l,
+                                      pad_r),
+          eng);
+      dnnl::pooling_backward::primitive_desc pd(
+          dnnl::pooling_backward::desc(alg, x_md, y_md, strides, kernel, pad_l, pad_r), eng, hint);
+      impl->primitive = dnnl::pooling_backward(pd);
+      impl->input.emplace(DNNL_ARG_DIFF_DST, y, y_md, pd.diff_dst_desc(), eng, false);
+      impl->output.emplace(DNNL_ARG_DIFF_SRC, inst.shape(), x_md, pd.diff_src_desc(), eng, true);
+      impl->label = str_cat("reduce_window_grad(", kind_name, ") (", pd.impl_info_str(), ")");
+    }
+  } catch (const dnnl::error& e) {
+    log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));
+    return nullptr;
+  }
+  return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
+}
+
+void PoolingKernel::run(const void* const* in, void* out) const {
+  PoolingImpl& p = *impl_;
+  if (p.max_grad) {
+    HostTensor wx, wdy, wdx;
+    const float* x = static_cast<const float*>(onednn::as_f32(in[0], p.x_shape, &wx));
+    const float* dy = static_cast<const float*>(onednn::as_f32(in[1], p.dy_shape, &wdy));
+    const bool narrow = p.x_shape.dtype() != DType::kF32;
+    if (narrow) wdx = HostTensor(p.x_shape.with_dtype(DType::kF32));
+    max_pool_grad(x, dy, narrow ? wdx.data<float>().data() : static_cast<float*>(out), p.x_shape, p.dy_shape,
+                  p.window);
+    if (narrow) {
+      HostTensor dx = wdx.astype(p.x_shape.dtype());
+      std::memcpy(out, dx.raw_data(), static_cast<size_t>(dx.byte_size()));
+    }
+    return;
+  }
+  HostTensor keep, wide;
+  std::unordered_map<int, memory> args;
+  // The forward reads x (operand 0); the mean gradient reads only dy (operand 1).
+  onednn::bind_input(*p.input, p.input->arg == DNNL_ARG_SRC ? in[0] : in[1], p.stream, &keep, args);
+  onednn::bind_output(*p.output, out, &wide, args);
+  p.primitive.execute(p.stream, args);
+  onednn::finish_output(*p.output, out, wide, p.stream);
+}
+
+}  // namespace kiln::cpu

@@ -1,0 +1,120 @@
+// The oneDNN convolution adapter against the reference evaluator: forward, both backward ops
+// and the fused bias + activation epilogue over strides, same/valid/asymmetric padding,
+// dilation and groups, in f32 and bf16; forms oneDNN cannot run fall back to the reference.
+#include "kiln/runtime/cpu/onednn_convolution.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/ir/builder.h"
+#include "kiln/ir/shape_inference.h"
+#include "tests/testing/backend_conformance.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ir::Builder;
+using ir::ConvDims;
+using ir::Instruction;
+using ir::Opcode;
+using testing::expect_matches_reference;
+
+struct ConvCase {
+  std::string name;
+  Dims x, w;  // x: (N, H, W, C)  w: (KH, KW, C/groups, F)
+  ConvDims conv;
+};
+
+Dims conv_output_dims(const Dims& x, const Dims& w, const ConvDims& c) {
+  Dims y = {x[0], 0, 0, w[3]};
+  for (size_t i = 0; i < 2; ++i)
+    y[i + 1] = ir::windowed_output_size(x[i + 1], w[i], c.strides[i], c.padding_low[i], c.padding_high[i],
+                                        c.dilation[i]);
+  return y;
+}
+
+std::vector<ConvCase> cases() {
+  return {
+      {"valid 3x3", {2, 7, 8, 3}, {3, 3, 3, 4}, {}},
+      {"same stride 2", {2, 9, 9, 3}, {3, 3, 3, 5}, {.strides = {2, 2}, .padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {"asymmetric padding", {3, 6, 7, 2}, {3, 2, 2, 4}, {.padding_low = {0, 1}, .padding_high = {2, 0}}},
+      {"even kernel same stride 2", {2, 8, 7, 3}, {2, 2, 3, 4}, {.strides = {2, 2}, .padding_high = {0, 1}}},
+      {"dilation 2", {2, 9, 10, 3}, {3, 3, 3, 4}, {.padding_low = {2, 2}, .padding_high = {2, 2}, .dilation = {2, 2}}},
+      {"dilation and stride", {2, 11, 9, 2}, {3, 2, 2, 3},
+       {.strides = {2, 1}, .padding_low = {1, 0}, .padding_high = {1, 1}, .dilation = {2, 3}}},
+      {"groups 2", {2, 6, 6, 4}, {3, 3, 2, 6}, {.padding_low = {1, 1}, .padding_high = {1, 1}, .groups = 2}},
+      {"depthwise", {2, 6, 5, 4}, {3, 3, 1, 8}, {.strides = {2, 2}, .padding_low = {1, 1}, .groups = 4}},
+      {"1x1 strided", {3, 5, 6, 4}, {1, 1, 4, 7}, {.strides = {2, 1}}},
+      {"mnist conv1", {4, 28, 28, 1}, {3, 3, 1, 32}, {}},
+  };
+}
+
+// convolution(x, w), conv_backward_input(dy, w) and conv_backward_filter(x, dy) in one module.
+void expect_conv_ops_match(const ConvCase& c, DType t, double tol) {
+  SCOPED_TRACE(str_cat(c.name, " ", name(t)));
+  const Shape xs(t, c.x), ws(t, c.w), ys(t, conv_output_dims(c.x, c.w, c.conv));
+  std::string steps;
+  expect_matches_reference({xs, ws, ys}, [&](Builder& b, auto& p) {
+    return std::vector<Instruction*>{b.convolution(p[0], p[1], c.conv),
+                                     b.conv_backward_input(p[2], p[1], xs, c.conv),
+                                     b.conv_backward_filter(p[0], p[2], ws, c.conv)};
+  }, {.tol = tol, .steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
+}
+
+TEST(OnednnConvolutionTest, ForwardAndBothGradientsMatchReferenceF32) {
+  for (const ConvCase& c : cases()) expect_conv_ops_match(c, DType::kF32, 1e-4);
+}
+
+TEST(OnednnConvolutionTest, ForwardAndBothGradientsMatchReferenceBf16) {
+  for (const ConvCase& c : cases()) expect_conv_ops_match(c, DType::kBF16, 3e-2);
+}
+
+TEST(OnednnConvolutionTest, BiasReluEpilogueIsOneKernel) {
+  const Shape x(DType::kF32, {2, 9, 9, 3}), w(DType::kF32, {3, 3, 3, 8}), bias(DType::kF32, {8});
+  const ConvDims conv{.strides = {2, 2}, .padding_low = {1, 1}, .padding_high = {1, 1}};
+  int kernels = 0;
+  std::string steps;
+  expect_matches_reference({x, w, bias}, [&](Builder& b, auto& p) {
+    Instruction* y = b.convolution(p[0], p[1], conv);
+    y = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(p[2], y->shape().dims(), {3}));
+    return std::vector<Instruction*>{b.binary(Opcode::kMax, y, b.full(y->shape(), 0.0))};
+  }, {.tol = 1e-4, .kernel_count = &kernels, .steps = &steps});
+  EXPECT_EQ(kernels, 1) << steps;
+  EXPECT_NE(steps.find("convolution+bias+relu"), std::string::npos) << steps;
+}
+
+TEST(OnednnConvolutionTest, TanhAndLogisticEpiloguesAndBf16Bias) {
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    const Shape x(t, {2, 6, 6, 4}), w(t, {3, 3, 2, 6}), bias(t, {6});
+    const ConvDims conv{.padding_low = {1, 1}, .padding_high = {1, 1}, .groups = 2};
+    std::string steps;
+    expect_matches_reference({x, w, bias, w}, [&](Builder& b, auto& p) {
+      Instruction* y = b.convolution(p[0], p[1], conv);
+      Instruction* biased = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(p[2], y->shape().dims(), {3}));
+      Instruction* z = b.convolution(p[0], p[3], conv);  // another filter: CSE must not merge it with y
+      return std::vector<Instruction*>{b.unary(Opcode::kTanh, biased), b.unary(Opcode::kLogistic, z)};
+    }, {.tol = t == DType::kF32 ? 1e-4 : 3e-2, .steps = &steps});
+    EXPECT_NE(steps.find("convolution+bias+tanh"), std::string::npos) << steps;
+    EXPECT_NE(steps.find("convolution+logistic"), std::string::npos) << steps;
+  }
+}
+
+TEST(OnednnConvolutionTest, NegativePaddingFallsBackToTheReference) {
+  const Shape x(DType::kF32, {1, 8, 8, 2}), w(DType::kF32, {3, 3, 2, 3});
+  const ConvDims conv{.padding_low = {-1, 0}, .padding_high = {0, -1}};
+  std::string steps;
+  expect_matches_reference({x, w}, [&](Builder& b, auto& p) {
+    return std::vector<Instruction*>{b.convolution(p[0], p[1], conv)};
+  }, {.tol = 1e-4, .steps = &steps});
+  EXPECT_NE(steps.find("reference convolution"), std::string::npos) << steps;
+}
+
+TEST(OnednnConvolutionTest, CreateRejectsOtherOps) {
+  ir::Module m("m");
+  Builder b(m.entry());
+  Instruction* x = b.parameter(Shape(DType::kF32, {4}), "x");
+  EXPECT_EQ(ConvolutionKernel::create(*b.unary(Opcode::kNeg, x)), nullptr);
+}
+
+}  // namespace
+}  // namespace kiln::cpu
