@@ -1,6 +1,7 @@
 // HostTensor allocation, reshaping, copying and dtype conversion.
 #include "kiln/core/host_tensor.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 
@@ -10,15 +11,22 @@ namespace kiln {
 namespace {
 
 std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape, bool zero) {
-  // aligned_alloc needs a size that is a multiple of the alignment, and non-zero.
-  size_t rounded = (static_cast<size_t>(bytes) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
-  if (rounded == 0) rounded = kHostAlignment;
-  void* p = std::aligned_alloc(kHostAlignment, rounded);
-  if (p == nullptr)
+  // Plain malloc plus manual alignment, not aligned_alloc: glibc's memalign path splits and
+  // frees the slack around every block, which makes per-element tensors (a map's outputs, freed
+  // on another thread) several times dearer. The deleter frees the original pointer.
+  // The usable size stays a non-zero multiple of the alignment, as kernels may read a whole
+  // vector past the last element.
+  size_t size = (static_cast<size_t>(bytes) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  if (size == 0) size = kHostAlignment;
+  void* base = std::malloc(size + kHostAlignment - 1);
+  if (base == nullptr)
     KILN_THROW(OutOfMemoryError, "[HostTensor] cannot allocate ", bytes, " bytes for ", shape,
                ". Hint: reduce the batch size or use bf16 to halve activation memory.");
-  if (zero) std::memset(p, 0, rounded);
-  return std::shared_ptr<std::byte>(static_cast<std::byte*>(p), [](std::byte* q) { std::free(q); });
+  const uintptr_t aligned =
+      (reinterpret_cast<uintptr_t>(base) + kHostAlignment - 1) & ~uintptr_t{kHostAlignment - 1};
+  auto* p = reinterpret_cast<std::byte*>(aligned);
+  if (zero) std::memset(p, 0, size);
+  return std::shared_ptr<std::byte>(p, [base](std::byte*) { std::free(base); });
 }
 
 }  // namespace
