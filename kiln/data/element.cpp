@@ -1,6 +1,7 @@
 // Element storage (inline, then spilled to the heap) and string <-> u8 tensor helpers.
 #include "kiln/data/element.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/core/check.h"
@@ -13,6 +14,18 @@ Element::Element(std::initializer_list<HostTensor> components) {
 
 Element::Element(std::vector<HostTensor> components) {
   for (HostTensor& t : components) push_back(std::move(t));
+}
+
+Element& Element::operator=(Element&& other) noexcept {
+  if (this == &other) return *this;
+  for (size_t i = 0; i < std::min(size_, kInlineComponents); ++i) inline_[i] = HostTensor();
+  heap_ = std::move(other.heap_);
+  const size_t in_use = other.spilled() ? 0 : other.size_;
+  for (size_t i = 0; i < in_use; ++i) inline_[i] = std::move(other.inline_[i]);
+  size_ = other.size_;
+  other.heap_.clear();
+  other.size_ = 0;
+  return *this;
 }
 
 const HostTensor& Element::at(size_t i) const {

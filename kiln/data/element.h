@@ -25,6 +25,12 @@ class Element {
   Element(HostTensor t) { push_back(std::move(t)); }  // NOLINT: implicit on purpose
   Element(std::initializer_list<HostTensor> components);
   explicit Element(std::vector<HostTensor> components);
+  Element(const Element&) = default;
+  Element& operator=(const Element&) = default;
+  /// Moves touch only the components in use: an element is moved several times per stage.
+  Element(Element&& other) noexcept { *this = std::move(other); }
+  Element& operator=(Element&& other) noexcept;
+  ~Element() = default;
 
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }

@@ -1,5 +1,6 @@
 // from_tensor_slices: element i is row i of every component, as views that share the
-// components' storage (no copy). Position = the next row index.
+// components' storage (no copy; one Shape copy and one reference count per component).
+// Position = the next row index.
 #include "kiln/data/sources/tensor_slices.h"
 
 #include "kiln/core/check.h"
@@ -11,8 +12,10 @@ class TensorSlicesNode : public DatasetNode {
  public:
   explicit TensorSlicesNode(std::vector<HostTensor> components)
       : DatasetNode("tensor_slices", {}), components_(std::move(components)) {
-    for (const HostTensor& c : components_)
-      row_dims_.emplace_back(c.dims().begin() + 1, c.dims().end());
+    for (const HostTensor& c : components_) {
+      row_shapes_.emplace_back(c.dtype(), Dims(c.dims().begin() + 1, c.dims().end()));
+      row_bytes_.push_back(row_shapes_.back().byte_size());
+    }
   }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
@@ -21,13 +24,14 @@ class TensorSlicesNode : public DatasetNode {
   Element row(int64_t i) const {
     Element e;
     for (size_t c = 0; c < components_.size(); ++c)
-      e.push_back(components_[c].slice_rows(i, i + 1).reshape(row_dims_[c]));
+      e.push_back(components_[c].view_at(row_shapes_[c], i * row_bytes_[c]));
     return e;
   }
 
  private:
   std::vector<HostTensor> components_;
-  std::vector<Dims> row_dims_;
+  std::vector<Shape> row_shapes_;
+  std::vector<int64_t> row_bytes_;
 };
 
 class TensorSlicesIterator : public IteratorBase {

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/data/dataset_testing.h"
 #include "tests/testing/expect_error.h"
 
@@ -58,6 +60,37 @@ TEST(BatchTest, UnbatchInvertsBatch) {
   ASSERT_TRUE(e);
   EXPECT_EQ((*e)[0].shape(), Shape(DType::kF32, {2}));
   EXPECT_EQ((*e)[1].shape(), Shape(DType::kI64, {}));
+}
+
+TEST(BatchTest, EveryRowOfAReusedBatchBufferIsOverwritten) {
+  // Batch buffers come uninitialized and are recycled once dropped: each batch must still
+  // hold exactly its own rows, whether its buffer is fresh or reused.
+  Iterator it = pairs(9).repeat(3).batch(4).iterator();
+  std::vector<float> xs;
+  std::vector<std::set<const void*>> buffers;
+  int64_t rows = 0;
+  while (auto b = it.next()) {
+    buffers.push_back({(*b)[0].raw_data(), (*b)[1].raw_data()});
+    rows += (*b)[0].dims()[0];
+    for (float v : (*b)[0].to_vector<float>()) xs.push_back(v);
+  }  // each batch is dropped before the next, so its buffer can come back
+  EXPECT_EQ(rows, 27);
+  std::vector<float> expected;
+  for (int r = 0; r < 3; ++r)
+    for (int i = 0; i < 18; ++i) expected.push_back(static_cast<float>(i));
+  EXPECT_EQ(xs, expected);
+  EXPECT_EQ(buffers[1], buffers[0]);  // the dropped buffers were reused
+}
+
+TEST(BatchTest, HeldBatchesKeepTheirContents) {
+  Iterator it = range(12).batch(3).iterator();
+  std::vector<Element> held;
+  while (auto b = it.next()) held.push_back(std::move(*b));
+  ASSERT_EQ(held.size(), 4u);
+  for (size_t i = 0; i < held.size(); ++i) {
+    EXPECT_EQ(held[i][0].to_vector<int64_t>(), iota(3 * static_cast<int64_t>(i), 3 * static_cast<int64_t>(i) + 3));
+    for (size_t j = 0; j < i; ++j) EXPECT_FALSE(held[i][0].shares_storage_with(held[j][0]));
+  }
 }
 
 TEST(BatchTest, RejectsNonPositiveBatchSize) {
