@@ -4,7 +4,8 @@
 
 #include <dnnl.hpp>
 
-#include <cmath>
+#include <algorithm>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -34,46 +35,69 @@ bool is_spatial_pooling(const Shape& x, const Shape& y, const ir::Window& w) {
   return true;
 }
 
-// dx = 0, then each dy[n, oh, ow, c] is added at the first maximum of its window (NaN counts as
-// the maximum, like the reference's `beats`). Parallel over the batch: windows never cross it.
+// Each dy[n, oh, ow, c] goes to the first maximum of its window (NaN counts as the maximum, like
+// the reference's `beats`). Windows that do not overlap write their taps directly (the max tap
+// gets dy, the others 0); overlapping ones add into a zeroed dx. Parallel over the batch:
+// windows never cross it. The channel loops are branch-free so they vectorize.
 void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, const Shape& ys,
                    const ir::Window& w) {
   const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
   const int64_t oh_count = ys.dims()[1], ow_count = ys.dims()[2];
   const int64_t kh_count = w.size[1], kw_count = w.size[2];
   const int64_t sh = w.strides[1], sw = w.strides[2], ph = w.padding_low[1], pw = w.padding_low[2];
+  const bool overlap = kh_count > sh || kw_count > sw;
+  // Every x element lies in exactly one window: nothing is left to zero.
+  const bool covered = kh_count == sh && kw_count == sw && ph == 0 && pw == 0 && oh_count * sh == h &&
+                       ow_count * sw == wd;
 #pragma omp parallel if (n_count > 1)
   {
     std::vector<float> best(static_cast<size_t>(c_count));
-    std::vector<int64_t> where(static_cast<size_t>(c_count));
+    std::vector<int32_t> tap(static_cast<size_t>(c_count));
+    std::vector<int64_t> tap_at(static_cast<size_t>(kh_count * kw_count));
+    float* b = best.data();
+    int32_t* which = tap.data();
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < n_count; ++n) {
       const float* xn = x + n * h * wd * c_count;
       float* dxn = dx + n * h * wd * c_count;
-      std::fill(dxn, dxn + h * wd * c_count, 0.0f);
+      if (!covered) std::fill(dxn, dxn + h * wd * c_count, 0.0f);
       for (int64_t oh = 0; oh < oh_count; ++oh)
         for (int64_t ow = 0; ow < ow_count; ++ow) {
-          std::fill(where.begin(), where.end(), int64_t{-1});
+          int32_t taps = 0;  // the window's unpadded positions, row-major; at least one (see create)
           for (int64_t kh = 0; kh < kh_count; ++kh) {
             const int64_t ih = oh * sh - ph + kh;
             if (ih < 0 || ih >= h) continue;
             for (int64_t kw = 0; kw < kw_count; ++kw) {
               const int64_t iw = ow * sw - pw + kw;
-              if (iw < 0 || iw >= wd) continue;
-              const int64_t at = (ih * wd + iw) * c_count;
-              for (int64_t c = 0; c < c_count; ++c) {
-                const float v = xn[at + c], b = best[static_cast<size_t>(c)];
-                const bool first = where[static_cast<size_t>(c)] < 0;
-                if (first || (std::isnan(v) ? !std::isnan(b) : b < v)) {
-                  best[static_cast<size_t>(c)] = v;
-                  where[static_cast<size_t>(c)] = at + c;
-                }
-              }
+              if (iw >= 0 && iw < wd) tap_at[static_cast<size_t>(taps++)] = (ih * wd + iw) * c_count;
+            }
+          }
+          const float* x0 = xn + tap_at[0];
+#pragma omp simd
+          for (int64_t c = 0; c < c_count; ++c) {
+            b[c] = x0[c];
+            which[c] = 0;
+          }
+          for (int32_t t = 1; t < taps; ++t) {
+            const float* xt = xn + tap_at[static_cast<size_t>(t)];
+#pragma omp simd
+            for (int64_t c = 0; c < c_count; ++c) {
+              const float v = xt[c];
+              const bool take = b[c] < v || (v != v && b[c] == b[c]);
+              b[c] = take ? v : b[c];
+              which[c] = take ? t : which[c];
             }
           }
           const float* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
-          for (int64_t c = 0; c < c_count; ++c)
-            if (where[static_cast<size_t>(c)] >= 0) dxn[where[static_cast<size_t>(c)]] += g[c];
+          if (overlap) {
+            for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += g[c];
+            continue;
+          }
+          for (int32_t t = 0; t < taps; ++t) {
+            float* d = dxn + tap_at[static_cast<size_t>(t)];
+#pragma omp simd
+            for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : 0.0f;
+          }
         }
     }
   }
