@@ -2,7 +2,11 @@
 // Benches are never run as timed tests.
 #pragma once
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -53,5 +57,31 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+/// Peak resident set size of this process so far, in MiB.
+inline double peak_rss_mb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_maxrss) / 1024.0;
+}
+
+/// Runs a shell command (a peer benchmark) and returns its stdout; empty if it cannot start.
+inline std::string run_command(const std::string& cmd) {
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return "";
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
+  pclose(p);
+  return out;
+}
+
+/// The number after `"key":` in a JSON text, or 0 when the key is absent.
+inline double json_number(const std::string& json, std::string_view key) {
+  std::string quoted = "\"";  // appended piecewise: GCC 12 warns falsely (-Wrestrict) on operator+
+  quoted.append(key).append("\":");
+  const size_t at = json.find(quoted);
+  return at == std::string::npos ? 0.0 : std::atof(json.c_str() + at + quoted.size());
+}
 
 }  // namespace kiln::bench

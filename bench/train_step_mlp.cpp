@@ -2,8 +2,6 @@
 // for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5 runs of 200 steps),
 // samples_per_s, gflop_per_s, kernel launches and peak RSS. With --peer it also runs
 // ../shared/peers/pytorch W1 in the same run and prints the ratio.
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -17,25 +15,12 @@
 
 namespace {
 
-double peak_rss_mb() {
-  rusage u{};
-  getrusage(RUSAGE_SELF, &u);
-  return static_cast<double>(u.ru_maxrss) / 1024.0;
-}
-
 // Runs the PyTorch peer for W1 and returns its samples_per_s_epoch_2_to_E (0 if unavailable).
 double pytorch_w1(const std::string& peers) {
-  std::string cmd = "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
-                    "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return 0;
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  pclose(p);
-  const std::string key = "\"samples_per_s_epoch_2_to_E\":";
-  size_t at = out.find(key);
-  return at == std::string::npos ? 0.0 : std::atof(out.c_str() + at + key.size());
+  return kiln::bench::json_number(
+      kiln::bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
+                               "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null"),
+      "samples_per_s_epoch_2_to_E");
 }
 
 }  // namespace
@@ -84,7 +69,7 @@ int main(int argc, char** argv) {
       .add("gflop_per_s", flop / (median_ms / 1e3) / 1e9)
       .add("kernel_launches", static_cast<int64_t>(exe->kernel_count()))
       .add("planned_peak_bytes", exe->planned_peak_bytes())
-      .add("peak_rss_mb", peak_rss_mb());
+      .add("peak_rss_mb", bench::peak_rss_mb());
   line.print();
   if (peer) {
     const double torch = pytorch_w1(peers);

@@ -20,6 +20,7 @@
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/variable.h"
+#include "tests/testing/seed_training.h"
 
 namespace kiln::testing {
 
@@ -51,36 +52,22 @@ inline void gather_batch(const MnistF32& d, const std::vector<int32_t>& perm, in
   }
 }
 
-inline HostTensor glorot_uniform(int64_t fan_in, int64_t fan_out, std::mt19937& rng) {
-  const double limit = std::sqrt(6.0 / static_cast<double>(fan_in + fan_out));
-  std::uniform_real_distribution<float> dist(static_cast<float>(-limit), static_cast<float>(limit));
-  HostTensor t(Shape(DType::kF32, {fan_in, fan_out}));
-  for (float& v : t.data<float>()) v = dist(rng);
-  return t;
-}
-
 class SeedMlp {
  public:
-  static constexpr double kLearningRate = 1e-3, kBeta1 = 0.9, kBeta2 = 0.999, kEpsilon = 1e-7;
-
   explicit SeedMlp(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0) {
     std::mt19937 rng(seed);
     params_ = {Variable("dense/kernel", glorot_uniform(784, 128, rng)),
                Variable("dense/bias", HostTensor(Shape(DType::kF32, {128}))),
                Variable("dense_1/kernel", glorot_uniform(128, 10, rng)),
                Variable("dense_1/bias", HostTensor(Shape(DType::kF32, {10})))};
-    for (const Variable& p : params_) {
-      m_.emplace_back("Adam/" + p.name() + "/m", HostTensor(p.shape()));
-      v_.emplace_back("Adam/" + p.name() + "/v", HostTensor(p.shape()));
-    }
-    iterations_ = Variable("Adam/iterations", HostTensor(Shape(DType::kF32, {})), /*trainable=*/false);
+    adam_ = std::make_unique<KerasAdam>(params_);
     FunctionOptions options{.backend = backend};
     train_step_ = std::make_unique<Function>("train_step", [this](const std::vector<Tensor>& in) {
       GradientTape tape;
       Tensor logits = forward(in[0]);
       Tensor loss = mean(sparse_softmax_cross_entropy_with_logits(in[1], logits));
       std::vector<Tensor> grads = tape.gradient(loss, params_);
-      apply_adam(grads);
+      adam_->apply(params_, grads);
       return std::vector<Tensor>{loss};
     }, options);
     predict_ = std::make_unique<Function>("predict", [this](const std::vector<Tensor>& in) {
@@ -110,24 +97,8 @@ class SeedMlp {
     return matmul(h, params_[2]) + params_[3];
   }
 
-  // Keras 2 Adam: lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t);
-  // m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2; w -= lr_t m / (sqrt(v) + eps).
-  void apply_adam(const std::vector<Tensor>& grads) {
-    Tensor t = iterations_.read() + 1.0;
-    iterations_.assign(t);
-    Shape scalar(DType::kF32, {});
-    Tensor lr_t = kLearningRate * sqrt(1.0 - pow(full(scalar, kBeta2), t)) / (1.0 - pow(full(scalar, kBeta1), t));
-    for (size_t i = 0; i < params_.size(); ++i) {
-      Tensor m = kBeta1 * m_[i].read() + (1.0 - kBeta1) * grads[i];
-      Tensor v = kBeta2 * v_[i].read() + (1.0 - kBeta2) * grads[i] * grads[i];
-      m_[i].assign(m);
-      v_[i].assign(v);
-      params_[i].assign(params_[i].read() - lr_t * m / (sqrt(v) + kEpsilon));
-    }
-  }
-
-  std::vector<Variable> params_, m_, v_;
-  Variable iterations_;
+  std::vector<Variable> params_;
+  std::unique_ptr<KerasAdam> adam_;
   std::unique_ptr<Function> train_step_, predict_;
 };
 

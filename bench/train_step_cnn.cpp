@@ -1,0 +1,95 @@
+// bench/train_step_cnn: the Keras MNIST convnet's whole train step (W2: batch 128, dropout,
+// Adam) compiled by Kiln for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5
+// runs), samples_per_s, gflop_per_s, kernel launches (and how many still run on the reference
+// evaluator) and peak RSS. With --peer it also runs ../shared/peers/pytorch W2 in the same run
+// and prints the ratio (the target is 1.5x PyTorch's samples_per_s_median_step).
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "bench/bench_main.h"
+#include "kiln/runtime/backend_registry.h"
+#include "tests/testing/seed_cnn.h"
+
+namespace {
+
+// Runs the PyTorch peer for W2 and returns its samples_per_s_median_step (0 if unavailable).
+double pytorch_w2(const std::string& peers) {
+  return kiln::bench::json_number(
+      kiln::bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
+                               "/pytorch/bench_torch.py --workload w2 --threads 2 2>/dev/null"),
+      "samples_per_s_median_step");
+}
+
+int64_t count_of(const std::string& text, const std::string& what) {
+  int64_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace kiln;
+  const bool peer = argc > 1 && std::string(argv[1]) == "--peer";
+  const std::string peers = argc > 2 ? argv[2] : "../shared/peers";
+  constexpr int64_t kBatch = 128, kStepsPerRun = 40, kRuns = 5;
+
+  testing::MnistF32 data = testing::load_mnist_f32();
+  testing::SeedCnn cnn(runtime::default_backend());
+  std::vector<int32_t> perm(60000);
+  std::iota(perm.begin(), perm.end(), 0);
+  HostTensor xb(Shape(DType::kF32, {kBatch, 28, 28, 1})), yb(Shape(DType::kI32, {kBatch}));
+  testing::gather_batch(data, perm, 0, xb, yb);
+
+  int64_t key = 0;
+  bench::Stopwatch compile_watch;
+  cnn.train_step(xb, yb, key++);  // traces, compiles, runs once
+  const double first_step_ms = compile_watch.seconds() * 1e3;
+  const runtime::Executable* exe = cnn.train_function().last_executable();
+  const std::string steps = exe->describe();
+  if (std::getenv("KILN_BENCH_DESCRIBE") != nullptr) std::fputs(steps.c_str(), stderr);
+  for (int s = 0; s < 5; ++s) cnn.train_step(xb, yb, key++);  // warm caches and threads
+
+  std::vector<double> ms;
+  std::mt19937 rng(0);
+  for (int r = 0; r < kRuns; ++r) {
+    std::shuffle(perm.begin(), perm.end(), rng);
+    bench::Stopwatch w;
+    for (int64_t s = 0; s < kStepsPerRun; ++s) {
+      testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
+      cnn.train_step(xb, yb, key++);
+    }
+    ms.push_back(w.seconds() * 1e3 / kStepsPerRun);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median_ms = ms[ms.size() / 2];
+  const double samples_per_s = kBatch / (median_ms / 1e3);
+  // Forward MACs per image: conv1 26*26*32*9, conv2 11*11*64*288, dense 1600*10; the backward
+  // is twice the forward except conv1's input gradient, which is not computed.
+  const double conv1 = 26.0 * 26 * 32 * 9, conv2 = 11.0 * 11 * 64 * 288, dense = 1600.0 * 10;
+  const double flop = 2.0 * kBatch * (3 * (conv1 + conv2 + dense) - conv1);
+  bench::JsonLine line;
+  line.add("bench", "train_step_cnn")
+      .add("first_step_ms", first_step_ms)
+      .add("compile_ms", first_step_ms - median_ms)  // trace + compile: the first step less a step
+      .add("ms_per_step", median_ms)
+      .add("samples_per_s", samples_per_s)
+      .add("gflop_per_s", flop / (median_ms / 1e3) / 1e9)
+      .add("kernel_launches", static_cast<int64_t>(exe->kernel_count()))
+      .add("reference_kernels", count_of(steps, ": reference "))
+      .add("planned_peak_bytes", exe->planned_peak_bytes())
+      .add("peak_rss_mb", bench::peak_rss_mb());
+  line.print();
+  if (peer) {
+    const double torch = pytorch_w2(peers);
+    bench::JsonLine p;
+    p.add("bench", "train_step_cnn.peer").add("pytorch_w2_samples_per_s", torch)
+        .add("kiln_over_pytorch", torch > 0 ? samples_per_s / torch : 0.0).add("target", 1.5);
+    p.print();
+  }
+  return 0;
+}
