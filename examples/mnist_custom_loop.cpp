@@ -12,6 +12,7 @@
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
 #include "kiln/keras/keras.h"
+#include "examples/mnist_pipeline.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/gradient_tape.h"
 
@@ -45,20 +46,9 @@ int main(int argc, char** argv) try {
   });
 
   auto [train, test] = datasets::mnist::load_data();
-  auto normalize = [](data::Element e) -> data::Element {
-    HostTensor x = e[0].astype(DType::kF32);
-    for (float& v : x.data<float>()) v *= 1.0f / 255.0f;
-    return {x, e[1].astype(DType::kI32)};
-  };
-  data::Dataset train_ds = data::Dataset::from_tensor_slices({train.x, train.y})
-                               .map(normalize, data::kAutotune)
-                               .shuffle(10000, /*seed=*/42)
-                               .batch(kBatch, /*drop_remainder=*/true)
-                               .prefetch(data::kAutotune);
-  data::Dataset test_ds = data::Dataset::from_tensor_slices({test.x, test.y})
-                              .map(normalize, data::kAutotune)
-                              .batch(kBatch, /*drop_remainder=*/true)
-                              .prefetch(data::kAutotune);
+  // One pass per epoch (no repeat): the loop ends when the iterator does.
+  data::Dataset train_ds = examples::mnist_pipeline(train, {.batch_size = kBatch, .repeat = false});
+  data::Dataset test_ds = examples::mnist_pipeline(test, {.batch_size = kBatch, .shuffle = false, .repeat = false});
 
   for (int epoch = 0; epoch < epochs; ++epoch) {
     train_loss.reset_state();

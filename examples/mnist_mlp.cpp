@@ -13,6 +13,7 @@
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
 #include "kiln/keras/keras.h"
+#include "examples/mnist_pipeline.h"
 
 using namespace kiln;
 using namespace kiln::keras;
@@ -26,13 +27,6 @@ std::unique_ptr<Sequential> make_model() {
       Dense(128, {.activation = "relu"}),
       Dense(10),
   });
-}
-
-// u8 image [28,28] and u8 label -> f32 image / 255 and i32 label (the seed's map function).
-data::Element normalize(data::Element e) {
-  HostTensor x = e[0].astype(DType::kF32);
-  for (float& v : x.data<float>()) v *= 1.0f / 255.0f;
-  return {x, e[1].astype(DType::kI32)};
 }
 
 }  // namespace
@@ -56,13 +50,8 @@ int main(int argc, char** argv) try {
   // 3. The input pipeline with the global batch (S7-S10).
   auto [train, test] = datasets::mnist::load_data();
   const int64_t batch_size = 128 * replicas;
-  auto pipeline = [&](const datasets::mnist::Split& split, bool shuffle) {
-    data::Dataset ds = data::Dataset::from_tensor_slices({split.x, split.y}).map(normalize, data::kAutotune);
-    if (shuffle) ds = ds.shuffle(10000, /*seed=*/42);
-    return ds.repeat().batch(batch_size, /*drop_remainder=*/true).prefetch(data::kAutotune);
-  };
-  data::Dataset train_ds = pipeline(train, /*shuffle=*/true);
-  data::Dataset test_ds = pipeline(test, /*shuffle=*/false);
+  data::Dataset train_ds = examples::mnist_pipeline(train, {.batch_size = batch_size});
+  data::Dataset test_ds = examples::mnist_pipeline(test, {.batch_size = batch_size, .shuffle = false});
 
   // 4. Train (S11): the first step traces and compiles the whole step once (S19, S24).
   model->fit(train_ds, {.epochs = epochs,

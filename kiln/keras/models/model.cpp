@@ -19,28 +19,29 @@ Layer& Model::get_layer(const std::string& name) const {
   KILN_THROW(ValueError, "[", name_, "] no layer named '", name, "'; the layers are: ", names, ".");
 }
 
+namespace {
+
+// The concatenation of `pick(layer)` over the layers, in order.
+template <typename Pick>
+std::vector<Variable> collect(const std::vector<LayerHandle>& layers, Pick pick) {
+  std::vector<Variable> out;
+  for (const LayerHandle& l : layers) {
+    std::vector<Variable> w = pick(*l);
+    out.insert(out.end(), w.begin(), w.end());
+  }
+  return out;
+}
+
+}  // namespace
+
 std::vector<Variable> Model::weights() const {
-  std::vector<Variable> out;
-  for (const LayerHandle& l : layers_) out.insert(out.end(), l->weights().begin(), l->weights().end());
-  return out;
+  return collect(layers_, [](const Layer& l) { return l.weights(); });
 }
-
 std::vector<Variable> Model::trainable_weights() const {
-  std::vector<Variable> out;
-  for (const LayerHandle& l : layers_) {
-    auto w = l->trainable_weights();
-    out.insert(out.end(), w.begin(), w.end());
-  }
-  return out;
+  return collect(layers_, [](const Layer& l) { return l.trainable_weights(); });
 }
-
 std::vector<Variable> Model::non_trainable_weights() const {
-  std::vector<Variable> out;
-  for (const LayerHandle& l : layers_) {
-    auto w = l->non_trainable_weights();
-    out.insert(out.end(), w.begin(), w.end());
-  }
-  return out;
+  return collect(layers_, [](const Layer& l) { return l.non_trainable_weights(); });
 }
 
 std::vector<HostTensor> Model::get_weights() const {

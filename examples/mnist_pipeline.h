@@ -1,0 +1,33 @@
+// The seed's MNIST input pipeline (S7-S10), shared by the examples and bench/fit_mnist_mlp:
+// from_tensor_slices(u8 images, u8 labels) -> map(/255 to f32, labels to i32) -> shuffle ->
+// repeat -> batch(drop_remainder) -> prefetch.
+#pragma once
+
+#include "kiln/data/dataset.h"
+#include "kiln/data/datasets/mnist.h"
+
+namespace kiln::examples {
+
+/// (u8[28,28], u8[]) -> (f32[28,28] / 255, i32[]): the seed's map function.
+inline data::Element normalize_mnist(data::Element e) {
+  HostTensor x = e[0].astype(DType::kF32);
+  for (float& v : x.data<float>()) v *= 1.0f / 255.0f;
+  return {x, e[1].astype(DType::kI32)};
+}
+
+struct MnistPipelineOptions {
+  int64_t batch_size = 128;
+  bool shuffle = true;  // shuffle(10000, seed)
+  uint64_t seed = 42;
+  bool repeat = true;
+};
+
+/// The pipeline over one split.
+inline data::Dataset mnist_pipeline(const datasets::mnist::Split& split, MnistPipelineOptions o = {}) {
+  data::Dataset ds = data::Dataset::from_tensor_slices({split.x, split.y}).map(normalize_mnist, data::kAutotune);
+  if (o.shuffle) ds = ds.shuffle(10000, o.seed);
+  if (o.repeat) ds = ds.repeat();
+  return ds.batch(o.batch_size, /*drop_remainder=*/true).prefetch(data::kAutotune);
+}
+
+}  // namespace kiln::examples
