@@ -1,7 +1,12 @@
 // pipeline_mnist: the seed's input pipeline over the real MNIST training set
 // (map u8 -> f32 / 255 plus a channel axis, shuffle 10000, repeat, batch 128 drop_remainder,
-// prefetch) and how many images per second it delivers; plus batching alone, which should run
-// at memcpy speed. Usage: pipeline_mnist [seconds=3] [mnist_dir]
+// prefetch) and how many images per second it delivers, against the rate at which the seed
+// MLP's train step (tests/testing/seed_mlp.h, as bench/train_step_mlp) consumes images,
+// measured in the same run; plus a vectorized map and batching alone, which should run at
+// memcpy speed. Usage: pipeline_mnist [seconds=1] [runs=5] [mnist_dir]
+//
+// The machine is shared, so the figures are medians of `runs` windows, and the pipeline and
+// train-step windows alternate so a load change hits both sides of the ratio alike.
 //
 // The process raises glibc's mmap and trim thresholds first (KILN_BENCH_DEFAULT_MALLOC=1 skips
 // that): otherwise every freed 400 KB batch shrinks the heap and the next one page-faults its
@@ -10,14 +15,21 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <iostream>
+#include <numeric>
+#include <random>
+#include <thread>
+#include <vector>
 
 #include "bench/bench_main.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
+#include "kiln/runtime/backend_registry.h"
+#include "tests/testing/seed_mlp.h"
 
 namespace {
 
@@ -28,13 +40,10 @@ using kiln::data::Dataset;
 using kiln::data::Element;
 using kiln::data::kAutotune;
 
-/// What a training step is assumed to consume (the seed MLP on this class of machine).
-constexpr double kStepImagesPerSecond = 200000;
-
 // (u8[28,28], u8[]) -> (f32[28,28,1], u8[]): one vectorizable pass over 784 bytes.
 Element normalize(Element e) {
   const HostTensor& x = e[0];
-  HostTensor out(Shape(DType::kF32, {28, 28, 1}));
+  HostTensor out = HostTensor::uninitialized(Shape(DType::kF32, {28, 28, 1}));
   const auto* src = static_cast<const uint8_t*>(x.raw_data());
   auto* dst = static_cast<float*>(out.raw_data());
   constexpr float kScale = 1.0f / 255.0f;
@@ -54,7 +63,7 @@ struct Rate {
 Element normalize_batch(Element e) {
   const HostTensor& x = e[0];
   const int64_t n = x.num_elements();
-  HostTensor out(Shape(DType::kF32, {x.dims()[0], 28, 28, 1}));
+  HostTensor out = HostTensor::uninitialized(Shape(DType::kF32, {x.dims()[0], 28, 28, 1}));
   const auto* src = static_cast<const uint8_t*>(x.raw_data());
   auto* dst = static_cast<float*>(out.raw_data());
   constexpr float kScale = 1.0f / 255.0f;
@@ -63,10 +72,9 @@ Element normalize_batch(Element e) {
   return e;
 }
 
-// Pulls batches for `seconds` after a warm-up. On a shared machine images/s depends on what
-// else runs; CPU time per image does much less, and bounds the rate on idle cores.
-Rate measure(kiln::data::Iterator& it, double seconds) {
-  for (int i = 0; i < 20; ++i) it.next();  // fill the shuffle buffer and the prefetch queue
+// Pulls batches for `seconds`. On a shared machine images/s depends on what else runs; CPU
+// time per image does much less, and bounds the rate on idle cores.
+Rate measure_window(kiln::data::Iterator& it, double seconds) {
   const std::clock_t cpu0 = std::clock();
   kiln::bench::Stopwatch clock;
   int64_t images = 0;
@@ -79,6 +87,67 @@ Rate measure(kiln::data::Iterator& it, double seconds) {
   return {static_cast<double>(images) / clock.seconds(), cpu * 1e6 / std::max<int64_t>(1, images), images};
 }
 
+void warm_up(kiln::data::Iterator& it) {
+  for (int i = 0; i < 100; ++i) it.next();  // fill the shuffle buffer and the prefetch queue
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0.0 : v[v.size() / 2];
+}
+
+/// The median of `runs` windows of `seconds` each, on one warmed-up iterator.
+Rate measure(kiln::data::Iterator& it, double seconds, int runs) {
+  warm_up(it);
+  std::vector<double> rate, cpu;
+  int64_t images = 0;
+  for (int r = 0; r < runs; ++r) {
+    const Rate w = measure_window(it, seconds);
+    rate.push_back(w.images_per_second);
+    cpu.push_back(w.cpu_us_per_image);
+    images += w.images;
+  }
+  return {median(rate), median(cpu), images};
+}
+
+/// The seed MLP's train step (bench/train_step_mlp's loop: gather a shuffled batch, step).
+class TrainStep {
+ public:
+  TrainStep()
+      : data_(kiln::testing::load_mnist_f32()),
+        mlp_(kiln::runtime::default_backend()),
+        perm_(60000),
+        xb_(Shape(DType::kF32, {kBatch, 784})),
+        yb_(Shape(DType::kI32, {kBatch})) {
+    std::iota(perm_.begin(), perm_.end(), 0);
+    std::shuffle(perm_.begin(), perm_.end(), rng_);
+    kiln::testing::gather_batch(data_, perm_, 0, xb_, yb_);
+    for (int i = 0; i < 5; ++i) mlp_.train_step(xb_, yb_);  // trace, compile, warm caches
+  }
+  /// Images per second over `steps` steps.
+  double images_per_second(int steps) {
+    kiln::bench::Stopwatch w;
+    for (int s = 0; s < steps; ++s) {
+      if ((next_ + 1) * kBatch > static_cast<int64_t>(perm_.size())) {
+        std::shuffle(perm_.begin(), perm_.end(), rng_);
+        next_ = 0;
+      }
+      kiln::testing::gather_batch(data_, perm_, next_++ * kBatch, xb_, yb_);
+      mlp_.train_step(xb_, yb_);
+    }
+    return static_cast<double>(steps * kBatch) / w.seconds();
+  }
+
+ private:
+  static constexpr int64_t kBatch = 128;
+  kiln::testing::MnistF32 data_;
+  kiln::testing::SeedMlp mlp_;
+  std::vector<int32_t> perm_;
+  HostTensor xb_, yb_;
+  std::mt19937 rng_{0};
+  int64_t next_ = 0;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,8 +156,9 @@ int main(int argc, char** argv) {
     mallopt(M_MMAP_THRESHOLD, 64 << 20);
     mallopt(M_TRIM_THRESHOLD, 256 << 20);
   }
-  const double seconds = argc > 1 ? std::atof(argv[1]) : 3.0;
-  const std::string dir = argc > 2 ? argv[2] : kiln::datasets::mnist::default_dir();
+  const double seconds = argc > 1 ? std::atof(argv[1]) : 1.0;
+  const int runs = argc > 2 ? std::max(1, std::atoi(argv[2])) : 5;
+  const std::string dir = argc > 3 ? argv[3] : kiln::datasets::mnist::default_dir();
   auto [train, test] = kiln::datasets::mnist::load_data(dir);
 
   Dataset seed_pipeline = Dataset::from_tensor_slices({train.x, train.y})
@@ -98,13 +168,32 @@ int main(int argc, char** argv) {
                               .batch(128, /*drop_remainder=*/true)
                               .prefetch(kAutotune);
   kiln::data::Iterator it = seed_pipeline.iterator();
-  const Rate rate = measure(it, seconds);
+  TrainStep step;
+  warm_up(it);
+  std::vector<double> pipeline_rates, step_rates, cpu;
+  int64_t images = 0;
+  for (int r = 0; r < runs; ++r) {
+    const Rate w = measure_window(it, seconds);
+    pipeline_rates.push_back(w.images_per_second);
+    cpu.push_back(w.cpu_us_per_image);
+    images += w.images;
+    // Let the pipeline refill its buffers and block, so its threads do not compete with the
+    // step (a trainer's step runs while the pipeline idles on a full prefetch buffer, too).
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    step_rates.push_back(step.images_per_second(/*steps=*/100));
+  }
+  const Rate rate{median(pipeline_rates), median(cpu), images};
+  const double step_rate = median(step_rates);
   const kiln::data::PipelineStats stats = it.stats();
   const kiln::data::StageStats* slowest = stats.slowest_stage();
   kiln::bench::JsonLine()
       .add("bench", "pipeline_mnist")
       .add("images_per_s", rate.images_per_second)
-      .add("x_step_consumption", rate.images_per_second / kStepImagesPerSecond)
+      .add("train_step_images_per_s", step_rate)
+      .add("x_step_consumption", rate.images_per_second / step_rate)
+      .add("images_per_s_min", *std::min_element(pipeline_rates.begin(), pipeline_rates.end()))
+      .add("images_per_s_max", *std::max_element(pipeline_rates.begin(), pipeline_rates.end()))
+      .add("runs", static_cast<int64_t>(runs))
       .add("cpu_us_per_image", rate.cpu_us_per_image)
       .add("images_per_cpu_s", 1e6 / rate.cpu_us_per_image)
       .add("images", rate.images)
@@ -123,11 +212,11 @@ int main(int argc, char** argv) {
                            .map(normalize_batch, kAutotune)
                            .prefetch(kAutotune);
   kiln::data::Iterator vit = vectorized.iterator();
-  const Rate vrate = measure(vit, seconds);
+  const Rate vrate = measure(vit, seconds, runs);
   kiln::bench::JsonLine()
       .add("bench", "pipeline_mnist.vectorized_map")
       .add("images_per_s", vrate.images_per_second)
-      .add("x_step_consumption", vrate.images_per_second / kStepImagesPerSecond)
+      .add("x_step_consumption", vrate.images_per_second / step_rate)
       .add("cpu_us_per_image", vrate.cpu_us_per_image)
       .add("images_per_cpu_s", 1e6 / vrate.cpu_us_per_image)
       .print();
@@ -136,7 +225,7 @@ int main(int argc, char** argv) {
   HostTensor x32 = train.x.astype(DType::kF32);
   Dataset batch_only = Dataset::from_tensor_slices({x32, train.y}).repeat().batch(128, true);
   kiln::data::Iterator bit = batch_only.iterator();
-  const Rate batch_rate = measure(bit, seconds / 2);
+  const Rate batch_rate = measure(bit, seconds / 2, runs);
   kiln::bench::JsonLine()
       .add("bench", "pipeline_mnist.batch_only")
       .add("images_per_s", batch_rate.images_per_second)
