@@ -4,6 +4,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::bench {
 
@@ -57,6 +59,21 @@ class Stopwatch {
  private:
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+/// Median over `runs` runs of the milliseconds per call of `step(s)`, s = 0 .. steps-1;
+/// `before_run()` runs untimed before each run (e.g. a fresh shuffle).
+template <typename BeforeRun, typename StepFn>
+double median_ms_per_step(int runs, int64_t steps, BeforeRun before_run, StepFn step) {
+  std::vector<double> ms;
+  for (int r = 0; r < runs; ++r) {
+    before_run();
+    Stopwatch w;
+    for (int64_t s = 0; s < steps; ++s) step(s);
+    ms.push_back(w.seconds() * 1e3 / static_cast<double>(steps));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
 
 /// Peak resident set size of this process so far, in MiB.
 inline double peak_rss_mb() {

@@ -54,19 +54,13 @@ int main(int argc, char** argv) {
   if (std::getenv("KILN_BENCH_DESCRIBE") != nullptr) std::fputs(steps.c_str(), stderr);
   for (int s = 0; s < 5; ++s) cnn.train_step(xb, yb, key++);  // warm caches and threads
 
-  std::vector<double> ms;
   std::mt19937 rng(0);
-  for (int r = 0; r < kRuns; ++r) {
-    std::shuffle(perm.begin(), perm.end(), rng);
-    bench::Stopwatch w;
-    for (int64_t s = 0; s < kStepsPerRun; ++s) {
-      testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
-      cnn.train_step(xb, yb, key++);
-    }
-    ms.push_back(w.seconds() * 1e3 / kStepsPerRun);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double median_ms = ms[ms.size() / 2];
+  const double median_ms = bench::median_ms_per_step(
+      kRuns, kStepsPerRun, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
+        cnn.train_step(xb, yb, key++);
+      });
   const double samples_per_s = kBatch / (median_ms / 1e3);
   // Forward MACs per image: conv1 26*26*32*9, conv2 11*11*64*288, dense 1600*10; the backward
   // is twice the forward except conv1's input gradient, which is not computed.

@@ -44,19 +44,13 @@ int main(int argc, char** argv) {
   const runtime::Executable* exe = mlp.train_function().last_executable();
   if (std::getenv("KILN_BENCH_DESCRIBE") != nullptr) std::fputs(exe->describe().c_str(), stderr);
 
-  std::vector<double> ms;
   std::mt19937 rng(0);
-  for (int r = 0; r < kRuns; ++r) {
-    std::shuffle(perm.begin(), perm.end(), rng);
-    bench::Stopwatch w;
-    for (int64_t s = 0; s < kStepsPerRun; ++s) {
-      testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
-      mlp.train_step(xb, yb);
-    }
-    ms.push_back(w.seconds() * 1e3 / kStepsPerRun);
-  }
-  std::sort(ms.begin(), ms.end());
-  const double median_ms = ms[ms.size() / 2];
+  const double median_ms = bench::median_ms_per_step(
+      kRuns, kStepsPerRun, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
+        mlp.train_step(xb, yb);
+      });
   const double samples_per_s = kBatch / (median_ms / 1e3);
   // Forward 2*B*(784*128 + 128*10); backward twice that (dX skipped for the first layer).
   const double flop = 2.0 * kBatch * (784 * 128 + 128 * 10) * 3.0 - 2.0 * kBatch * 784 * 128;
