@@ -24,19 +24,11 @@ using namespace kiln::keras;
 
 constexpr int64_t kBatch = 128, kSteps = 200, kRuns = 5;
 
-// The PyTorch peer's samples_per_s_epoch_2_to_E for W1 (0 when unavailable).
+// The PyTorch peer's samples_per_s_epoch_2_to_E for W1 (0 when unavailable), as train_step_mlp runs it.
 double pytorch_w1(const std::string& peers) {
-  const std::string cmd = "OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
-                          "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return 0;
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p) != nullptr) out += buf;
-  pclose(p);
-  const std::string key = "\"samples_per_s_epoch_2_to_E\":";
-  const size_t at = out.find(key);
-  return at == std::string::npos ? 0.0 : std::atof(out.c_str() + at + key.size());
+  return bench::json_number(bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
+                                               "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null"),
+                            "samples_per_s_epoch_2_to_E");
 }
 
 // The bare step of bench/train_step_mlp: SeedMlp on batches gathered on the host.
