@@ -13,6 +13,7 @@
 #include "kiln/runtime/cpu/onednn_matmul.h"
 #include "kiln/runtime/cpu/onednn_pooling.h"
 #include "kiln/runtime/cpu/reduce_kernel.h"
+#include "kiln/runtime/cpu/team.h"
 
 namespace kiln::cpu {
 namespace {
@@ -78,17 +79,37 @@ class Lowerer {
     });
   }
 
+  // A kernel that is team work (team.h): it runs alone on its own team, or shares one with
+  // its neighbours once CpuExecutable::group_team_steps merges them.
+  template <typename Fn>
+  void add_team(const Instruction& inst, std::string label, int64_t work, Fn team_fn) {
+    Step s = make_step(inst, std::move(label));
+    std::vector<int> reads = s.reads;
+    int out = s.writes[0];
+    auto call = [reads, out, team_fn](void* const* values) {
+      const void* in[16];
+      KILN_CHECK(reads.size() <= 16, "more than 16 operands");
+      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+      team_fn(in, values[out]);
+    };
+    const bool parallel = work >= kParallelThreshold;
+    s.run = [call, parallel](void* const* values) { run_on_team(parallel, [&] { call(values); }); };
+    s.team = call;
+    s.work = work;
+    exe_.add_step(std::move(s));
+  }
+
   bool try_loop(const Instruction& inst, const ir::Computation& body, const std::string& label) {
     std::shared_ptr<LoopKernel> k = LoopKernel::create(body);
     if (k == nullptr) return false;
-    add(inst, label, [k](const void* const* in, void* out) { k->run(in, out); });
+    add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
     return true;
   }
 
   bool try_reduce(const Instruction& inst, const Instruction& reduce, const std::string& label) {
     std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce);
     if (k == nullptr) return false;
-    add(inst, label, [k](const void* const* in, void* out) { k->run(in, out); });
+    add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
     return true;
   }
 
@@ -182,7 +203,10 @@ class Lowerer {
       case Opcode::kArgmax: {
         Shape in_shape = inst.operand(0)->shape();
         int axis = static_cast<int>(inst.attrs().dims[0]);
-        add(inst, "argmax", [in_shape, axis](const void* const* in, void* out) { argmax(in_shape, axis, in[0], out); });
+        add_team(inst, "argmax", 0, [in_shape, axis](const void* const* in, void* out) {
+#pragma omp single
+          argmax(in_shape, axis, in[0], out);
+        });
         return;
       }
       default:
@@ -200,6 +224,9 @@ class Lowerer {
 
 }  // namespace
 
-void lower(CpuExecutable& exe) { Lowerer(exe).lower_all(); }
+void lower(CpuExecutable& exe) {
+  Lowerer(exe).lower_all();
+  exe.group_team_steps();
+}
 
 }  // namespace kiln::cpu
