@@ -19,6 +19,18 @@ TEST(MnistMlpStepTest, FiveEpochsReachNinetySevenPercentTestAccuracy) {
   EXPECT_EQ(mlp.train_function().trace_count(), 1);
 }
 
+// Fusion target of issue 3: matmul+bias(+relu) one call each, the softmax cross-entropy and
+// its gradient in shared launches, the Adam updates of all parameters in shared launches.
+TEST(MnistMlpStepTest, WholeStepRunsInAtMostTwelveKernelLaunches) {
+  testing::MnistF32 data = testing::load_mnist_f32();
+  testing::SeedMlp mlp(runtime::make_backend("cpu"));
+  mlp.train_step(data.x_train.slice_rows(0, 128).clone(), data.y_train.slice_rows(0, 128).clone());
+  const runtime::Executable* exe = mlp.train_function().last_executable();
+  ASSERT_NE(exe, nullptr);
+  EXPECT_LE(exe->kernel_count(), 12) << exe->describe();
+  EXPECT_NE(exe->describe().find("matmul+bias"), std::string::npos) << exe->describe();
+}
+
 TEST(MnistMlpStepTest, CpuStepMatchesTheReferenceBackend) {
   testing::MnistF32 data = testing::load_mnist_f32();
   testing::SeedMlp cpu(runtime::make_backend("cpu")), ref(runtime::make_backend("reference"));
