@@ -93,21 +93,8 @@ class SeedCnn {
 /// Trains `epochs` epochs of batch 128 (drop_remainder) with a fresh permutation each epoch;
 /// step s of the run draws its dropout mask from key s.
 inline void train_epochs(SeedCnn& cnn, const MnistF32& d, int epochs, uint32_t seed = 1, int64_t max_steps = -1) {
-  constexpr int64_t kBatch = 128;
-  const int64_t n = d.x_train.dims()[0];
-  std::vector<int32_t> perm(static_cast<size_t>(n));
-  std::iota(perm.begin(), perm.end(), 0);
-  std::mt19937 rng(seed);
-  HostTensor xb(Shape(DType::kF32, {kBatch, 28, 28, 1})), yb(Shape(DType::kI32, {kBatch}));
-  int64_t key = 0;
-  for (int e = 0; e < epochs; ++e) {
-    std::shuffle(perm.begin(), perm.end(), rng);
-    const int64_t steps = max_steps > 0 ? std::min(max_steps, n / kBatch) : n / kBatch;
-    for (int64_t s = 0; s < steps; ++s) {
-      gather_batch(d, perm, s * kBatch, xb, yb);
-      cnn.train_step(xb, yb, key++);
-    }
-  }
+  for_each_train_batch(d, {128, 28, 28, 1}, epochs, seed, max_steps,
+                       [&](const HostTensor& x, const HostTensor& y, int64_t key) { cnn.train_step(x, y, key); });
 }
 
 }  // namespace kiln::testing

@@ -102,22 +102,32 @@ class SeedMlp {
   std::unique_ptr<Function> train_step_, predict_;
 };
 
-/// Trains `epochs` epochs of batch 128 (drop_remainder) with a fresh permutation each epoch.
-inline void train_epochs(SeedMlp& mlp, const MnistF32& d, int epochs, uint32_t seed = 1, int64_t max_steps = -1) {
-  constexpr int64_t kBatch = 128;
+/// Calls `step(x_batch, y_batch, step_index)` for `epochs` epochs of batch 128 over the training
+/// set (drop_remainder), with a fresh seeded permutation each epoch; `x_dims` shapes the batch
+/// ({128, 784} for the MLP, {128, 28, 28, 1} for the convnet).
+template <typename StepFn>
+void for_each_train_batch(const MnistF32& d, Dims x_dims, int epochs, uint32_t seed, int64_t max_steps, StepFn step) {
+  const int64_t batch = x_dims[0];
   const int64_t n = d.x_train.dims()[0];
   std::vector<int32_t> perm(static_cast<size_t>(n));
   std::iota(perm.begin(), perm.end(), 0);
   std::mt19937 rng(seed);
-  HostTensor xb(Shape(DType::kF32, {kBatch, 784})), yb(Shape(DType::kI32, {kBatch}));
+  HostTensor xb(Shape(DType::kF32, std::move(x_dims))), yb(Shape(DType::kI32, {batch}));
+  int64_t index = 0;
   for (int e = 0; e < epochs; ++e) {
     std::shuffle(perm.begin(), perm.end(), rng);
-    const int64_t steps = max_steps > 0 ? std::min(max_steps, n / kBatch) : n / kBatch;
+    const int64_t steps = max_steps > 0 ? std::min(max_steps, n / batch) : n / batch;
     for (int64_t s = 0; s < steps; ++s) {
-      gather_batch(d, perm, s * kBatch, xb, yb);
-      mlp.train_step(xb, yb);
+      gather_batch(d, perm, s * batch, xb, yb);
+      step(xb, yb, index++);
     }
   }
+}
+
+/// Trains `epochs` epochs of batch 128 (drop_remainder) with a fresh permutation each epoch.
+inline void train_epochs(SeedMlp& mlp, const MnistF32& d, int epochs, uint32_t seed = 1, int64_t max_steps = -1) {
+  for_each_train_batch(d, {128, 784}, epochs, seed, max_steps,
+                       [&](const HostTensor& x, const HostTensor& y, int64_t) { mlp.train_step(x, y); });
 }
 
 }  // namespace kiln::testing
