@@ -9,9 +9,11 @@
 // train-step windows alternate so a load change hits both sides of the ratio alike.
 //
 // The process raises glibc's mmap and trim thresholds first (KILN_BENCH_DEFAULT_MALLOC=1 skips
-// that): otherwise every freed 400 KB batch shrinks the heap and the next one page-faults its
-// way back in, which costs more than the pipeline itself. TensorFlow users get the same effect
-// from tcmalloc; a trainer process would set it once at start-up.
+// that). Batches now come from batch's BufferPool, but the map still allocates one 3 KB tensor
+// per image on a worker thread that another thread frees; with glibc's defaults the worker
+// arenas then shrink and page-fault back constantly, which costs more than the pipeline
+// itself. TensorFlow users get the same effect from tcmalloc; a trainer process would set it
+// once at start-up.
 #include <malloc.h>
 
 #include <algorithm>
