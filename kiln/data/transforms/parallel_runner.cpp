@@ -89,7 +89,17 @@ bool ParallelRunner::sync_pops_locked() {
   reserved_ -= unsynced_pops_;
   unsynced_pops_ = 0;
   sync_every_ = std::max(1, capacity_locked() / 4);
-  return space_waiters_ > 0;
+  return space_waiters_ > 0 && room_for_chunk_locked();
+}
+
+bool ParallelRunner::room_for_chunk_locked() const {
+  // A whole chunk, not any room: waking a worker for one or two free slots makes it pull a
+  // tiny chunk and sleep again, a context switch every few elements when the consumer is the
+  // slower side (on a VM each wake-up of an idle core costs microseconds). A prefetch keeps
+  // its promise to refill as soon as any slot is free.
+  const int capacity = capacity_locked();
+  const int want = opt_.buffer_follows_chunk ? std::min(chunk_.chunk(), capacity) : 1;
+  return capacity - reserved_ >= want;
 }
 
 void ParallelRunner::worker_loop() {
@@ -98,9 +108,7 @@ void ParallelRunner::worker_loop() {
     {
       std::unique_lock lock(mu_);
       ++space_waiters_;
-      space_cv_.wait(lock, [&] {
-        return cancelled_ || input_done_ || (!paused_ && reserved_ < capacity_locked());
-      });
+      space_cv_.wait(lock, [&] { return cancelled_ || input_done_ || (!paused_ && room_for_chunk_locked()); });
       --space_waiters_;
       if (cancelled_ || input_done_) return;
       k = std::min(chunk_.chunk(), capacity_locked() - reserved_);

@@ -65,6 +65,7 @@ class ParallelRunner {
   void worker_loop();
   int capacity_locked() const;
   bool ready_locked() const;
+  bool room_for_chunk_locked() const;
   bool finished_locked() const { return input_done_ && slots_.empty() && pulling_ == 0; }
   void take_ready_locked();
   // Returns the consumer's popped results to the buffer's free room; true if a worker waits.
