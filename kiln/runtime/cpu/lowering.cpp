@@ -8,6 +8,7 @@
 #include "kiln/ir/builder.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/reference_eval.h"
+#include "kiln/runtime/cpu/index_kernels.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/runtime/cpu/onednn_convolution.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
@@ -200,6 +201,29 @@ class Lowerer {
         if (try_reduce(inst, *wrap(exe_.scratch_module(), inst)->outputs()[0], str_cat(ir::opcode_name(op))))
           return;
         break;
+      case Opcode::kGather: {
+        IndexGeometry g = IndexGeometry::of(inst.operand(0)->shape(), inst.operand(1)->shape(), inst.attrs().dims[0]);
+        add_team(inst, "gather", inst.shape().num_elements(), [g](const void* const* in, void* out) {
+          gather_team(g, in[0], in[1], out);
+        });
+        return;
+      }
+      case Opcode::kScatterAdd: {
+        const DType t = inst.dtype();
+        if (!scatter_add_supported(t)) break;
+        IndexGeometry g = IndexGeometry::of(inst.operand(0)->shape(), inst.operand(1)->shape(), inst.attrs().dims[0]);
+        add_team(inst, "scatter_add", inst.shape().num_elements(), [g, t](const void* const* in, void* out) {
+          scatter_add_team(g, t, in[0], in[1], in[2], out);
+        });
+        return;
+      }
+      case Opcode::kRngBits: {
+        const int64_t count = inst.shape().num_elements();
+        add_team(inst, "rng_bits", count, [count](const void* const* in, void* out) {
+          rng_bits_team(*static_cast<const int64_t*>(in[0]), count, out);
+        });
+        return;
+      }
       case Opcode::kArgmax: {
         Shape in_shape = inst.operand(0)->shape();
         int axis = static_cast<int>(inst.attrs().dims[0]);

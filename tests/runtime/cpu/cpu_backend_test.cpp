@@ -107,6 +107,21 @@ TEST(CpuBackendTest, ArgmaxGatherAndFallbackOps) {
   });
 }
 
+TEST(CpuBackendTest, GatherScatterAddAndRngBitsRunOnTheirOwnKernels) {
+  Shape table(DType::kF32, {3, 20, 5}), picks(DType::kF32, {4, 6});
+  std::string steps;
+  expect_matches_reference({table, picks}, [](Builder& b, auto& p) {
+    // Indices in [-30, 30]: out-of-range ones clamp; duplicates accumulate in scatter_add.
+    auto* ids = b.convert(b.binary(Opcode::kMul, p[1], b.full(p[1]->shape(), 30.0)), DType::kI32);
+    auto* g = b.gather(p[0], ids, 1);  // f32[3,4,6,5]
+    auto* grads = b.unary(Opcode::kTanh, g);
+    auto* sa = b.scatter_add(p[0], ids, grads, 1);
+    auto* bits = b.rng_bits(b.scalar(12345, DType::kI64), {7, 9});
+    return std::vector<Instruction*>{g, sa, bits};
+  }, {.tol = 1e-5, .steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
+}
+
 TEST(CpuBackendTest, AliasedOutputUpdatesTheArgumentInPlace) {
   auto m = std::make_unique<ir::Module>("sgd");
   Builder b(m->entry());

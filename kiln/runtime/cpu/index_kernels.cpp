@@ -1,0 +1,88 @@
+// Gather, scatter_add and rng_bits. Shapes legend: operand (O, A, I), indices (K), gathered /
+// updates (O, K, I), with O the dims before the axis, A the axis, I the dims after it.
+#include "kiln/runtime/cpu/index_kernels.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "kiln/core/rng.h"
+
+namespace kiln::cpu {
+namespace {
+
+int64_t index_at(const void* indices, DType t, int64_t k, int64_t axis_size) {
+  int64_t i = t == DType::kI64 ? static_cast<const int64_t*>(indices)[k] : static_cast<const int32_t*>(indices)[k];
+  return std::clamp<int64_t>(i, 0, axis_size - 1);  // out-of-range indices clamp, as in XLA
+}
+
+template <typename T>
+void scatter_add_typed(const IndexGeometry& g, const T* operand, const void* indices, const T* updates, T* out) {
+  const int64_t total = g.outer * g.axis_size * g.inner;
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < total; ++i) out[i] = operand[i];
+  // Each thread owns a block of (outer, inner) columns and adds every k in order: deterministic.
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks_per_row = (g.inner + kBlock - 1) / kBlock;
+#pragma omp for schedule(static)
+  for (int64_t b = 0; b < g.outer * blocks_per_row; ++b) {
+    const int64_t o = b / blocks_per_row, j0 = (b % blocks_per_row) * kBlock;
+    const int64_t j1 = std::min(g.inner, j0 + kBlock);
+    for (int64_t k = 0; k < g.count; ++k) {
+      const int64_t at = index_at(indices, g.index_dtype, k, g.axis_size);
+      T* dst = out + (o * g.axis_size + at) * g.inner;
+      const T* src = updates + (o * g.count + k) * g.inner;
+      for (int64_t j = j0; j < j1; ++j) dst[j] += src[j];
+    }
+  }
+}
+
+}  // namespace
+
+IndexGeometry IndexGeometry::of(const Shape& operand, const Shape& indices, int64_t axis) {
+  IndexGeometry g;
+  for (int d = 0; d < operand.rank(); ++d) {
+    if (d < axis) g.outer *= operand.dims()[static_cast<size_t>(d)];
+    if (d > axis) g.inner *= operand.dims()[static_cast<size_t>(d)];
+  }
+  g.axis_size = operand.dims()[static_cast<size_t>(axis)];
+  g.count = indices.num_elements();
+  g.index_dtype = indices.dtype();
+  g.element_size = size_of(operand.dtype());
+  return g;
+}
+
+void gather_team(const IndexGeometry& g, const void* operand, const void* indices, void* out) {
+  const size_t row = static_cast<size_t>(g.inner) * g.element_size;
+  const auto* src = static_cast<const std::byte*>(operand);
+  auto* dst = static_cast<std::byte*>(out);
+#pragma omp for schedule(static)
+  for (int64_t r = 0; r < g.outer * g.count; ++r) {
+    const int64_t o = r / g.count, k = r % g.count;
+    if (g.axis_size == 0) {
+      std::memset(dst + r * static_cast<int64_t>(row), 0, row);  // nothing to pick: zeros
+      continue;
+    }
+    const int64_t at = index_at(indices, g.index_dtype, k, g.axis_size);
+    std::memcpy(dst + r * static_cast<int64_t>(row), src + (o * g.axis_size + at) * static_cast<int64_t>(row), row);
+  }
+}
+
+bool scatter_add_supported(DType dtype) { return dtype == DType::kF32 || dtype == DType::kF64; }
+
+void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, const void* indices,
+                      const void* updates, void* out) {
+  if (dtype == DType::kF64)
+    scatter_add_typed<double>(g, static_cast<const double*>(operand), indices, static_cast<const double*>(updates),
+                              static_cast<double*>(out));
+  else
+    scatter_add_typed<float>(g, static_cast<const float*>(operand), indices, static_cast<const float*>(updates),
+                             static_cast<float*>(out));
+}
+
+void rng_bits_team(int64_t key, int64_t count, void* out) {
+  auto* o = static_cast<int32_t*>(out);
+#pragma omp for schedule(static)
+  for (int64_t i = 0; i < count; ++i) o[i] = static_cast<int32_t>(philox_element_bits(key, i));
+}
+
+}  // namespace kiln::cpu
