@@ -3,9 +3,8 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
+#include "kiln/compiler/ir_dump.h"
 #include "kiln/core/check.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
@@ -25,22 +24,15 @@ void verify_after(const ir::Module& module, std::string_view after) {
 
 void dump(const ir::Module& module, const PipelineOptions& options, int index,
           std::string_view pass_name, const std::vector<std::string>& notes) {
-  std::filesystem::path dir(options.dump_ir_dir);
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
   char number[16];
   std::snprintf(number, sizeof(number), "%02d", index);
   std::string label = options.label.empty() ? module.name() : options.label;
-  std::filesystem::path path = dir / str_cat(label, ".", number, ".", pass_name, ".kir");
-  std::ofstream out(path);
-  out << ir::to_string(module, {.show_sources = true});
+  std::string text = ir::to_string(module, {.show_sources = true});
   if (!notes.empty()) {
-    out << "\n# decisions of " << pass_name << ":\n";
-    for (const std::string& n : notes) out << "#   " << n << "\n";
+    text += str_cat("\n# decisions of ", pass_name, ":\n");
+    for (const std::string& n : notes) text += str_cat("#   ", n, "\n");
   }
-  if (!out)
-    KILN_THROW(IOError, "[KILN_DUMP_IR] cannot write ", path.string(),
-               ". Hint: point KILN_DUMP_IR at a writable directory.");
+  dump_text(options.dump_ir_dir, str_cat(label, ".", number, ".", pass_name, ".kir"), text);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/lowering.h"
-#include "kiln/runtime/ir_dump.h"
+#include "kiln/compiler/ir_dump.h"
 
 namespace kiln::cpu {
 namespace {
@@ -31,10 +31,11 @@ class CpuTargetInfo : public compiler::TargetInfo {
 
 std::string mib(int64_t bytes) { return str_cat(bytes / (1 << 20), " MiB"); }
 
-// Peak is close to affine in the batch: activations (the arena) and batch-sized arguments and
+// One plan's estimate (compiler::largest_fitting_batch bisects over real plans, but needs a
+// re-trace per batch size, which only the trace layer can do). Peak is close to affine in the batch: activations (the arena) and batch-sized arguments and
 // outputs grow with it; weights, optimizer state and constants do not. The batch is dim 0 of
 // the first parameter (function inputs come before captured variables).
-int64_t largest_fitting_batch(const ir::Module& m, const compiler::MemoryPlan& plan, int64_t limit) {
+int64_t estimate_largest_batch(const ir::Module& m, const compiler::MemoryPlan& plan, int64_t limit) {
   const ir::Computation& entry = *m.entry();
   if (entry.parameters().empty() || entry.parameters()[0]->shape().rank() == 0) return 0;
   const int64_t batch = entry.parameters()[0]->shape().dims()[0];
@@ -64,7 +65,7 @@ class CpuBackend : public runtime::Backend {
     compiler::MemoryPlan plan = compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
     const int64_t limit = target_.memory_limit_bytes();
     if (plan.peak_bytes() > limit) {
-      const int64_t fits = largest_fitting_batch(*module, plan, limit);
+      const int64_t fits = estimate_largest_batch(*module, plan, limit);
       KILN_THROW(OutOfMemoryError, "[", options.label.empty() ? module->name() : options.label,
                  "] the step needs ", plan.peak_bytes(), " bytes (", mib(plan.peak_bytes()),
                  ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
@@ -76,7 +77,7 @@ class CpuBackend : public runtime::Backend {
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
     lower(*exe);
     if (!options.debug.dump_ir_dir.empty())
-      runtime::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
+      compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
                                                             ".lowered.txt"), exe->describe());
     return exe;
   }

@@ -45,7 +45,8 @@ std::vector<HostTensor> CpuExecutable::run(std::span<HostTensor> arguments) {
   for (const auto& a : module_->aliases()) alias_of[static_cast<size_t>(a.output_index)] = a.parameter_index;
   std::vector<HostTensor> results(outs.size());
   for (size_t k = 0; k < outs.size(); ++k)
-    results[k] = alias_of[k] >= 0 ? arguments[static_cast<size_t>(alias_of[k])] : HostTensor(outs[k]->shape());
+    // Fresh outputs are fully written by their step or output copy: no zero-fill.
+    results[k] = alias_of[k] >= 0 ? arguments[static_cast<size_t>(alias_of[k])] : HostTensor::uninitialized(outs[k]->shape());
 
   auto* arena = static_cast<std::byte*>(arena_.raw_data());
   for (size_t v = 0; v < plan_.order.size(); ++v) {

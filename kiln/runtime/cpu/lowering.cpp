@@ -13,6 +13,7 @@
 #include "kiln/runtime/cpu/onednn_convolution.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
 #include "kiln/runtime/cpu/onednn_pooling.h"
+#include "kiln/runtime/cpu/onednn_util_impl.h"
 #include "kiln/runtime/cpu/reduce_kernel.h"
 #include "kiln/runtime/cpu/team.h"
 
@@ -115,14 +116,13 @@ class Lowerer {
   }
 
   // `dot` is `inst` itself, or the dot inside `inst`'s output-fusion body (then its operands
-  // and the bias are body parameters, which index the fusion's operands).
-  bool try_matmul(const Instruction& inst, const Instruction& dot, MatmulEpilogue e, std::string label) {
-    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, e);
+  // and the bias are body parameters 0, 1 and 2 by OutputFusionPass's contract, which are the
+  // fusion's operands 0, 1, 2).
+  bool try_matmul(const Instruction& inst, const Instruction& dot, bool has_bias,
+                  compiler::EpilogueActivation activation, std::string label) {
+    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation);
     if (k == nullptr) return false;
-    const bool fused = &dot != &inst;
-    int lhs = fused ? static_cast<int>(dot.operand(0)->attrs().parameter_index) : 0;
-    int rhs = fused ? static_cast<int>(dot.operand(1)->attrs().parameter_index) : 1;
-    int bias = e.bias_parameter;
+    const int lhs = 0, rhs = 1, bias = has_bias ? 2 : -1;
     add(inst, std::move(label), [k, lhs, rhs, bias](const void* const* in, void* out) {
       k->run(in[lhs], in[rhs], bias >= 0 ? in[bias] : nullptr, out);
     });
@@ -143,14 +143,12 @@ class Lowerer {
     switch (inst.attrs().fusion_kind) {
       case ir::FusionKind::kOutput: {
         if (try_kernel<ConvolutionKernel>(inst)) return;
-        MatmulEpilogue e;
-        const Instruction* dot = match_output_fusion(body, &e);
-        std::string label = "matmul";
-        if (e.bias) label += "+bias";
-        if (e.activation == Activation::kRelu) label += "+relu";
-        if (e.activation == Activation::kLogistic) label += "+logistic";
-        if (e.activation == Activation::kTanh) label += "+tanh";
-        if (dot != nullptr && try_matmul(inst, *dot, e, label)) return;
+        std::optional<compiler::OutputFusionInfo> e = compiler::match_output_fusion(body);
+        if (e && e->contraction->opcode() == Opcode::kDotGeneral) {
+          std::string label = str_cat("matmul", e->has_bias ? "+bias" : "");
+          if (std::string_view act = onednn::activation_name(e->activation); !act.empty()) label += str_cat("+", act);
+          if (try_matmul(inst, *e->contraction, e->has_bias, e->activation, label)) return;
+        }
         break;
       }
       case ir::FusionKind::kLoop:
@@ -189,7 +187,7 @@ class Lowerer {
         add(inst, "all_reduce(1 replica)", copy);
         return;
       case Opcode::kDotGeneral:
-        if (try_matmul(inst, inst, {}, "matmul")) return;
+        if (try_matmul(inst, inst, false, compiler::EpilogueActivation::kNone, "matmul")) return;
         break;
       case Opcode::kConvolution: case Opcode::kConvBackwardInput: case Opcode::kConvBackwardFilter:
         if (try_kernel<ConvolutionKernel>(inst)) return;

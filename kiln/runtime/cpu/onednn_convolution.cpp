@@ -22,34 +22,6 @@ using compiler::EpilogueActivation;
 using dnnl::memory;
 using ir::Opcode;
 
-std::optional<dnnl::algorithm> eltwise_of(EpilogueActivation a) {
-  switch (a) {
-    case EpilogueActivation::kRelu: return dnnl::algorithm::eltwise_relu;
-    case EpilogueActivation::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case EpilogueActivation::kLogistic: return dnnl::algorithm::eltwise_logistic;
-    case EpilogueActivation::kExp: return dnnl::algorithm::eltwise_exp;
-    case EpilogueActivation::kLog: return dnnl::algorithm::eltwise_log;
-    case EpilogueActivation::kSqrt: return dnnl::algorithm::eltwise_sqrt;
-    case EpilogueActivation::kAbs: return dnnl::algorithm::eltwise_abs;
-    case EpilogueActivation::kNone: break;
-  }
-  return std::nullopt;
-}
-
-std::string_view activation_name(EpilogueActivation a) {
-  switch (a) {
-    case EpilogueActivation::kRelu: return "relu";
-    case EpilogueActivation::kTanh: return "tanh";
-    case EpilogueActivation::kLogistic: return "logistic";
-    case EpilogueActivation::kExp: return "exp";
-    case EpilogueActivation::kLog: return "log";
-    case EpilogueActivation::kSqrt: return "sqrt";
-    case EpilogueActivation::kAbs: return "abs";
-    case EpilogueActivation::kNone: break;
-  }
-  return "";
-}
-
 // The HWIO filter (KH, KW, Cg, F) as oneDNN's (F, Cg, KH, KW) or (G, F/G, Cg, KH, KW), by strides;
 // format `any` instead lets the primitive pick its preferred (blocked) layout.
 memory::desc filter_desc(const Shape& w, int64_t groups, bool any) {
@@ -120,7 +92,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
   const dnnl::engine& eng = impl->engine;
   try {
     dnnl::primitive_attr attr;
-    if (auto alg = eltwise_of(epilogue.activation)) {
+    if (auto alg = onednn::eltwise_of(epilogue.activation)) {
       dnnl::post_ops ops;
       ops.append_eltwise(1.0f, *alg, 0.0f, 0.0f);
       attr.set_post_ops(ops);
@@ -171,7 +143,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
     impl->label = std::string(ir::opcode_name(op));
     if (epilogue.has_bias) impl->label += "+bias";
     if (epilogue.activation != EpilogueActivation::kNone)
-      impl->label += str_cat("+", activation_name(epilogue.activation));
+      impl->label += str_cat("+", onednn::activation_name(epilogue.activation));
     impl->label += str_cat(" (", impl_name, ")");
   } catch (const dnnl::error& e) {
     log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));

@@ -12,6 +12,7 @@
 #include "kiln/core/check.h"
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/computation.h"
+#include "kiln/runtime/cpu/onednn_util_impl.h"
 
 namespace kiln::cpu {
 namespace {
@@ -51,16 +52,6 @@ Dims free_dims(int rank, const Dims& a, const Dims& b) {
   return f;
 }
 
-dnnl::algorithm algorithm_of(Activation a) {
-  switch (a) {
-    case Activation::kRelu: return dnnl::algorithm::eltwise_relu;
-    case Activation::kLogistic: return dnnl::algorithm::eltwise_logistic;
-    case Activation::kTanh: return dnnl::algorithm::eltwise_tanh;
-    case Activation::kNone: break;
-  }
-  return dnnl::algorithm::undef;
-}
-
 }  // namespace
 
 class MatmulImpl {
@@ -69,6 +60,7 @@ class MatmulImpl {
   dnnl::stream stream{engine};
   dnnl::matmul primitive;
   memory src, weights, bias, dst;
+  std::unordered_map<int, memory> args;  // built once; run() only swaps data handles
   bool has_bias = false;
   DType dtype = DType::kF32;  // of operands and result
   Shape lhs_shape, rhs_shape, out_shape, bias_shape;
@@ -77,7 +69,8 @@ class MatmulImpl {
 MatmulKernel::MatmulKernel(std::unique_ptr<MatmulImpl> impl) : impl_(std::move(impl)) {}
 MatmulKernel::~MatmulKernel() = default;
 
-std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, MatmulEpilogue epilogue) {
+std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
+                                                   compiler::EpilogueActivation activation) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
   const ir::DotDims& dd = dot.attrs().dot;
@@ -97,7 +90,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, M
   impl->lhs_shape = l;
   impl->rhs_shape = r;
   impl->out_shape = dot.shape();
-  impl->has_bias = epilogue.bias;
+  impl->has_bias = bias;
   // Size-1 groups get the stride a contiguous layout would have (oneDNN checks them).
   const int64_t lm_stride = M == 1 ? K : lm.stride, lk_stride = K == 1 ? 1 : lk.stride;
   const int64_t rk_stride = K == 1 ? N : rk.stride, rn_stride = N == 1 ? 1 : rn.stride;
@@ -108,13 +101,15 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, M
   memory::desc dst_md({B, M, N}, f32, memory::dims{M * N, N, 1});
   memory::desc bias_md({1, 1, N}, f32, memory::dims{N, N, 1});
   dnnl::primitive_attr attr;
-  if (epilogue.activation != Activation::kNone) {
+  if (activation != compiler::EpilogueActivation::kNone) {
+    std::optional<dnnl::algorithm> alg = onednn::eltwise_of(activation);
+    if (!alg) return nullptr;
     dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, algorithm_of(epilogue.activation), 0.0f, 0.0f);
+    ops.append_eltwise(1.0f, *alg, 0.0f, 0.0f);
     attr.set_post_ops(ops);
   }
   try {
-    auto desc = epilogue.bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
+    auto desc = bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
                               : dnnl::matmul::desc(src_md, wei_md, dst_md);
     dnnl::matmul::primitive_desc pd(desc, attr, impl->engine);
     impl->primitive = dnnl::matmul(pd);
@@ -125,7 +120,11 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, M
   impl->src = memory(src_md, impl->engine, DNNL_MEMORY_NONE);
   impl->weights = memory(wei_md, impl->engine, DNNL_MEMORY_NONE);
   impl->dst = memory(dst_md, impl->engine, DNNL_MEMORY_NONE);
-  if (epilogue.bias) impl->bias = memory(bias_md, impl->engine, DNNL_MEMORY_NONE);
+  impl->args = {{DNNL_ARG_SRC, impl->src}, {DNNL_ARG_WEIGHTS, impl->weights}, {DNNL_ARG_DST, impl->dst}};
+  if (bias) {
+    impl->bias = memory(bias_md, impl->engine, DNNL_MEMORY_NONE);
+    impl->args.insert({DNNL_ARG_BIAS, impl->bias});
+  }
   impl->bias_shape = Shape(dtype, {N});
   return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
 }
@@ -134,64 +133,17 @@ void MatmulKernel::run(const void* lhs, const void* rhs, const void* bias, void*
   MatmulImpl& m = *impl_;
   // 16-bit operands: widen to f32 copies (kept for this call only), narrow the result after.
   HostTensor wl, wr, wb, wo;
-  auto widen = [&](const void* p, const Shape& s, HostTensor* keep) -> void* {
-    if (m.dtype == DType::kF32) return const_cast<void*>(p);
-    *keep = HostTensor::view(s, const_cast<void*>(p)).astype(DType::kF32);
-    return keep->raw_data();
-  };
-  m.src.set_data_handle(widen(lhs, m.lhs_shape, &wl));
-  m.weights.set_data_handle(widen(rhs, m.rhs_shape, &wr));
-  if (m.has_bias) m.bias.set_data_handle(widen(bias, m.bias_shape, &wb));
-  if (m.dtype != DType::kF32) wo = HostTensor(m.out_shape.with_dtype(DType::kF32));
+  m.src.set_data_handle(onednn::as_f32(lhs, m.lhs_shape, &wl));
+  m.weights.set_data_handle(onednn::as_f32(rhs, m.rhs_shape, &wr));
+  if (m.has_bias) m.bias.set_data_handle(onednn::as_f32(bias, m.bias_shape, &wb));
+  if (m.dtype != DType::kF32) wo = HostTensor::uninitialized(m.out_shape.with_dtype(DType::kF32));
   m.dst.set_data_handle(m.dtype == DType::kF32 ? out : wo.raw_data());
-  std::unordered_map<int, memory> args = {
-      {DNNL_ARG_SRC, m.src}, {DNNL_ARG_WEIGHTS, m.weights}, {DNNL_ARG_DST, m.dst}};
-  if (m.has_bias) args.insert({DNNL_ARG_BIAS, m.bias});
-  m.primitive.execute(m.stream, args);
+  m.primitive.execute(m.stream, m.args);
   m.stream.wait();
   if (m.dtype != DType::kF32) {
     HostTensor narrowed = wo.astype(m.dtype);
     std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
   }
-}
-
-const ir::Instruction* match_output_fusion(const ir::Computation& body, MatmulEpilogue* epilogue) {
-  using ir::Opcode;
-  *epilogue = {};
-  const ir::Instruction* x = body.outputs()[0];
-  auto is_zero_splat = [](const ir::Instruction* i) {
-    while (i->opcode() == Opcode::kBroadcastInDim) i = i->operand(0);
-    if (i->opcode() != Opcode::kConstant || i->shape().num_elements() != 1) return false;
-    return i->attrs().literal.astype(DType::kF64).data<double>()[0] == 0.0;
-  };
-  if (x->opcode() == Opcode::kMax && is_zero_splat(x->operand(1))) {
-    epilogue->activation = Activation::kRelu;
-    x = x->operand(0);
-  } else if (x->opcode() == Opcode::kMax && is_zero_splat(x->operand(0))) {
-    epilogue->activation = Activation::kRelu;
-    x = x->operand(1);
-  } else if (x->opcode() == Opcode::kLogistic || x->opcode() == Opcode::kTanh) {
-    epilogue->activation = x->opcode() == Opcode::kTanh ? Activation::kTanh : Activation::kLogistic;
-    x = x->operand(0);
-  }
-  if (x->opcode() == Opcode::kAdd) {
-    for (int side = 0; side < 2; ++side) {
-      const ir::Instruction* d = x->operand(static_cast<size_t>(side));
-      const ir::Instruction* b = x->operand(static_cast<size_t>(1 - side));
-      if (d->opcode() == Opcode::kDotGeneral && b->opcode() == Opcode::kBroadcastInDim &&
-          b->operand(0)->opcode() == Opcode::kParameter && b->operand(0)->shape().rank() == 1 &&
-          b->attrs().dims == Dims{b->shape().rank() - 1}) {
-        epilogue->bias = true;
-        epilogue->bias_parameter = static_cast<int>(b->operand(0)->attrs().parameter_index);
-        x = d;
-        break;
-      }
-    }
-  }
-  if (x->opcode() != Opcode::kDotGeneral) return nullptr;
-  if (x->operand(0)->opcode() != Opcode::kParameter || x->operand(1)->opcode() != Opcode::kParameter)
-    return nullptr;
-  return x;
 }
 
 }  // namespace kiln::cpu

@@ -1,13 +1,17 @@
 // Helpers shared by the oneDNN convolution and pooling adapters: an operand bound to a
 // memory in Kiln's layout plus, when the primitive wants another layout, a reorder; and the
-// f32 widening of 16-bit operands (oneDNN 2.6 on AVX2 CPUs has no bf16/f16 kernels).
+// f32 widening of 16-bit operands (oneDNN 2.6 on AVX2 CPUs has no bf16/f16 kernels); the
+// post-op for an output fusion's activation. Shared by the matmul adapter too.
 #pragma once
 
 #include <dnnl.hpp>
 
 #include <cstring>
+#include <optional>
+#include <string_view>
 #include <unordered_map>
 
+#include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/core/host_tensor.h"
 
 namespace kiln::cpu::onednn {
@@ -34,6 +38,36 @@ struct BoundArg {
     reorder = is_output ? dnnl::reorder(inner, user) : dnnl::reorder(user, inner);
   }
 };
+
+/// The oneDNN post-op for an output fusion's activation; nullopt for none.
+inline std::optional<dnnl::algorithm> eltwise_of(compiler::EpilogueActivation a) {
+  switch (a) {
+    case compiler::EpilogueActivation::kRelu: return dnnl::algorithm::eltwise_relu;
+    case compiler::EpilogueActivation::kTanh: return dnnl::algorithm::eltwise_tanh;
+    case compiler::EpilogueActivation::kLogistic: return dnnl::algorithm::eltwise_logistic;
+    case compiler::EpilogueActivation::kExp: return dnnl::algorithm::eltwise_exp;
+    case compiler::EpilogueActivation::kLog: return dnnl::algorithm::eltwise_log;
+    case compiler::EpilogueActivation::kSqrt: return dnnl::algorithm::eltwise_sqrt;
+    case compiler::EpilogueActivation::kAbs: return dnnl::algorithm::eltwise_abs;
+    case compiler::EpilogueActivation::kNone: break;
+  }
+  return std::nullopt;
+}
+
+/// "relu", "tanh", ... for step labels; empty for none.
+inline std::string_view activation_name(compiler::EpilogueActivation a) {
+  switch (a) {
+    case compiler::EpilogueActivation::kRelu: return "relu";
+    case compiler::EpilogueActivation::kTanh: return "tanh";
+    case compiler::EpilogueActivation::kLogistic: return "logistic";
+    case compiler::EpilogueActivation::kExp: return "exp";
+    case compiler::EpilogueActivation::kLog: return "log";
+    case compiler::EpilogueActivation::kSqrt: return "sqrt";
+    case compiler::EpilogueActivation::kAbs: return "abs";
+    case compiler::EpilogueActivation::kNone: break;
+  }
+  return "";
+}
 
 /// A pointer to `p` (of `s`) as f32: `p` itself, or a widened copy kept in `keep`.
 inline void* as_f32(const void* p, const Shape& s, HostTensor* keep) {

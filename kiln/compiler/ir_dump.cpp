@@ -1,12 +1,12 @@
-// KILN_DUMP_IR file writing for backends.
-#include "kiln/runtime/ir_dump.h"
+// KILN_DUMP_IR file writing.
+#include "kiln/compiler/ir_dump.h"
 
 #include <filesystem>
 #include <fstream>
 
 #include "kiln/core/check.h"
 
-namespace kiln::runtime {
+namespace kiln::compiler {
 
 void dump_text(const std::string& dir, const std::string& file, const std::string& text) {
   std::error_code ec;
@@ -14,7 +14,9 @@ void dump_text(const std::string& dir, const std::string& file, const std::strin
   std::filesystem::path path = std::filesystem::path(dir) / file;
   std::ofstream out(path);
   out << text;
-  if (!out) KILN_THROW(IOError, "[KILN_DUMP_IR] cannot write ", path.string(), ".");
+  if (!out)
+    KILN_THROW(IOError, "[KILN_DUMP_IR] cannot write ", path.string(),
+               ". Hint: point KILN_DUMP_IR at a writable directory.");
 }
 
-}  // namespace kiln::runtime
+}  // namespace kiln::compiler
