@@ -101,4 +101,15 @@ inline double json_number(const std::string& json, std::string_view key) {
   return at == std::string::npos ? 0.0 : std::atof(json.c_str() + at + quoted.size());
 }
 
+/// Runs the PyTorch peer (`peers`/pytorch/bench_torch.py, ../shared/peers/README.md's command:
+/// 2 threads, OpenBLAS single-threaded, the OPENBLAS_CORETYPE/L2_SIZE overrides unset) for
+/// `workload` ("w1", "w2", ...) and returns the figure `key` of its JSON; 0 when unavailable.
+inline double pytorch_peer(const std::string& peers, const std::string& workload, const std::string& key,
+                           const std::string& extra_args = "") {
+  return json_number(run_command("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "
+                                 "OMP_NUM_THREADS=2 /usr/bin/python3 " + peers + "/pytorch/bench_torch.py --workload " +
+                                 workload + " --threads 2 " + extra_args + " 2>/dev/null"),
+                     key);
+}
+
 }  // namespace kiln::bench

@@ -24,13 +24,6 @@ using namespace kiln::keras;
 
 constexpr int64_t kBatch = 128, kSteps = 200, kRuns = 5;
 
-// The PyTorch peer's samples_per_s_epoch_2_to_E for W1 (0 when unavailable), as train_step_mlp runs it.
-double pytorch_w1(const std::string& peers) {
-  return bench::json_number(bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
-                                               "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null"),
-                            "samples_per_s_epoch_2_to_E");
-}
-
 // The bare step of bench/train_step_mlp: SeedMlp on batches gathered on the host.
 class BareStep {
  public:
@@ -127,7 +120,7 @@ int main(int argc, char** argv) {
   print("fit_mnist_mlp.seed", fit_samples_per_s(examples::mnist_pipeline(train, {.batch_size = kBatch}), bare));
 
   if (peer) {
-    const double torch = pytorch_w1(peers);
+    const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;
     p.add("bench", "fit_mnist_mlp.peer")
         .add("pytorch_w1_samples_per_s", torch)

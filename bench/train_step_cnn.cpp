@@ -16,14 +16,6 @@
 
 namespace {
 
-// Runs the PyTorch peer for W2 and returns its samples_per_s_median_step (0 if unavailable).
-double pytorch_w2(const std::string& peers) {
-  return kiln::bench::json_number(
-      kiln::bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
-                               "/pytorch/bench_torch.py --workload w2 --threads 2 2>/dev/null"),
-      "samples_per_s_median_step");
-}
-
 int64_t count_of(const std::string& text, const std::string& what) {
   int64_t n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
@@ -79,7 +71,7 @@ int main(int argc, char** argv) {
       .add("peak_rss_mb", bench::peak_rss_mb());
   line.print();
   if (peer) {
-    const double torch = pytorch_w2(peers);
+    const double torch = bench::pytorch_peer(peers, "w2", "samples_per_s_median_step");
     bench::JsonLine p;
     p.add("bench", "train_step_cnn.peer").add("pytorch_w2_samples_per_s", torch)
         .add("kiln_over_pytorch", torch > 0 ? samples_per_s / torch : 0.0).add("target", 1.5);

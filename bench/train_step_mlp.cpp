@@ -13,18 +13,6 @@
 #include "kiln/runtime/backend_registry.h"
 #include "tests/testing/seed_mlp.h"
 
-namespace {
-
-// Runs the PyTorch peer for W1 and returns its samples_per_s_epoch_2_to_E (0 if unavailable).
-double pytorch_w1(const std::string& peers) {
-  return kiln::bench::json_number(
-      kiln::bench::run_command("OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 " + peers +
-                               "/pytorch/bench_torch.py --workload w1 --threads 2 --epochs 2 2>/dev/null"),
-      "samples_per_s_epoch_2_to_E");
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
   using namespace kiln;
   const bool peer = argc > 1 && std::string(argv[1]) == "--peer";
@@ -66,7 +54,7 @@ int main(int argc, char** argv) {
       .add("peak_rss_mb", bench::peak_rss_mb());
   line.print();
   if (peer) {
-    const double torch = pytorch_w1(peers);
+    const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;
     p.add("bench", "train_step_mlp.peer").add("pytorch_w1_samples_per_s", torch)
         .add("kiln_over_pytorch", torch > 0 ? samples_per_s / torch : 0.0);
