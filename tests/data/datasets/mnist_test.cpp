@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
 #include <filesystem>
 
 #include "tests/testing/expect_error.h"
@@ -56,7 +57,14 @@ TEST(MnistTest, ImageAndLabelCountsMustAgree) {
 }
 
 TEST(MnistTest, DefaultDirFollowsKilnData) {
-  EXPECT_NE(default_dir().find("mnist"), std::string::npos);
+  const char* saved = std::getenv("KILN_DATA");
+  std::string previous = saved != nullptr ? saved : "";
+  setenv("KILN_DATA", "/srv/datasets", 1);
+  EXPECT_EQ(default_dir(), "/srv/datasets/mnist");
+  unsetenv("KILN_DATA");
+  const char* home = std::getenv("HOME");
+  EXPECT_EQ(default_dir(), std::string(home != nullptr ? home : ".") + "/.cache/kiln/mnist");
+  if (saved != nullptr) setenv("KILN_DATA", previous.c_str(), 1);
 }
 
 }  // namespace
