@@ -57,6 +57,13 @@ DebugOptions DebugOptions::from_env() {
   o.profile = parse_bool(env("KILN_PROFILE"), "KILN_PROFILE", false);
   if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
     o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
+  if (std::string devices = env("KILN_CPU_DEVICES"); !devices.empty()) {
+    char* end = nullptr;
+    const long n = std::strtol(devices.c_str(), &end, 10);
+    if (end == devices.c_str() || *end != '\0' || n < 1 || n > 1024)
+      KILN_THROW(ConfigError, "[KILN_CPU_DEVICES] expected a device count from 1 to 1024, received '", devices, "'.");
+    o.cpu_devices = static_cast<int>(n);
+  }
   if (std::string level = env("KILN_LOG"); !level.empty()) {
     if (level.size() != 1 || level[0] < '0' || level[0] > '3')
       KILN_THROW(ConfigError, "[KILN_LOG] expected 0, 1, 2 or 3, received '", level, "'.");

@@ -26,6 +26,9 @@ struct DebugOptions {
   /// KILN_PROFILE=1: time every step of every executable and print a table when it is
   /// destroyed (what each kernel costs per run).
   bool profile = false;
+  /// KILN_CPU_DEVICES=<n>: split the host into n logical CPU devices (each with its share of
+  /// the threads) so a MirroredStrategy can run n replicas; 0 or unset means one device.
+  int cpu_devices = 0;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

@@ -8,6 +8,7 @@
 #include "kiln/compiler/target_info.h"
 #include "kiln/core/debug_options.h"
 #include "kiln/ir/module.h"
+#include "kiln/runtime/collectives.h"
 #include "kiln/runtime/executable.h"
 
 namespace kiln::runtime {
@@ -17,6 +18,11 @@ struct CompileOptions {
   DebugOptions debug = DebugOptions::global();
   /// Names the program in logs and dumps ("train_step").
   std::string label;
+  /// Where all_reduce instructions meet the other replicas; null (or one replica) makes
+  /// all_reduce the identity.
+  std::shared_ptr<Collectives> collectives;
+  /// This program's replica id within its process (passed to collectives).
+  int replica_id = 0;
 };
 
 class Backend {

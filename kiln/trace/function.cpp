@@ -10,6 +10,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/ir/printer.h"
 #include "kiln/trace/eager.h"
+#include "kiln/trace/replica_context.h"
 #include "kiln/trace/trace_context.h"
 
 namespace kiln {
@@ -65,6 +66,9 @@ void Function::check_signature(const std::vector<HostTensor>& args) const {
 Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& args,
                                                const std::string& signature) {
   auto start = std::chrono::steady_clock::now();
+  // Under a strategy each replica traces (one at a time) and compiles its own executable,
+  // bound to the collectives its all_reduce instructions meet.
+  const trace::ReplicaContext* replica = trace::current_replica_context();
   trace::TraceContext ctx(name_);
   std::vector<Tensor> outputs;
   {
@@ -80,12 +84,20 @@ Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& ar
   Compiled c;
   c.num_outputs = outputs.size();
   c.variables = ctx.captured_variables();
+  // Every replica's copies exist before any replica runs this step (which updates its own).
+  if (replica != nullptr)
+    for (const auto& v : c.variables) trace::ensure_mirrors(*v, replica->num_local_replicas);
   std::unique_ptr<ir::Module> module = ctx.finish(outputs);
   c.aliases = module->aliases();
   last_ir_ = ir::to_string(*module);
   runtime::CompileOptions compile_options;
   compile_options.label = name_;
+  if (replica != nullptr) {
+    compile_options.collectives = replica->collectives;
+    compile_options.replica_id = replica->replica_id;
+  }
   c.executable = options_.backend->compile(std::move(module), compile_options);
+  if (replica != nullptr && replica->replica_id > 0) return c;  // counted and logged once, for replica 0
   ++trace_count_;
 
   double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -108,13 +120,21 @@ Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& ar
 std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
   check_signature(args);
   std::string signature = signature_text(args);
-  auto it = cache_.find(signature);
-  if (it == cache_.end()) it = cache_.emplace(signature, trace_and_compile(args, signature)).first;
-  Compiled& c = it->second;
-  last_executable_ = c.executable.get();
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  const int replica_id = replica != nullptr ? replica->replica_id : 0;
+  Compiled* compiled = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(*mutex_);
+    const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
+    compiled = &it->second;  // std::map entries never move
+    if (replica_id == 0) last_executable_ = compiled->executable.get();
+  }
+  Compiled& c = *compiled;
 
   std::vector<HostTensor> run_args = args;
-  for (const auto& v : c.variables) run_args.push_back(v->storage);
+  for (const auto& v : c.variables) run_args.push_back(trace::replica_storage(*v, replica_id));
   std::vector<HostTensor> results = c.executable->run(run_args);
   KILN_CHECK(results.size() >= c.num_outputs, "executable of '", name_, "' returned ",
              results.size(), " outputs, expected at least ", c.num_outputs);

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,7 +76,10 @@ class Function {
   std::string name_;
   Fn fn_;
   FunctionOptions options_;
-  std::map<std::string, Compiled> cache_;
+  std::map<std::string, Compiled> cache_;  // key: signature, plus "@replica r" under a strategy
+  // Replicas of a strategy call concurrently; they trace one at a time (a pointer keeps
+  // Function movable).
+  std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
   int trace_count_ = 0;
   bool warned_ = false;
   const runtime::Executable* last_executable_ = nullptr;

@@ -29,6 +29,8 @@ struct VariableState {
   std::string name;
   HostTensor storage;  // updated in place; its identity never changes
   bool trainable = true;
+  /// Replicas 1..n-1's copies of a mirrored variable (replica_context.h); empty otherwise.
+  std::vector<HostTensor> mirrors;
 };
 
 class TraceContext {

@@ -5,6 +5,7 @@
 
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/replica_context.h"
 #include "kiln/trace/trace_context.h"
 
 namespace kiln {
@@ -15,6 +16,7 @@ Variable::Variable(std::string name, const HostTensor& initial, bool trainable) 
   state_->name = std::move(name);
   state_->storage = initial.clone();
   state_->trainable = trainable;
+  trace::ensure_mirrors(*state_, trace::current_mirror_count());  // inside a strategy's scope()
 }
 
 const std::string& Variable::name() const {
@@ -52,6 +54,8 @@ void Variable::assign(const Tensor& value) const {
   }
   HostTensor v = converted.value();
   std::memcpy(state_->storage.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));
+  for (HostTensor& mirror : state_->mirrors)  // mirrored copies stay identical
+    std::memcpy(mirror.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));
 }
 
 void Variable::assign_add(const Tensor& delta) const { assign(read() + delta); }

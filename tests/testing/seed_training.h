@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/replica_context.h"
 #include "kiln/trace/variable.h"
 
 namespace kiln::testing {
@@ -46,8 +47,10 @@ class KerasAdam {
     Shape scalar(DType::kF32, {});
     Tensor lr_t = kLearningRate * sqrt(1.0 - pow(full(scalar, kBeta2), t)) / (1.0 - pow(full(scalar, kBeta1), t));
     for (size_t i = 0; i < params.size(); ++i) {
-      Tensor m = kBeta1 * m_[i].read() + (1.0 - kBeta1) * grads[i];
-      Tensor v = kBeta2 * v_[i].read() + (1.0 - kBeta2) * grads[i] * grads[i];
+      // Under a strategy with several replicas, the replicas' mean gradient (identity otherwise).
+      Tensor g = all_reduce(grads[i], ir::ReduceKind::kMean);
+      Tensor m = kBeta1 * m_[i].read() + (1.0 - kBeta1) * g;
+      Tensor v = kBeta2 * v_[i].read() + (1.0 - kBeta2) * g * g;
       m_[i].assign(m);
       v_[i].assign(v);
       params[i].assign(params[i].read() - lr_t * m / (sqrt(v) + kEpsilon));

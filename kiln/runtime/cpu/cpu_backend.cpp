@@ -75,6 +75,7 @@ class CpuBackend : public runtime::Backend {
                  "KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
     }
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
+    exe->set_collectives(options.collectives, options.replica_id);
     lower(*exe);
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,

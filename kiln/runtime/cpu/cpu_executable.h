@@ -10,6 +10,7 @@
 #include "kiln/compiler/memory_plan.h"
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/module.h"
+#include "kiln/runtime/collectives.h"
 #include "kiln/runtime/executable.h"
 
 namespace kiln::cpu {
@@ -44,6 +45,13 @@ class CpuExecutable : public runtime::Executable {
   /// Merges each run of consecutive team-capable steps into one step (one launch).
   void group_team_steps();
   ir::Module& scratch_module() { return *scratch_; }
+  /// The replicas all_reduce steps meet (null: one replica) and this program's replica id.
+  void set_collectives(std::shared_ptr<runtime::Collectives> collectives, int replica_id) {
+    collectives_ = std::move(collectives);
+    replica_id_ = replica_id;
+  }
+  const std::shared_ptr<runtime::Collectives>& collectives() const { return collectives_; }
+  int replica_id() const { return replica_id_; }
   const ir::Module& module() const { return *module_; }
   const compiler::MemoryPlan& plan() const { return plan_; }
 
@@ -53,6 +61,8 @@ class CpuExecutable : public runtime::Executable {
   compiler::MemoryPlan plan_;
   std::unordered_map<const ir::Instruction*, int> ids_;
   std::vector<Step> steps_;
+  std::shared_ptr<runtime::Collectives> collectives_;
+  int replica_id_ = 0;
   HostTensor arena_;
   std::vector<void*> values_;  // per run: where each value lives
   // KILN_PROFILE: nanoseconds spent in each step over all runs.

@@ -183,9 +183,24 @@ class Lowerer {
       case Opcode::kReshape:
         add(inst, "copy(reshape)", copy);
         return;
-      case Opcode::kAllReduce:  // one replica: the sum and the mean are the value itself
-        add(inst, "all_reduce(1 replica)", copy);
+      case Opcode::kAllReduce: {
+        const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();
+        if (!c || c->num_replicas() <= 1) {  // one replica: the sum and the mean are the value itself
+          add(inst, "all_reduce(1 replica)", copy);
+          return;
+        }
+        // Copy the operand into the result, then reduce it there with the other replicas.
+        const int replica = exe_.replica_id();
+        const ir::ReduceKind kind = inst.attrs().reduce_kind;
+        const DType dtype = inst.dtype();
+        const int64_t count = inst.shape().num_elements();
+        add(inst, str_cat("all_reduce(", c->num_replicas(), " replicas)"),
+            [copy, c, replica, kind, dtype, count](const void* const* in, void* out) {
+              copy(in, out);
+              c->all_reduce(replica, kind, dtype, out, count);
+            });
         return;
+      }
       case Opcode::kDotGeneral:
         if (try_matmul(inst, inst, false, compiler::EpilogueActivation::kNone, "matmul")) return;
         break;

@@ -100,6 +100,11 @@ class ReferenceBackend final : public Backend {
     KILN_CHECK(module != nullptr, "compile() got no module");
     ir::verify(*module);
     compiler::check_legality(*module, target_);
+    // The reference evaluator runs one replica alone: its all_reduce is the identity.
+    if (options.collectives && options.collectives->num_replicas() > 1)
+      KILN_THROW(CompileError, "[", options.label.empty() ? module->name() : options.label,
+                 "] the reference backend runs one replica, but the strategy has ",
+                 options.collectives->num_replicas(), ". Hint: run replicated steps on the cpu backend.");
     return std::make_unique<ReferenceExecutable>(std::move(module), options.label);
   }
 

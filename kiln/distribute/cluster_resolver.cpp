@@ -1,0 +1,97 @@
+// auto_detect: probe, report, choose, fall back.
+#include "kiln/distribute/cluster_resolver.h"
+
+#include <unistd.h>
+
+#include <sstream>
+
+#include "kiln/core/error.h"
+#include "kiln/distribute/logical_devices.h"
+#include "kiln/distribute/mpi/mpi_world.h"
+
+namespace kiln::distribute {
+
+ClusterInfo detect_cluster() {
+  ClusterInfo info;
+  info.mpi_world_size = mpi::launched_world_size();
+  info.mpi_built = mpi::built_with_mpi();
+  info.gpus = 0;  // TODO(#6): count CUDA devices once runtime/cuda exists
+  try {
+    info.logical_cpu_devices = config::logical_cpu_devices();
+  } catch (const Error&) {  // a bad KILN_CPU_DEVICES is reported by the strategy that needs it
+    info.logical_cpu_devices = 1;
+  }
+  info.host_threads = host_threads();
+  info.host_memory_mib = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1 << 20);
+  return info;
+}
+
+std::string describe_cluster(const ClusterInfo& info) {
+  std::ostringstream os;
+  os << "Kiln devices:\n";
+  const int n = info.logical_cpu_devices;
+  const int share = std::max(1, info.host_threads / n);
+  if (n == 1) {
+    os << "  cpu:0  " << info.host_threads << " threads, " << info.host_memory_mib << " MiB host memory\n";
+  } else {
+    for (int i = 0; i < n; ++i) os << "  cpu:" << i << "  logical device, " << share << " thread" << (share == 1 ? "" : "s") << "\n";
+    os << "  (" << n << " logical CPU devices over " << info.host_threads << " threads, " << info.host_memory_mib
+       << " MiB host memory)\n";
+  }
+  os << "  GPU: none (this build has no CUDA backend)\n";
+  os << "  MPI: ";
+  if (info.mpi_world_size > 1)
+    os << "launched with " << info.mpi_world_size << " processes" << (info.mpi_built ? "" : ", but this build has no MPI");
+  else
+    os << "not launched by mpirun (world size 1)" << (info.mpi_built ? "" : "; this build has no MPI");
+  os << "\n";
+  return os.str();
+}
+
+namespace {
+
+// Only rank 0 of an MPI launch talks.
+bool quiet_rank() {
+  for (const char* var : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* v = std::getenv(var); v != nullptr) return std::atoi(v) != 0;
+  return false;
+}
+
+}  // namespace
+
+std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
+  std::ostringstream say;
+  std::shared_ptr<Strategy> chosen;
+  std::string why;
+  try {
+    const ClusterInfo info = detect_cluster();
+    say << describe_cluster(info);
+    if (info.mpi_world_size > 1) {
+      try {
+        chosen = std::make_shared<MultiWorkerMirroredStrategy>();
+        why = str_cat("an MPI world of ", chosen->num_workers(), " processes");
+      } catch (const Error& e) {
+        say << "MultiWorkerMirroredStrategy unavailable: " << e.what() << "\n";
+      }
+    }
+    if (!chosen && info.logical_cpu_devices > 1) {
+      try {
+        chosen = std::make_shared<MirroredStrategy>();
+        why = str_cat("no accelerator; ", info.logical_cpu_devices, " logical CPU devices (KILN_CPU_DEVICES)");
+      } catch (const Error& e) {
+        say << "MirroredStrategy unavailable: " << e.what() << "\n";
+      }
+    }
+    if (!chosen) why = "no accelerator found and one CPU device: the default CPU strategy";
+  } catch (const std::exception& e) {
+    say << "Device detection failed: " << e.what() << "\n";
+    why = "device detection failed: the default CPU strategy";
+  }
+  if (!chosen) chosen = std::make_shared<DefaultStrategy>();
+  say << "Strategy: " << chosen->describe() << "\n  because: " << why << "\n"
+      << "num_replicas_in_sync = " << chosen->num_replicas_in_sync() << "\n";
+  if (!quiet_rank()) out << say.str() << std::flush;
+  return chosen;
+}
+
+}  // namespace kiln::distribute

@@ -1,0 +1,35 @@
+// The cluster resolver (seed S1-S4): finds what this process can use and picks a strategy.
+// MPI world > 1 -> MultiWorkerMirroredStrategy; GPUs -> MirroredStrategy over them (none yet:
+// this build has no CUDA backend); more than one logical CPU device -> MirroredStrategy over
+// them; otherwise DefaultStrategy. It says what it found and why it chose, and never throws.
+#pragma once
+
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "kiln/distribute/strategy.h"
+
+namespace kiln::distribute {
+
+/// What the resolver saw, before choosing.
+struct ClusterInfo {
+  int mpi_world_size = 1;    // from the launcher's environment (mpirun)
+  bool mpi_built = false;    // this build has the MPI collectives
+  int gpus = 0;              // CUDA devices (0 until the CUDA backend exists)
+  int logical_cpu_devices = 1;
+  int host_threads = 1;
+  int64_t host_memory_mib = 0;
+};
+
+/// Probes the environment without initializing anything.
+ClusterInfo detect_cluster();
+/// The device report `kiln devices` prints (devices, MPI, GPUs), one item per line.
+std::string describe_cluster(const ClusterInfo& info);
+
+/// Prints the device report and the chosen strategy with the reason to `out` (rank 0 only
+/// under MPI) and returns the strategy. If the preferred strategy cannot start, prints why
+/// and falls back to the next; never throws.
+std::shared_ptr<Strategy> auto_detect(std::ostream& out = std::cout);
+
+}  // namespace kiln::distribute

@@ -1,0 +1,100 @@
+// The rendezvous and the fixed-order reduction of InProcessCollectives.
+#include "kiln/distribute/in_process_collectives.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+
+namespace kiln::distribute {
+namespace {
+
+// dst = b[0] + b[1] + ... in replica order; a fixed order keeps results bit-identical.
+template <typename T>
+void sum_in_order(const std::vector<void*>& buffers, int64_t count, void* dst) {
+  T* out = static_cast<T*>(dst);
+  std::memcpy(out, buffers[0], static_cast<size_t>(count) * sizeof(T));
+  for (size_t r = 1; r < buffers.size(); ++r) {
+    const T* in = static_cast<const T*>(buffers[r]);
+    for (int64_t i = 0; i < count; ++i) out[i] += in[i];
+  }
+}
+
+template <typename T>
+void divide(void* data, int64_t count, int n) {
+  T* p = static_cast<T*>(data);
+  for (int64_t i = 0; i < count; ++i) p[i] /= static_cast<T>(n);
+}
+
+}  // namespace
+
+InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum cross)
+    : local_(local), total_(total), cross_(std::move(cross)), buffers_(static_cast<size_t>(local), nullptr) {
+  KILN_CHECK(local >= 1 && total >= local && total % local == 0, "bad replica counts local=", local, " total=", total);
+  KILN_CHECK(total == local || cross_, "replicas in other processes need a cross-process sum");
+}
+
+void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) {
+  if (dtype != DType::kF32 && dtype != DType::kF64 && dtype != DType::kI32 && dtype != DType::kI64)
+    KILN_THROW(DTypeError, "[all_reduce] reduces f32, f64, i32 and i64 tensors, received ", name(dtype),
+               ". Hint: all-reduce the f32 gradients (the mixed_bfloat16 policy keeps variables in f32).");
+  if (kind != ir::ReduceKind::kSum && kind != ir::ReduceKind::kMean)
+    KILN_THROW(ValueError, "[all_reduce] supports sum and mean, received ", ir::reduce_kind_name(kind), ".");
+  KILN_CHECK(replica >= 0 && replica < local_, "replica id ", replica, " outside 0..", local_ - 1);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (aborted_) throw ReplicaAborted{};
+  if (arrived_ == 0) count_ = count;
+  KILN_CHECK(count == count_, "replica ", replica, " all-reduces ", count, " elements, another ", count_,
+             ": the replicas run different programs");
+  KILN_CHECK(buffers_[static_cast<size_t>(replica)] == nullptr, "replica ", replica, " arrived twice");
+  buffers_[static_cast<size_t>(replica)] = data;
+  if (++arrived_ < local_) {
+    const uint64_t generation = generation_;
+    cv_.wait(lock, [&] { return generation_ != generation || aborted_; });
+    if (generation_ == generation) throw ReplicaAborted{};
+    return;
+  }
+  reduce_locked(kind, dtype, count);
+  std::fill(buffers_.begin(), buffers_.end(), nullptr);
+  arrived_ = 0;
+  ++generation_;
+  cv_.notify_all();
+}
+
+void InProcessCollectives::reduce_locked(ir::ReduceKind kind, DType dtype, int64_t count) {
+  const size_t bytes = static_cast<size_t>(count) * size_of(dtype);
+  scratch_.resize(bytes);
+  void* sum = scratch_.data();
+  switch (dtype) {
+    case DType::kF32: sum_in_order<float>(buffers_, count, sum); break;
+    case DType::kF64: sum_in_order<double>(buffers_, count, sum); break;
+    case DType::kI32: sum_in_order<int32_t>(buffers_, count, sum); break;
+    case DType::kI64: sum_in_order<int64_t>(buffers_, count, sum); break;
+    default: KILN_CHECK(false, "unreachable dtype");
+  }
+  if (cross_) cross_(dtype, sum, count);
+  if (kind == ir::ReduceKind::kMean) {
+    switch (dtype) {
+      case DType::kF32: divide<float>(sum, count, total_); break;
+      case DType::kF64: divide<double>(sum, count, total_); break;
+      case DType::kI32: divide<int32_t>(sum, count, total_); break;
+      case DType::kI64: divide<int64_t>(sum, count, total_); break;
+      default: break;
+    }
+  }
+  for (void* b : buffers_) std::memcpy(b, sum, bytes);
+}
+
+void InProcessCollectives::abort() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = true;
+  cv_.notify_all();
+}
+
+void InProcessCollectives::reset() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  aborted_ = false;
+  arrived_ = 0;
+  std::fill(buffers_.begin(), buffers_.end(), nullptr);
+}
+
+}  // namespace kiln::distribute

@@ -1,0 +1,111 @@
+// MPI calls (when KILN_HAS_MPI) and the environment probe used before MPI is initialized.
+#include "kiln/distribute/mpi/mpi_world.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "kiln/core/check.h"
+
+#if KILN_HAS_MPI
+#include <mpi.h>
+#endif
+
+namespace kiln::distribute::mpi {
+
+int launched_world_size() {
+  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"})
+    if (const char* v = std::getenv(var); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
+  return 1;
+}
+
+#if KILN_HAS_MPI
+
+namespace {
+
+void check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  KILN_THROW(ConfigError, "[mpi] ", call, " failed: ", std::string(text, static_cast<size_t>(len)), ".");
+}
+
+MPI_Datatype mpi_type(DType t) {
+  switch (t) {
+    case DType::kF32: return MPI_FLOAT;
+    case DType::kF64: return MPI_DOUBLE;
+    case DType::kI32: return MPI_INT32_T;
+    case DType::kI64: return MPI_INT64_T;
+    default: KILN_THROW(DTypeError, "[mpi] all_reduce of ", name(t), " is not supported; use f32, f64, i32 or i64.");
+  }
+}
+
+void finalize_at_exit() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+}  // namespace
+
+bool built_with_mpi() { return true; }
+
+World init() {
+  // MPI is process state by nature (it can be initialized once and never again), so this is
+  // the one process-wide once-flag of distribute/.
+  static std::once_flag once;
+  std::call_once(once, [] {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (initialized) return;
+    int provided = 0;
+    // SERIALIZED: whichever replica thread arrives last at an all_reduce makes the call.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "MPI_Init_thread");
+    std::atexit(finalize_at_exit);
+  });
+  World w;
+  check(MPI_Comm_size(MPI_COMM_WORLD, &w.size), "MPI_Comm_size");
+  check(MPI_Comm_rank(MPI_COMM_WORLD, &w.rank), "MPI_Comm_rank");
+  return w;
+}
+
+void all_reduce_sum(DType dtype, void* data, int64_t count) {
+  constexpr int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
+  auto* p = static_cast<std::byte*>(data);
+  for (int64_t done = 0; done < count; done += kChunk) {
+    const int n = static_cast<int>(std::min(kChunk, count - done));
+    check(MPI_Allreduce(MPI_IN_PLACE, p + done * static_cast<int64_t>(size_of(dtype)), n, mpi_type(dtype), MPI_SUM,
+                        MPI_COMM_WORLD),
+          "MPI_Allreduce");
+  }
+}
+
+void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
+
+std::string library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, static_cast<size_t>(len));
+  const size_t comma = s.find(',');
+  return comma == std::string::npos ? s : s.substr(0, comma);
+}
+
+#else  // no MPI in this build
+
+namespace {
+[[noreturn]] void no_mpi(const char* what) {
+  KILN_THROW(ConfigError, "[mpi] ", what, ": this build has no MPI. Hint: install libopenmpi-dev and reconfigure "
+             "with -DKILN_MPI=ON.");
+}
+}  // namespace
+
+bool built_with_mpi() { return false; }
+World init() { no_mpi("MultiWorkerMirroredStrategy"); }
+void all_reduce_sum(DType, void*, int64_t) { no_mpi("all_reduce"); }
+void barrier() { no_mpi("barrier"); }
+std::string library_version() { return "none (built without MPI)"; }
+
+#endif
+
+}  // namespace kiln::distribute::mpi

@@ -1,0 +1,179 @@
+// Strategy: data parallelism over replicas (tf.distribute). One program runs on every replica
+// with its shard of each global batch; gradients meet in an all_reduce instruction inside the
+// compiled step. DefaultStrategy is one replica on the calling thread; MirroredStrategy runs
+// one replica per logical CPU device on its own thread; MultiWorkerMirroredStrategy adds MPI
+// ranks (processes, possibly on other hosts). Strategies are shared objects:
+//
+//   std::shared_ptr<Strategy> strategy = distribute::auto_detect();
+//   { auto scope = strategy->scope(); model = make_model(); model->compile(...); }
+//   model->fit(ds, ...);                       // splits each global batch over the replicas
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/data/dataset.h"
+#include "kiln/trace/replica_context.h"
+
+namespace kiln::distribute {
+
+class InProcessCollectives;
+class ReplicaPool;
+class DistributedDataset;
+class Strategy;
+
+/// How reduce() combines the replicas' values.
+enum class ReduceOp { kSum, kMean };
+
+/// One value per local replica (tf.distribute's PerReplica), in replica order.
+template <typename T>
+struct PerReplica {
+  std::vector<T> values;
+  size_t size() const { return values.size(); }
+  T& operator[](size_t i) { return values[i]; }
+  const T& operator[](size_t i) const { return values[i]; }
+};
+
+/// What a per-worker input function is told (tf.distribute.InputContext).
+struct InputContext {
+  int num_input_pipelines = 1;  // workers
+  int input_pipeline_id = 0;    // this worker
+  int num_replicas_in_sync = 1;
+  /// global_batch / num_replicas_in_sync; DataError naming both when it does not divide.
+  int64_t per_replica_batch_size(int64_t global_batch) const;
+};
+
+/// Makes `strategy` current on this thread and every Variable created meanwhile mirrored (one
+/// copy per local replica, kept identical). Returned by Strategy::scope().
+class StrategyScope {
+ public:
+  explicit StrategyScope(std::shared_ptr<Strategy> strategy);
+  ~StrategyScope();
+  StrategyScope(const StrategyScope&) = delete;
+  StrategyScope& operator=(const StrategyScope&) = delete;
+
+ private:
+  std::shared_ptr<Strategy> strategy_;
+  trace::MirrorScope mirrors_;
+};
+
+class Strategy : public std::enable_shared_from_this<Strategy> {
+ public:
+  virtual ~Strategy();
+  Strategy(const Strategy&) = delete;
+  Strategy& operator=(const Strategy&) = delete;
+
+  /// "DefaultStrategy", "MirroredStrategy", "MultiWorkerMirroredStrategy".
+  const std::string& name() const { return name_; }
+  /// Replicas in sync across every worker: each step's global batch is split this many ways.
+  int num_replicas_in_sync() const { return num_local_replicas() * num_workers_; }
+  /// Replicas in this process (one per local device).
+  int num_local_replicas() const { return static_cast<int>(devices_.size()); }
+  int num_workers() const { return num_workers_; }
+  int worker_index() const { return worker_index_; }
+  /// Worker 0 prints progress and writes files; the others stay quiet.
+  bool is_chief() const { return worker_index_ == 0; }
+  /// This process's devices, one per local replica ("cpu:0", ...).
+  const std::vector<std::string>& devices() const { return devices_; }
+  /// Threads each local replica runs its kernels with.
+  int threads_per_replica() const { return threads_per_replica_; }
+  /// "MirroredStrategy: 4 replicas in sync (cpu:0 .. cpu:3, 1 thread each)".
+  std::string describe() const;
+
+  /// Makes this strategy current and new variables mirrored until the scope ends. The
+  /// strategy must be owned by a std::shared_ptr (as auto_detect() and the make_* helpers do).
+  [[nodiscard]] StrategyScope scope();
+
+  /// Calls fn(inputs[r]) as replica r for every local replica, concurrently (each on its
+  /// device's thread), and returns the results per replica. kiln::Functions called inside
+  /// compile one executable per replica whose all_reduce instructions meet each other. An
+  /// error in one replica releases the others and is rethrown here.
+  template <typename Fn, typename T>
+  auto run(Fn&& fn, const PerReplica<T>& inputs) {
+    using R = std::invoke_result_t<Fn&, const T&>;
+    check_per_replica(inputs.size(), "run");
+    if constexpr (std::is_void_v<R>) {
+      run_replicas([&](int r) { fn(inputs[static_cast<size_t>(r)]); });
+    } else {
+      PerReplica<R> out;
+      out.values.resize(inputs.size());
+      run_replicas([&](int r) { out[static_cast<size_t>(r)] = fn(inputs[static_cast<size_t>(r)]); });
+      return out;
+    }
+  }
+  /// The non-template core of run(): body(r) as each local replica.
+  void run_replicas(const std::function<void(int replica)>& body);
+
+  /// Sums (or averages) one value per local replica over every replica in sync, in replica
+  /// order, then across workers. The result is the same on every worker.
+  HostTensor reduce(ReduceOp op, const PerReplica<HostTensor>& values) const;
+  std::vector<HostTensor> reduce(ReduceOp op, const PerReplica<std::vector<HostTensor>>& values) const;
+
+  /// Splits a global batch (every component's leading dim) into this worker's per-replica
+  /// shards: replica g of num_replicas_in_sync() gets rows [g*n/R, (g+1)*n/R). DataError
+  /// naming both numbers when the batch does not divide.
+  PerReplica<data::Element> split_batch(const data::Element& global_batch) const;
+  /// Each element of `dataset` is a global batch; the iterator yields per-replica shards.
+  DistributedDataset distribute_dataset(const data::Dataset& dataset) const;
+  /// Each worker builds its own pipeline with fn(context) (reading its shard of the input,
+  /// batched per worker); the iterator splits each worker batch over the local replicas.
+  DistributedDataset distribute_datasets_from_function(
+      const std::function<data::Dataset(const InputContext&)>& fn) const;
+  InputContext input_context() const;
+
+ protected:
+  struct Config {
+    std::string name;
+    std::vector<std::string> devices{"cpu:0"};
+    int threads_per_replica = 0;  // 0: leave the calling thread's setting
+    int num_workers = 1;
+    int worker_index = 0;
+    bool replica_context = true;  // false for DefaultStrategy: plain single-device calls
+  };
+  explicit Strategy(Config config);
+
+ private:
+  void check_per_replica(size_t n, const char* where) const;
+  PerReplica<data::Element> split(const data::Element& batch, int parts, int first_part, const char* where) const;
+  friend class DistributedDataset;
+
+  std::string name_;
+  std::vector<std::string> devices_;
+  int threads_per_replica_;
+  int num_workers_, worker_index_;
+  bool replica_context_;
+  std::shared_ptr<InProcessCollectives> collectives_;
+  std::unique_ptr<ReplicaPool> pool_;
+};
+
+/// One replica on the calling thread: code runs exactly as without a strategy.
+class DefaultStrategy : public Strategy {
+ public:
+  DefaultStrategy();
+};
+
+/// One replica per device of this host ("cpu:0" .. "cpu:n-1", see logical_devices.h); empty
+/// `devices` means every logical CPU device. ConfigError naming an unknown device.
+class MirroredStrategy : public Strategy {
+ public:
+  explicit MirroredStrategy(std::vector<std::string> devices = {});
+};
+
+/// Every MPI rank is a worker with its logical CPU devices as local replicas; all_reduce
+/// sums in replica order inside each process, then MPI_Allreduce across ranks. ConfigError
+/// when the build has no MPI.
+class MultiWorkerMirroredStrategy : public Strategy {
+ public:
+  MultiWorkerMirroredStrategy();
+};
+
+/// The strategy of the innermost scope() on this thread, else the process's DefaultStrategy.
+std::shared_ptr<Strategy> current_strategy();
+/// Whether a scope() is active on this thread (tf.distribute.has_strategy).
+bool has_strategy();
+
+}  // namespace kiln::distribute

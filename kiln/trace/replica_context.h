@@ -1,0 +1,72 @@
+// ReplicaContext: which replica the calling thread runs, for data-parallel strategies
+// (distribute/). A kiln::Function called inside one compiles and caches an executable per
+// replica, bound to the strategy's collectives, and runs it on that replica's copies of the
+// variables; trace::all_reduce emits the collective only there. MirrorScope makes new
+// Variables mirrored (one copy per local replica). Both are thread_local RAII stacks, the
+// kind of process state STYLE.md 2.7 allows.
+#pragma once
+
+#include <memory>
+
+#include "kiln/core/host_tensor.h"
+#include "kiln/ir/attrs.h"
+#include "kiln/runtime/collectives.h"
+#include "kiln/trace/tensor.h"
+
+namespace kiln::trace {
+
+struct VariableState;
+
+struct ReplicaContext {
+  /// This replica's id among the replicas of this process (0 .. num_local_replicas-1).
+  int replica_id = 0;
+  /// Replicas in this process: each mirrored variable has this many copies.
+  int num_local_replicas = 1;
+  /// Where all_reduce meets every replica (all processes); null for one replica.
+  std::shared_ptr<runtime::Collectives> collectives;
+  /// Replicas in sync across all processes.
+  int num_replicas_in_sync() const { return collectives ? collectives->num_replicas() : 1; }
+};
+
+/// The innermost ReplicaScope of this thread, or nullptr (cross-replica / no strategy).
+const ReplicaContext* current_replica_context();
+
+/// Runs this thread as `context`'s replica for the scope's lifetime.
+class ReplicaScope {
+ public:
+  explicit ReplicaScope(ReplicaContext context);
+  ~ReplicaScope();
+  ReplicaScope(const ReplicaScope&) = delete;
+  ReplicaScope& operator=(const ReplicaScope&) = delete;
+};
+
+/// Variables created in its lifetime on this thread get `copies` copies (a strategy's scope()).
+class MirrorScope {
+ public:
+  explicit MirrorScope(int copies);
+  ~MirrorScope();
+  MirrorScope(const MirrorScope&) = delete;
+  MirrorScope& operator=(const MirrorScope&) = delete;
+};
+
+/// Copies a Variable made now gets: the replica context's local replicas, else the innermost
+/// MirrorScope's count, else 1.
+int current_mirror_count();
+
+/// Replica `replica`'s copy of a variable (0: its primary storage). Missing copies are made
+/// from the primary, so a variable created outside scope() is mirrored on first replicated
+/// use; callers make them before any replica runs (Function does so while tracing).
+HostTensor& replica_storage(VariableState& variable, int replica);
+/// Makes sure `variable` has `copies` copies (copying the primary).
+void ensure_mirrors(VariableState& variable, int copies);
+
+}  // namespace kiln::trace
+
+namespace kiln {
+
+/// all_reduce(x, kind) over the replicas in sync: the sum or mean of every replica's x,
+/// emitted as one IR instruction in the compiled step. Outside a replica context, or with one
+/// replica, it is x itself (so single-device code pays nothing).
+Tensor all_reduce(const Tensor& x, ir::ReduceKind kind);
+
+}  // namespace kiln
