@@ -1,32 +1,195 @@
 // HostTensor allocation, reshaping, copying and dtype conversion.
 #include "kiln/core/host_tensor.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <vector>
 
 #include "kiln/core/dtype_dispatch.h"
 
 namespace kiln {
 namespace {
 
+// Storage of small and medium tensors comes from a size-class cache in front of malloc. Input
+// pipelines make and drop one such tensor per element (a map's 3 KB output), often freed on
+// another thread than the one that made it. glibc serves those sizes from its locked arenas
+// (tcache stops at 1 KB), and a cross-thread free there costs more than the map itself; here a
+// free block goes to the freeing thread's list and moves to a shared list (one lock) in
+// batches, where the allocating thread picks it up again in batches.
+// Under AddressSanitizer every block goes straight to malloc, so use-after-free stays caught.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kCacheStorage = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kCacheStorage = false;
+#else
+constexpr bool kCacheStorage = true;
+#endif
+#else
+constexpr bool kCacheStorage = true;
+#endif
+
+constexpr size_t kGranule = 256;                      // size classes are multiples of this
+constexpr size_t kMaxCachedBytes = 64 * 1024;         // larger blocks always use malloc
+constexpr size_t kClasses = kMaxCachedBytes / kGranule;
+constexpr size_t kThreadCacheBytes = 128 * 1024;      // per class and thread, at most
+constexpr size_t kSharedCacheBytes = 4 * 1024 * 1024; // per class, shared by all threads
+
+struct FreeBlock {
+  FreeBlock* next;
+};
+
+size_t class_of(size_t bytes) { return (bytes + kGranule - 1) / kGranule; }  // 1..kClasses
+size_t class_bytes(size_t c) { return c * kGranule; }
+// Blocks a thread keeps per class before it hands half of them to the shared list.
+size_t thread_limit(size_t c) { return std::max<size_t>(8, kThreadCacheBytes / class_bytes(c)); }
+
+// Lists of free blocks per class, kept as the batches threads handed over, so taking or
+// giving a batch is O(1) under the lock: walking a list of cold blocks would miss the cache
+// on every one.
+class SharedCache {
+ public:
+  struct Batch {
+    FreeBlock* head;
+    size_t count;
+  };
+  // A batch of class `c`, or {nullptr, 0} when there is none.
+  Batch take(size_t c) {
+    std::lock_guard lock(mu_[c]);
+    if (batches_[c].empty()) return {nullptr, 0};
+    Batch b = batches_[c].back();
+    batches_[c].pop_back();
+    counts_[c] -= b.count;
+    return b;
+  }
+  // Keeps the batch, or frees its blocks when the class already holds its share.
+  void give(size_t c, Batch b) {
+    {
+      std::lock_guard lock(mu_[c]);
+      if (counts_[c] + b.count <= std::max<size_t>(64, kSharedCacheBytes / class_bytes(c))) {
+        batches_[c].push_back(b);
+        counts_[c] += b.count;
+        return;
+      }
+    }
+    while (b.head != nullptr) {
+      FreeBlock* next = b.head->next;
+      std::free(b.head);
+      b.head = next;
+    }
+  }
+
+ private:
+  std::mutex mu_[kClasses + 1];
+  std::vector<Batch> batches_[kClasses + 1];
+  size_t counts_[kClasses + 1] = {};
+};
+
+// Never destroyed: threads return their blocks to it at exit, which may be after static
+// destructors ran.
+SharedCache& shared_cache() {
+  static SharedCache* cache = new SharedCache;
+  return *cache;
+}
+
+class ThreadCache {
+ public:
+  ~ThreadCache() {
+    for (size_t c = 1; c <= kClasses; ++c)
+      if (heads_[c] != nullptr) shared_cache().give(c, {heads_[c], counts_[c]});
+  }
+  void* allocate(size_t c) {
+    if (heads_[c] == nullptr) {
+      const SharedCache::Batch b = shared_cache().take(c);
+      heads_[c] = b.head;
+      counts_[c] = b.count;
+    }
+    if (FreeBlock* b = heads_[c]) {
+      heads_[c] = b->next;
+      --counts_[c];
+#if defined(__GNUC__)
+      if (heads_[c] != nullptr) __builtin_prefetch(heads_[c]);  // the next allocation's link
+#endif
+      return b;
+    }
+    return std::malloc(class_bytes(c));
+  }
+  void deallocate(void* p, size_t c) {
+    auto* b = static_cast<FreeBlock*>(p);
+    b->next = heads_[c];
+    heads_[c] = b;
+    if (++counts_[c] < thread_limit(c)) return;
+    // Keep the most recently freed half (warm in this core's caches), share the rest.
+    const size_t keep = counts_[c] / 2;
+    FreeBlock* last_kept = heads_[c];
+    for (size_t i = 1; i < keep; ++i) last_kept = last_kept->next;
+    shared_cache().give(c, {last_kept->next, counts_[c] - keep});
+    last_kept->next = nullptr;
+    counts_[c] = keep;
+  }
+
+ private:
+  FreeBlock* heads_[kClasses + 1] = {};
+  size_t counts_[kClasses + 1] = {};
+};
+
+ThreadCache& thread_cache() {
+  thread_local ThreadCache cache;
+  return cache;
+}
+
+// The allocator of storage blocks (control block and bytes in one): cached by size class up
+// to kMaxCachedBytes, malloc above.
+template <typename T>
+struct StorageAllocator {
+  using value_type = T;
+  StorageAllocator() = default;
+  template <typename U>
+  StorageAllocator(const StorageAllocator<U>&) {}  // NOLINT: rebinding, as allocators do
+  T* allocate(size_t n) {
+    const size_t bytes = n * sizeof(T);
+    void* p = kCacheStorage && bytes <= kMaxCachedBytes ? thread_cache().allocate(class_of(bytes))
+                                                        : std::malloc(bytes);
+    if (p == nullptr) throw std::bad_alloc();
+    return static_cast<T*>(p);
+  }
+  void deallocate(T* p, size_t n) {
+    const size_t bytes = n * sizeof(T);
+    if (kCacheStorage && bytes <= kMaxCachedBytes)
+      thread_cache().deallocate(p, class_of(bytes));
+    else
+      std::free(p);
+  }
+  template <typename U>
+  bool operator==(const StorageAllocator<U>&) const {
+    return true;
+  }
+};
+
 std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape, bool zero) {
-  // Plain malloc plus manual alignment, not aligned_alloc: glibc's memalign path splits and
-  // frees the slack around every block, which makes per-element tensors (a map's outputs, freed
-  // on another thread) several times dearer. The deleter frees the original pointer.
-  // The usable size stays a non-zero multiple of the alignment, as kernels may read a whole
-  // vector past the last element.
+  // One block holds the reference counts and the bytes (allocate_shared), with slack to align
+  // the bytes by hand: aligned_alloc would go through glibc's memalign path, which splits and
+  // frees the slack around every block. The usable size stays a non-zero multiple of the
+  // alignment, as kernels may read a whole vector past the last element.
   size_t size = (static_cast<size_t>(bytes) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   if (size == 0) size = kHostAlignment;
-  void* base = std::malloc(size + kHostAlignment - 1);
-  if (base == nullptr)
+  std::shared_ptr<std::byte[]> block;
+  try {
+    block = std::allocate_shared_for_overwrite<std::byte[]>(StorageAllocator<std::byte>{},
+                                                            size + kHostAlignment - 1);
+  } catch (const std::bad_alloc&) {
     KILN_THROW(OutOfMemoryError, "[HostTensor] cannot allocate ", bytes, " bytes for ", shape,
                ". Hint: reduce the batch size or use bf16 to halve activation memory.");
-  const uintptr_t aligned =
-      (reinterpret_cast<uintptr_t>(base) + kHostAlignment - 1) & ~uintptr_t{kHostAlignment - 1};
+  }
+  const uintptr_t aligned = (reinterpret_cast<uintptr_t>(block.get()) + kHostAlignment - 1) &
+                            ~uintptr_t{kHostAlignment - 1};
   auto* p = reinterpret_cast<std::byte*>(aligned);
   if (zero) std::memset(p, 0, size);
-  return std::shared_ptr<std::byte>(p, [base](std::byte*) { std::free(base); });
+  return std::shared_ptr<std::byte>(std::move(block), p);  // shares the block's counts
 }
 
 }  // namespace

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "tests/testing/expect_error.h"
 
@@ -28,6 +31,43 @@ TEST(HostTensorTest, UninitializedHasTheShapeAlignmentAndWritableStorage) {
   for (size_t i = 0; i < d.size(); ++i) d[i] = static_cast<float>(i);
   for (size_t i = 0; i < d.size(); ++i) EXPECT_EQ(t.data<float>()[i], static_cast<float>(i));
   EXPECT_TRUE(HostTensor::uninitialized(Shape(DType::kU8, {0})).defined());
+}
+
+TEST(HostTensorTest, StorageFreedOnAnotherThreadIsReusedIntactAndAligned) {
+  // A pipeline's pattern: tensors made on one thread, dropped on another, made again (the
+  // storage cache hands the blocks back). Every tensor keeps its own bytes and alignment, and
+  // zero-filled ones are zero even on reused blocks.
+  const std::vector<int64_t> sizes = {1, 63, 64, 65, 255, 3136, 4096, 65000, 70000, 1 << 20};
+  auto make = [&](uint8_t seed) {
+    std::vector<HostTensor> ts;
+    for (int round = 0; round < 50; ++round)
+      for (int64_t n : sizes) {
+        HostTensor t = HostTensor::uninitialized(Shape(DType::kU8, {n}));
+        std::memset(t.raw_data(), static_cast<uint8_t>(seed + n), static_cast<size_t>(n));
+        ts.push_back(std::move(t));
+      }
+    return ts;
+  };
+  auto intact = [&](const std::vector<HostTensor>& ts, uint8_t seed) {
+    for (const HostTensor& t : ts) {
+      if (reinterpret_cast<uintptr_t>(t.raw_data()) % kHostAlignment != 0) return false;
+      for (uint8_t b : t.data<uint8_t>())
+        if (b != static_cast<uint8_t>(seed + t.num_elements())) return false;
+    }
+    return true;
+  };
+  std::vector<HostTensor> first = make(1);
+  std::thread([moved = std::move(first)]() mutable { moved.clear(); }).join();
+  std::vector<HostTensor> second = make(2);
+  std::vector<HostTensor> third;
+  std::thread([&] { third = make(3); }).join();  // made on a thread that then exits
+  EXPECT_TRUE(intact(second, 2));
+  EXPECT_TRUE(intact(third, 3));
+  second.clear();
+  for (int64_t n : sizes) {
+    HostTensor z(Shape(DType::kU8, {n}));
+    for (uint8_t b : z.data<uint8_t>()) ASSERT_EQ(b, 0) << n;
+  }
 }
 
 TEST(HostTensorTest, CloneAndAstypeOverwriteUninitializedStorage) {
