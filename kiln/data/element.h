@@ -61,6 +61,20 @@ class Element {
   size_t size_ = 0;
 };
 
+/// Asks the CPU to start loading [p, p + bytes) into its caches, for data a stage will touch
+/// soon (shuffle's slots, batch's rows). A hint only: no effect on results.
+inline void prefetch_bytes(const void* p, size_t bytes) {
+#if defined(__GNUC__)
+  if (bytes == 0) return;
+  const auto* c = static_cast<const char*>(p);
+  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
+  __builtin_prefetch(c + bytes - 1);  // the last line, when p is not line-aligned
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
 /// Kiln has no string dtype: a string travels as a u8[n] tensor of its bytes.
 HostTensor string_tensor(std::string_view text);
 /// The bytes of a u8 tensor as a string; throws DTypeError for other dtypes.

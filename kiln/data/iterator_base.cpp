@@ -12,6 +12,21 @@ IteratorBase::IteratorBase(const DatasetNode& node, const IteratorContext& ctx)
   if (ctx.stats != nullptr) counters_ = ctx.stats->counters_for(node);
 }
 
+void IteratorBase::get_next_many(std::vector<Element>& out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    std::optional<Element> e = get_next();
+    if (!e) return;
+    out.push_back(std::move(*e));
+  }
+}
+
+std::optional<Element> IteratorBase::next_one_of_many() {
+  one_.clear();
+  get_next_many(one_, 1);
+  if (one_.empty()) return std::nullopt;
+  return std::move(one_[0]);
+}
+
 UnaryIterator::UnaryIterator(const DatasetNode& node, const IteratorContext& ctx)
     : IteratorBase(node, ctx) {
   KILN_CHECK(node.inputs().size() == 1, "stage ", node.stage(), " needs one input");

@@ -16,6 +16,18 @@ void StateWriter::write_string(std::string_view s) {
   bytes_.insert(bytes_.end(), s.begin(), s.end());
 }
 
+void StateWriter::write_error(const std::exception_ptr& error) {
+  write_bool(error != nullptr);
+  if (error == nullptr) return;
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    write_string(e.what());
+  } catch (...) {
+    write_string("unknown exception");
+  }
+}
+
 void StateWriter::write_tensor(const HostTensor& t) {
   write_bool(t.defined());
   if (!t.defined()) return;
@@ -52,6 +64,11 @@ std::string StateReader::read_string() {
   const uint64_t n = read_u64();
   const uint8_t* p = take(n, "a string");
   return std::string(reinterpret_cast<const char*>(p), n);
+}
+
+std::exception_ptr StateReader::read_error() {
+  if (!read_bool()) return nullptr;
+  return std::make_exception_ptr(DataError(read_string()));
 }
 
 HostTensor StateReader::read_tensor() {

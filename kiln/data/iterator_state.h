@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <span>
 #include <string>
 #include <string_view>
@@ -23,6 +24,8 @@ class StateWriter {
   /// Dtype, dims and bytes.
   void write_tensor(const HostTensor& t);
   void write_element(const Element& e);
+  /// A failure waiting for the consumer (or none): its message, restored as a DataError.
+  void write_error(const std::exception_ptr& error);
   /// Names the stage whose fields follow; StateReader::expect_tag checks it.
   void write_tag(std::string_view stage) { write_string(stage); }
 
@@ -44,6 +47,8 @@ class StateReader {
   std::string read_string();
   HostTensor read_tensor();
   Element read_element();
+  /// What write_error wrote: null, or a DataError with the saved message.
+  std::exception_ptr read_error();
   /// Throws DataError unless the next tag is `stage` (the blob came from another recipe).
   void expect_tag(std::string_view stage);
 

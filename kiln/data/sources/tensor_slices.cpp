@@ -3,6 +3,8 @@
 // Position = the next row index.
 #include "kiln/data/sources/tensor_slices.h"
 
+#include <algorithm>
+
 #include "kiln/core/check.h"
 
 namespace kiln::data {
@@ -43,6 +45,10 @@ class TensorSlicesIterator : public IteratorBase {
   std::optional<Element> get_next() override {
     if (next_ >= node_.rows()) return std::nullopt;
     return node_.row(next_++);
+  }
+  void get_next_many(std::vector<Element>& out, size_t n) override {
+    const int64_t end = std::min(node_.rows(), next_ + static_cast<int64_t>(n));
+    for (; next_ < end; ++next_) out.push_back(node_.row(next_));
   }
   void save_state(StateWriter& w) override { w.write_i64(next_); }
   void restore_state(StateReader& r) override { next_ = r.read_i64(); }

@@ -7,6 +7,7 @@
 // position is that batch, the next row, and the input's position.
 #include "kiln/data/transforms/batch.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kiln/core/check.h"
@@ -18,6 +19,8 @@ namespace {
 /// Idle batch buffers a batch stage keeps (all components together): enough to absorb the
 /// jitter between producing and dropping batches, at most a few MB for MNIST-sized batches.
 constexpr int kMaxIdleBatchBuffers = 16;
+/// Rows batch fetches ahead of the one it copies.
+constexpr int64_t kRowLookahead = 4;
 
 class BatchNode : public DatasetNode {
  public:
@@ -41,30 +44,28 @@ class BatchIterator : public UnaryIterator {
  protected:
   std::optional<Element> get_next() override {
     if (done_) return std::nullopt;
-    std::optional<Element> first = input_->next();
-    if (!first) {
-      done_ = true;
-      return std::nullopt;
-    }
     const int64_t n = node_.batch_size();
+    rows_.clear();
+    if (static_cast<int64_t>(input_->next_many(rows_, static_cast<size_t>(n))) < n) done_ = true;
+    if (rows_.empty()) return std::nullopt;
+    const int64_t rows = static_cast<int64_t>(rows_.size());
+    if (rows < n && node_.drop_remainder()) return std::nullopt;
+    const Element& first = rows_[0];
     Element batch;
-    for (const HostTensor& c : *first) {
+    for (const HostTensor& c : first) {
       Dims dims{n};
       dims.insert(dims.end(), c.dims().begin(), c.dims().end());
       batch.push_back(pool_->acquire(Shape(c.dtype(), std::move(dims))));
     }
-    copy_row(*first, *first, 0, batch);
-    int64_t rows = 1;
-    for (; rows < n; ++rows) {
-      std::optional<Element> e = input_->next();
-      if (!e) {
-        done_ = true;
-        break;
-      }
-      copy_row(*first, *e, rows, batch);
+    // The rows' bytes are usually cold (a shuffle buffer is far larger than the caches):
+    // fetch a few rows ahead of the copy.
+    for (int64_t r = 0; r < std::min(rows, kRowLookahead); ++r) prefetch_row(rows_[r]);
+    for (int64_t r = 0; r < rows; ++r) {
+      if (r + kRowLookahead < rows) prefetch_row(rows_[r + kRowLookahead]);
+      copy_row(first, rows_[r], r, batch);
     }
+    rows_.clear();  // drop the rows' storage now, not at the next call
     if (rows == n) return batch;
-    if (node_.drop_remainder()) return std::nullopt;
     for (HostTensor& c : batch) c = c.slice_rows(0, rows);
     return batch;
   }
@@ -97,9 +98,17 @@ class BatchIterator : public UnaryIterator {
     }
   }
 
+  static void prefetch_row(const Element& e) {
+    for (const HostTensor& c : e) {
+      prefetch_bytes(c.dims().data(), c.dims().size() * sizeof(int64_t));  // for the shape check
+      if (c.defined()) prefetch_bytes(c.raw_data(), static_cast<size_t>(c.byte_size()));
+    }
+  }
+
   const BatchNode& node_;
   std::shared_ptr<BufferPool> pool_;  // buffers out with consumers keep it alive
   bool done_ = false;
+  std::vector<Element> rows_;  // the elements of the batch being built
 };
 
 class UnbatchIterator : public UnaryIterator {

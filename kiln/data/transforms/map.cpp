@@ -1,7 +1,10 @@
 // map: inline for num_parallel_calls == 0, otherwise a ParallelRunner over the input. The
 // parallel form's saved state is the input's position plus the finished results not yet
-// handed out, so a restore replays exactly what the consumer had not seen.
+// handed out, so a restore replays exactly what the consumer had not seen; the inline form's is
+// the inputs it pulled but has not mapped yet (only after a failure) and the input's position.
 #include "kiln/data/transforms/map.h"
+
+#include <utility>
 
 #include "kiln/core/check.h"
 #include "kiln/data/transforms/parallel_runner.h"
@@ -33,21 +36,56 @@ class MapIterator : public IteratorBase {
       : IteratorBase(node, ctx), node_(node), input_(node.inputs()[0]->make_iterator(ctx)) {}
 
  protected:
-  std::optional<Element> get_next() override {
-    std::optional<Element> e = input_->next();
-    if (!e) return std::nullopt;
-    try {
-      return node_.fn()(std::move(*e));
-    } catch (...) {
-      rethrow_as_data_error(stage(), "the function failed", ErrorSource::kUserFunction);
+  std::optional<Element> get_next() override { return next_one_of_many(); }
+
+  // Pulls the inputs in bulk, then maps them one by one. When the function fails, the inputs
+  // after the failing one stay pending for the next call; when the input fails, the elements
+  // it produced first are mapped and delivered before its error.
+  void get_next_many(std::vector<Element>& out, size_t n) override {
+    const size_t target = out.size() + n;
+    while (out.size() < target) {
+      if (next_in_ == in_.size()) {
+        if (upstream_error_) std::rethrow_exception(std::exchange(upstream_error_, nullptr));
+        in_.clear();
+        next_in_ = 0;
+        try {
+          input_->next_many(in_, target - out.size());
+        } catch (...) {
+          upstream_error_ = std::current_exception();
+        }
+        if (in_.empty() && !upstream_error_) return;
+        continue;
+      }
+      Element& e = in_[next_in_++];
+      try {
+        out.push_back(node_.fn()(std::move(e)));
+      } catch (...) {
+        rethrow_as_data_error(stage(), "the function failed", ErrorSource::kUserFunction);
+      }
     }
   }
-  void save_state(StateWriter& w) override { input_->save(w); }
-  void restore_state(StateReader& r) override { input_->restore(r); }
+
+  void save_state(StateWriter& w) override {
+    w.write_u64(in_.size() - next_in_);
+    for (size_t i = next_in_; i < in_.size(); ++i) w.write_element(in_[i]);
+    w.write_error(upstream_error_);
+    input_->save(w);
+  }
+  void restore_state(StateReader& r) override {
+    in_.clear();
+    next_in_ = 0;
+    const uint64_t pending = r.read_u64();
+    for (uint64_t i = 0; i < pending; ++i) in_.push_back(r.read_element());
+    upstream_error_ = r.read_error();
+    input_->restore(r);
+  }
 
  private:
   const MapNode& node_;
   IteratorPtr input_;
+  std::vector<Element> in_;  // inputs pulled; in_[next_in_..] are not mapped yet
+  size_t next_in_ = 0;
+  std::exception_ptr upstream_error_;  // the input's failure, after the pending inputs
 };
 
 IteratorPtr MapNode::make_iterator(const IteratorContext& ctx) const {

@@ -16,16 +16,6 @@ int64_t ns_between(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(b - a).count();
 }
 
-std::string message_of(const std::exception_ptr& error) {
-  try {
-    std::rethrow_exception(error);
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 }  // namespace
 
 ParallelRunner::ParallelRunner(IteratorBase& input, Fn fn, RunnerOptions options,
@@ -121,22 +111,22 @@ void ParallelRunner::worker_loop() {
     const auto t_pull = Clock::now();
     {
       std::lock_guard input_lock(input_mu_);
-      std::vector<Result> results;
-      results.reserve(static_cast<size_t>(k));
-      while (!input_exhausted_ && static_cast<int>(results.size()) < k) {
+      std::vector<Element> pulled;
+      std::exception_ptr pull_error;
+      if (!input_exhausted_) {
+        pulled.reserve(static_cast<size_t>(k));
         try {
-          std::optional<Element> e = input_.next();
-          if (!e) {
+          if (input_.next_many(pulled, static_cast<size_t>(k)) < static_cast<size_t>(k))
             input_exhausted_ = true;
-            break;
-          }
-          results.push_back({std::move(e), nullptr});
         } catch (...) {
-          results.push_back({std::nullopt, capture_as_data_error(opt_.stage, "its input failed",
-                                                                 ErrorSource::kUpstream)});
-          break;
+          // The chunk ends with the error, after the elements pulled before it.
+          pull_error = capture_as_data_error(opt_.stage, "its input failed", ErrorSource::kUpstream);
         }
       }
+      std::vector<Result> results;
+      results.reserve(pulled.size() + 1);
+      for (Element& e : pulled) results.push_back({std::move(e), nullptr});
+      if (pull_error) results.push_back({std::nullopt, std::move(pull_error)});
       // Still holding input_mu_, so slots enter the buffer in the order they were pulled.
       std::lock_guard lock(mu_);
       reserved_ -= k - static_cast<int>(results.size());
@@ -185,7 +175,7 @@ void ParallelRunner::worker_loop() {
   }
 }
 
-std::optional<Element> ParallelRunner::next() {
+bool ParallelRunner::ensure_local() {
   if (local_.empty()) {
     std::unique_lock lock(mu_);
     if (!started_) {
@@ -206,18 +196,37 @@ std::optional<Element> ParallelRunner::next() {
     take_ready_locked();
     lock.unlock();
     if (wake) space_cv_.notify_all();
-    if (local_.empty()) return std::nullopt;
-  } else if (unsynced_pops_ >= sync_every_) {
+    return !local_.empty();
+  }
+  if (unsynced_pops_ >= sync_every_) {
     std::unique_lock lock(mu_);
     const bool wake = sync_pops_locked();
     lock.unlock();
     if (wake) space_cv_.notify_all();
   }
+  return true;
+}
+
+ParallelRunner::Result ParallelRunner::pop_local() {
   Result r = std::move(local_.front());
   local_.pop_front();
   ++unsynced_pops_;
+  return r;
+}
+
+std::optional<Element> ParallelRunner::next() {
+  if (!ensure_local()) return std::nullopt;
+  Result r = pop_local();
   if (r.error) std::rethrow_exception(r.error);
   return std::move(r.value);
+}
+
+void ParallelRunner::next_many(std::vector<Element>& out, size_t n) {
+  for (size_t i = 0; i < n && ensure_local(); ++i) {
+    Result r = pop_local();
+    if (r.error) std::rethrow_exception(r.error);
+    out.push_back(std::move(*r.value));
+  }
 }
 
 void ParallelRunner::save(StateWriter& w) {
@@ -231,11 +240,8 @@ void ParallelRunner::save(StateWriter& w) {
   take_ready_locked();
   w.write_u64(local_.size());
   for (const Result& r : local_) {
-    w.write_bool(r.error != nullptr);
-    if (r.error)
-      w.write_string(message_of(r.error));
-    else
-      w.write_element(*r.value);
+    w.write_error(r.error);
+    if (!r.error) w.write_element(*r.value);
   }
   paused_ = false;
   lock.unlock();
@@ -252,8 +258,9 @@ void ParallelRunner::restore(StateReader& r) {
   unsynced_pops_ = 0;
   const uint64_t n = r.read_u64();
   for (uint64_t i = 0; i < n; ++i) {
-    if (r.read_bool())
-      local_.push_back({std::nullopt, std::make_exception_ptr(DataError(r.read_string()))});
+    std::exception_ptr error = r.read_error();
+    if (error)
+      local_.push_back({std::nullopt, std::move(error)});
     else
       local_.push_back({r.read_element(), nullptr});
   }

@@ -46,6 +46,8 @@ class ParallelRunner {
 
   /// The next result; rethrows a captured error as a DataError.
   std::optional<Element> next();
+  /// IteratorBase::next_many's contract over next().
+  void next_many(std::vector<Element>& out, size_t n);
   /// Pauses the workers until nothing is in flight, then writes the input's position and
   /// every finished result not yet consumed (in delivery order).
   void save(StateWriter& w);
@@ -63,6 +65,9 @@ class ParallelRunner {
   };
 
   void worker_loop();
+  // Consumer side: makes sure local_ holds a result, waiting for one; false at the end.
+  bool ensure_local();
+  Result pop_local();
   int capacity_locked() const;
   bool ready_locked() const;
   bool room_for_chunk_locked() const;
@@ -116,6 +121,7 @@ class RunnerIterator : public IteratorBase {
 
  protected:
   std::optional<Element> get_next() override { return runner_->next(); }
+  void get_next_many(std::vector<Element>& out, size_t n) override { runner_->next_many(out, n); }
   void save_state(StateWriter& w) override { runner_->save(w); }
   void restore_state(StateReader& r) override { runner_->restore(r); }
 

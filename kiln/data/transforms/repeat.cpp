@@ -28,21 +28,30 @@ class RepeatIterator : public IteratorBase {
   }
 
  protected:
-  std::optional<Element> get_next() override {
-    while (!done_) {
-      if (std::optional<Element> e = input_->next()) {
-        ++seen_in_repetition_;
-        return e;
+  std::optional<Element> get_next() override { return next_one_of_many(); }
+
+  void get_next_many(std::vector<Element>& out, size_t n) override {
+    while (!done_ && n > 0) {
+      const size_t before = out.size();
+      try {
+        input_->next_many(out, n);
+      } catch (...) {
+        seen_in_repetition_ += static_cast<int64_t>(out.size() - before);
+        throw;
       }
-      // An empty input would make repeat() spin forever; end instead, as tf.data does.
+      const size_t got = out.size() - before;
+      seen_in_repetition_ += static_cast<int64_t>(got);
+      n -= got;
+      if (n == 0) return;
+      // The input ended. An empty input would make repeat() spin forever; end instead, as
+      // tf.data does.
       if (seen_in_repetition_ == 0 || (node_.count() > 0 && repetition_ + 1 >= node_.count())) {
         done_ = true;
-        break;
+        return;
       }
       ++repetition_;
       open();
     }
-    return std::nullopt;
   }
 
   void save_state(StateWriter& w) override {

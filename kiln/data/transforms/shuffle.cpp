@@ -11,8 +11,8 @@
 namespace kiln::data {
 namespace {
 
-/// Bytes of each upcoming element's components that shuffle prefetches (see get_next).
-constexpr int64_t kPrefetchBytes = 4096;
+/// How many picks ahead shuffle starts fetching a slot: a DRAM latency covers a few moves.
+constexpr size_t kLookahead = 16;
 
 class ShuffleNode : public DatasetNode {
  public:
@@ -43,50 +43,53 @@ class ShuffleIterator : public UnaryIterator {
   }
 
  protected:
-  std::optional<Element> get_next() override {
-    if (buffer_.empty() && !input_done_) buffer_.reserve(static_cast<size_t>(buffer_size_));
-    while (!input_done_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
-      std::optional<Element> e = input_->next();
-      if (!e) {
-        input_done_ = true;
-        break;
-      }
-      buffer_.push_back(std::move(*e));
+  std::optional<Element> get_next() override { return next_one_of_many(); }
+
+  // tf.data's algorithm for n elements at once: the n refills are pulled from the input first
+  // (the same elements in the same order as one at a time), so the slots the n picks will
+  // emit are known up front and can be fetched ahead of the moves (the buffer is far larger
+  // than the caches: the seed's holds 31 MB of images, so every emitted element is a miss).
+  void get_next_many(std::vector<Element>& out, size_t n) override {
+    if (!input_done_ && static_cast<int64_t>(buffer_.size()) < buffer_size_) {
+      if (buffer_.empty()) buffer_.reserve(static_cast<size_t>(buffer_size_));
+      const size_t want = static_cast<size_t>(buffer_size_) - buffer_.size();
+      if (input_->next_many(buffer_, want) < want) input_done_ = true;
     }
-    if (buffer_.empty()) return std::nullopt;
-    const size_t i = static_cast<size_t>(rng_.below(buffer_.size()));
-    prefetch_upcoming();
-    Element out = std::move(buffer_[i]);
+    refills_.clear();
+    std::exception_ptr upstream;
     if (!input_done_) {
-      if (std::optional<Element> e = input_->next()) {
-        buffer_[i] = std::move(*e);
-        return out;
+      try {
+        if (input_->next_many(refills_, n) < n) input_done_ = true;
+      } catch (...) {
+        upstream = std::current_exception();  // raised after the picks its refills allow
       }
-      input_done_ = true;
     }
-    buffer_[i] = std::move(buffer_.back());
-    buffer_.pop_back();
-    return out;
+    // Pick k empties a slot that refill k fills; past the refills each pick shrinks the
+    // buffer by one. A failed refill stops the picks before the pick that needed it.
+    const size_t size = buffer_.size();
+    const size_t refills = refills_.size();
+    size_t picks_n = upstream ? refills : std::min(n, refills + size);
+    picks_.resize(picks_n);
+    for (size_t k = 0; k < picks_n; ++k)
+      picks_[k] = static_cast<size_t>(rng_.below(k < refills ? size : size - (k - refills)));
+    for (size_t k = 0; k < std::min(picks_n, kLookahead); ++k) prefetch_slot(picks_[k]);
+    for (size_t k = 0; k < picks_n; ++k) {
+      if (k + kLookahead < picks_n) prefetch_slot(picks_[k + kLookahead]);
+      Element& slot = buffer_[picks_[k]];
+      out.push_back(std::move(slot));
+      if (k < refills) {
+        slot = std::move(refills_[k]);
+      } else {
+        slot = std::move(buffer_.back());
+        buffer_.pop_back();
+      }
+    }
+    if (upstream) std::rethrow_exception(upstream);
   }
 
-  // The buffer is far larger than the caches (the seed's holds 31 MB of images), so every
-  // emitted element is a cache miss. Peek at the slots the next two calls will pick (assuming
-  // the buffer stays full; a wrong guess only wastes a prefetch): fetch the second's Element
-  // now and the first's bytes, whose Element the previous call fetched. A hint only; the
-  // order and the RNG state are unchanged.
-  void prefetch_upcoming() const {
-#if defined(__GNUC__)
-    SplitMix64 peek = rng_;
-    const uint64_t n = buffer_.size();
-    const Element& next = buffer_[static_cast<size_t>(peek.below(n))];
-    __builtin_prefetch(&buffer_[static_cast<size_t>(peek.below(n))]);
-    for (const HostTensor& t : next) {
-      const auto* bytes = static_cast<const char*>(t.raw_data());
-      const int64_t size = t.defined() ? t.byte_size() : 0;
-      for (int64_t off = 0; off < std::min<int64_t>(size, kPrefetchBytes); off += 64)
-        __builtin_prefetch(bytes + off);
-    }
-#endif
+  // Emitting touches only the Element structs (moves); the consumer fetches the bytes.
+  void prefetch_slot(size_t i) const {
+    if (i < buffer_.size()) prefetch_bytes(&buffer_[i], sizeof(Element));
   }
 
   void save_state(StateWriter& w) override {
@@ -110,6 +113,8 @@ class ShuffleIterator : public UnaryIterator {
   SplitMix64 rng_;
   std::vector<Element> buffer_;
   bool input_done_ = false;
+  std::vector<Element> refills_;  // scratch of get_next_many
+  std::vector<size_t> picks_;     // scratch of get_next_many
 };
 
 IteratorPtr ShuffleNode::make_iterator(const IteratorContext& ctx) const {

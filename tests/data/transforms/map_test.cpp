@@ -65,6 +65,22 @@ TEST(MapTest, InlineMapErrorNamesTheStage) {
   EXPECT_EQ(scalar(*it.next()), 3);  // the pipeline goes on after a failed element
 }
 
+TEST(MapTest, InlineMapErrorInABulkPullKeepsTheRestOfTheStream) {
+  // batch pulls 4 elements at once; the map fails on the 4th. As one at a time, the batch is
+  // lost and the stream goes on after the failed element, also from a state saved right then.
+  Dataset d = range(10).map(throw_at(3)).batch(4);
+  Iterator it = d.iterator();
+  KILN_EXPECT_ERROR(it.next(), DataError, "[map] the function failed: boom at 3");
+  std::vector<uint8_t> state = it.save();
+  Iterator resumed = d.iterator();
+  resumed.restore(state);
+  for (Iterator* r : {&it, &resumed}) {
+    EXPECT_EQ(r->next()->at(0).to_vector<int64_t>(), (std::vector<int64_t>{4, 5, 6, 7}));
+    EXPECT_EQ(r->next()->at(0).to_vector<int64_t>(), (std::vector<int64_t>{8, 9}));
+    EXPECT_FALSE(r->next());
+  }
+}
+
 TEST(MapTest, ParallelMapErrorArrivesInOrderAtTheConsumer) {
   Iterator it = range(50).map(throw_at(20), 3).iterator();
   for (int64_t i = 0; i < 20; ++i) EXPECT_EQ(scalar(*it.next()), i);

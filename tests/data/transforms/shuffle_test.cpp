@@ -57,6 +57,39 @@ TEST(ShuffleTest, IteratorEpochReshuffles) {
   EXPECT_NE(a, c);
 }
 
+// The stream with -1 where next() failed.
+std::vector<int64_t> drain_with_errors(Iterator& it) {
+  std::vector<int64_t> out;
+  while (true) {
+    try {
+      std::optional<Element> e = it.next();
+      if (!e) return out;
+      out.push_back(testing::scalar(*e));
+    } catch (const DataError&) {
+      out.push_back(-1);
+    }
+  }
+}
+
+TEST(ShuffleTest, InputFailureReachesTheConsumerOnceAndLosesNoElement) {
+  Dataset d = range(30)
+                  .map([](Element e) -> Element {
+                    if (testing::scalar(e) == 17) throw std::runtime_error("bad element");
+                    return e;
+                  })
+                  .shuffle(5, /*seed=*/1);
+  Iterator one_by_one = d.iterator();
+  std::vector<int64_t> got = drain_with_errors(one_by_one);
+  // A prefetch pulls from the shuffle in bulk: the same stream, the failure at the same place.
+  Iterator bulk = d.prefetch(8).iterator();
+  EXPECT_EQ(drain_with_errors(bulk), got);
+  EXPECT_EQ(std::count(got.begin(), got.end(), -1), 1);
+  std::sort(got.begin(), got.end());
+  std::vector<int64_t> want = iota(-1, 30);
+  want.erase(std::find(want.begin(), want.end(), 17));
+  EXPECT_EQ(got, want);
+}
+
 TEST(ShuffleTest, RejectsNonPositiveBuffer) {
   KILN_EXPECT_ERROR(range(3).shuffle(0), ValueError, "buffer_size must be positive");
 }
