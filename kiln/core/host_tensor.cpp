@@ -2,6 +2,7 @@
 #include "kiln/core/host_tensor.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -37,7 +38,10 @@ constexpr size_t kGranule = 256;                      // size classes are multip
 constexpr size_t kMaxCachedBytes = 64 * 1024;         // larger blocks always use malloc
 constexpr size_t kClasses = kMaxCachedBytes / kGranule;
 constexpr size_t kThreadCacheBytes = 128 * 1024;      // per class and thread, at most
-constexpr size_t kSharedCacheBytes = 4 * 1024 * 1024; // per class, shared by all threads
+// All classes together, shared by all threads: enough to hand a whole shuffle buffer of
+// MNIST-sized elements (31 MB), dropped at the end of an epoch, to the next epoch's fill.
+// Memory kept here was in use a moment before, as glibc keeps freed memory in its arenas.
+constexpr size_t kSharedCacheBytes = 64 * 1024 * 1024;
 
 struct FreeBlock {
   FreeBlock* next;
@@ -59,23 +63,25 @@ class SharedCache {
   };
   // A batch of class `c`, or {nullptr, 0} when there is none.
   Batch take(size_t c) {
-    std::lock_guard lock(mu_[c]);
-    if (batches_[c].empty()) return {nullptr, 0};
-    Batch b = batches_[c].back();
-    batches_[c].pop_back();
-    counts_[c] -= b.count;
-    return b;
-  }
-  // Keeps the batch, or frees its blocks when the class already holds its share.
-  void give(size_t c, Batch b) {
+    Batch b{nullptr, 0};
     {
       std::lock_guard lock(mu_[c]);
-      if (counts_[c] + b.count <= std::max<size_t>(64, kSharedCacheBytes / class_bytes(c))) {
-        batches_[c].push_back(b);
-        counts_[c] += b.count;
-        return;
-      }
+      if (batches_[c].empty()) return b;
+      b = batches_[c].back();
+      batches_[c].pop_back();
     }
+    bytes_.fetch_sub(b.count * class_bytes(c), std::memory_order_relaxed);
+    return b;
+  }
+  // Keeps the batch, or frees its blocks when the cache already holds kSharedCacheBytes.
+  void give(size_t c, Batch b) {
+    const size_t add = b.count * class_bytes(c);
+    if (bytes_.fetch_add(add, std::memory_order_relaxed) + add <= kSharedCacheBytes) {
+      std::lock_guard lock(mu_[c]);
+      batches_[c].push_back(b);
+      return;
+    }
+    bytes_.fetch_sub(add, std::memory_order_relaxed);
     while (b.head != nullptr) {
       FreeBlock* next = b.head->next;
       std::free(b.head);
@@ -86,7 +92,7 @@ class SharedCache {
  private:
   std::mutex mu_[kClasses + 1];
   std::vector<Batch> batches_[kClasses + 1];
-  size_t counts_[kClasses + 1] = {};
+  std::atomic<size_t> bytes_{0};  // in all batches
 };
 
 // Never destroyed: threads return their blocks to it at exit, which may be after static

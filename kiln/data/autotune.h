@@ -9,8 +9,9 @@
 //   is simply too slow, where more buffer would only cost memory (tf.data's prefetch rule).
 // - Hand-off size (parallel runners): each worker takes `chunk` elements per lock. The runner
 //   measures the time per element (upstream pull + function) and sizes chunks to about
-//   kTargetChunkSeconds of work, so the ~1 us of locking per hand-off stays a few percent of
-//   the work even for cheap per-element functions, while slow functions still go one by one.
+//   kTargetChunkSeconds of work, so the cost of a hand-off (a lock, and often a futex wake-up
+//   of the other side: several microseconds on a VM) stays a few percent of the work even for
+//   cheap per-element functions, while slow functions still go one by one.
 #pragma once
 
 #include <algorithm>
@@ -23,9 +24,9 @@ inline constexpr int kAutotune = -1;
 /// Largest buffer AUTOTUNE grows to, in elements.
 inline constexpr int kMaxAutotuneBuffer = 64;
 /// Work per worker hand-off that chunking aims for.
-inline constexpr double kTargetChunkSeconds = 50e-6;
+inline constexpr double kTargetChunkSeconds = 200e-6;
 /// Largest chunk a worker takes at once.
-inline constexpr int kMaxChunk = 64;
+inline constexpr int kMaxChunk = 256;
 
 /// Cores this process may use (std::thread::hardware_concurrency, at least 1).
 int available_cores();

@@ -67,7 +67,12 @@ inline void prefetch_bytes(const void* p, size_t bytes) {
 #if defined(__GNUC__)
   if (bytes == 0) return;
   const auto* c = static_cast<const char*>(p);
-  for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(c + off);
+  for (size_t off = 0; off < bytes; off += 64) {
+    __builtin_prefetch(c + off);
+    // GCC deletes a loop whose only statements are prefetches (they have no side effects);
+    // the empty volatile asm keeps it.
+    asm volatile("");
+  }
   __builtin_prefetch(c + bytes - 1);  // the last line, when p is not line-aligned
 #else
   (void)p;
