@@ -63,6 +63,10 @@ bool ParallelRunner::ready_locked() const {
 }
 
 void ParallelRunner::take_ready_locked() {
+  if (local_next_ == local_.size()) {
+    local_.clear();
+    local_next_ = 0;
+  }
   for (auto it = slots_.begin(); it != slots_.end();) {
     if (!(*it)->done) {
       if (opt_.deterministic) break;
@@ -71,6 +75,11 @@ void ParallelRunner::take_ready_locked() {
     }
     for (Result& r : (*it)->results) local_.push_back(std::move(r));
     --done_slots_;
+    // Reuse the slot and its vector's capacity: allocating tens of KB per chunk made glibc
+    // consolidate its fast bins on every chunk.
+    (*it)->results.clear();
+    (*it)->done = false;
+    if (static_cast<int>(free_slots_.size()) <= opt_.parallelism) free_slots_.push_back(std::move(*it));
     it = slots_.erase(it);
   }
 }
@@ -93,8 +102,10 @@ bool ParallelRunner::room_for_chunk_locked() const {
 }
 
 void ParallelRunner::worker_loop() {
+  std::vector<Element> pulled;  // reused: a chunk's vectors are tens of KB
   while (true) {
     int k = 0;
+    std::unique_ptr<Slot> fresh;
     {
       std::unique_lock lock(mu_);
       ++space_waiters_;
@@ -105,16 +116,21 @@ void ParallelRunner::worker_loop() {
       reserved_ += k;
       ++pulling_;
       buffer_.on_produced(reserved_);
+      if (free_slots_.empty()) {
+        fresh = std::make_unique<Slot>();
+      } else {
+        fresh = std::move(free_slots_.back());
+        free_slots_.pop_back();
+      }
     }
 
     Slot* slot = nullptr;
     const auto t_pull = Clock::now();
     {
       std::lock_guard input_lock(input_mu_);
-      std::vector<Element> pulled;
+      pulled.clear();
       std::exception_ptr pull_error;
       if (!input_exhausted_) {
-        pulled.reserve(static_cast<size_t>(k));
         try {
           if (input_.next_many(pulled, static_cast<size_t>(k)) < static_cast<size_t>(k))
             input_exhausted_ = true;
@@ -123,17 +139,17 @@ void ParallelRunner::worker_loop() {
           pull_error = capture_as_data_error(opt_.stage, "its input failed", ErrorSource::kUpstream);
         }
       }
-      std::vector<Result> results;
-      results.reserve(pulled.size() + 1);
+      std::vector<Result>& results = fresh->results;
       for (Element& e : pulled) results.push_back({std::move(e), nullptr});
       if (pull_error) results.push_back({std::nullopt, std::move(pull_error)});
+      pulled.clear();
       // Still holding input_mu_, so slots enter the buffer in the order they were pulled.
       std::lock_guard lock(mu_);
       reserved_ -= k - static_cast<int>(results.size());
       --pulling_;
       if (input_exhausted_) input_done_ = true;
       if (!results.empty()) {
-        slots_.push_back(std::make_unique<Slot>(Slot{std::move(results), false}));
+        slots_.push_back(std::move(fresh));
         slot = slots_.back().get();
         ++in_flight_;
       }
@@ -176,7 +192,7 @@ void ParallelRunner::worker_loop() {
 }
 
 bool ParallelRunner::ensure_local() {
-  if (local_.empty()) {
+  if (local_next_ == local_.size()) {
     std::unique_lock lock(mu_);
     if (!started_) {
       started_ = true;
@@ -196,7 +212,7 @@ bool ParallelRunner::ensure_local() {
     take_ready_locked();
     lock.unlock();
     if (wake) space_cv_.notify_all();
-    return !local_.empty();
+    return local_next_ < local_.size();
   }
   if (unsynced_pops_ >= sync_every_) {
     std::unique_lock lock(mu_);
@@ -208,8 +224,7 @@ bool ParallelRunner::ensure_local() {
 }
 
 ParallelRunner::Result ParallelRunner::pop_local() {
-  Result r = std::move(local_.front());
-  local_.pop_front();
+  Result r = std::move(local_[local_next_++]);
   ++unsynced_pops_;
   return r;
 }
@@ -238,8 +253,9 @@ void ParallelRunner::save(StateWriter& w) {
   w.write_bool(input_done_);
   input_.save(w);
   take_ready_locked();
-  w.write_u64(local_.size());
-  for (const Result& r : local_) {
+  w.write_u64(local_.size() - local_next_);
+  for (size_t i = local_next_; i < local_.size(); ++i) {
+    const Result& r = local_[i];
     w.write_error(r.error);
     if (!r.error) w.write_element(*r.value);
   }
@@ -255,6 +271,7 @@ void ParallelRunner::restore(StateReader& r) {
   input_exhausted_ = input_done_;
   input_.restore(r);
   local_.clear();
+  local_next_ = 0;
   unsynced_pops_ = 0;
   const uint64_t n = r.read_u64();
   for (uint64_t i = 0; i < n; ++i) {

@@ -90,6 +90,7 @@ class ParallelRunner {
   std::condition_variable ready_cv_;  // consumer: a result is ready, or the end
   std::condition_variable idle_cv_;   // save(): nothing in flight
   std::deque<std::unique_ptr<Slot>> slots_;
+  std::vector<std::unique_ptr<Slot>> free_slots_;  // taken slots, for reuse
   int reserved_ = 0;     // elements pulled or being pulled that the consumer has not popped
   int space_waiters_ = 0;  // workers waiting for room
   int pulling_ = 0;      // workers inside a pull
@@ -106,7 +107,8 @@ class ParallelRunner {
   // Consumer side only: results taken from the buffer in one lock, and how many of them were
   // popped since the consumer last returned their room (it does so every sync_every_ pops, so
   // the buffer bound holds within sync_every_ without a lock per element).
-  std::deque<Result> local_;
+  std::vector<Result> local_;  // local_[local_next_..] are not handed out yet
+  size_t local_next_ = 0;
   int unsynced_pops_ = 0;
   int sync_every_ = 1;
 };
