@@ -9,11 +9,14 @@
 // train-step windows alternate so a load change hits both sides of the ratio alike.
 //
 // The process raises glibc's mmap and trim thresholds first (KILN_BENCH_DEFAULT_MALLOC=1 skips
-// that). Batches now come from batch's BufferPool, but the map still allocates one 3 KB tensor
-// per image on a worker thread that another thread frees; with glibc's defaults the worker
-// arenas then shrink and page-fault back constantly, which costs more than the pipeline
-// itself. TensorFlow users get the same effect from tcmalloc; a trainer process would set it
-// once at start-up.
+// that). It mattered most when the map's 3 KB output per image came from glibc on a worker
+// thread and was freed on another (worker arenas shrank and page-faulted back); those now come
+// from HostTensor's storage cache and batches from batch's BufferPool, so what is left for
+// glibc is the shapes' dims and batch buffers past the pool's idle bound. TensorFlow users
+// get the same effect from tcmalloc; a trainer process would set it once at start-up.
+//
+// Where the time goes: the stats table printed to stderr gives each stage's own busy time;
+// for a CPU profile, `perf record -e cpu-clock` works on this VM (no hardware counters).
 #include <malloc.h>
 
 #include <algorithm>

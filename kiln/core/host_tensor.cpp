@@ -107,8 +107,10 @@ class ThreadCache {
   ~ThreadCache() {
     for (size_t c = 1; c <= kClasses; ++c)
       if (heads_[c] != nullptr) shared_cache().give(c, {heads_[c], counts_[c]});
+    alive_ = false;
   }
   void* allocate(size_t c) {
+    if (!alive_) return std::malloc(class_bytes(c));
     if (heads_[c] == nullptr) {
       const SharedCache::Batch b = shared_cache().take(c);
       heads_[c] = b.head;
@@ -125,6 +127,10 @@ class ThreadCache {
     return std::malloc(class_bytes(c));
   }
   void deallocate(void* p, size_t c) {
+    if (!alive_) {
+      std::free(p);
+      return;
+    }
     auto* b = static_cast<FreeBlock*>(p);
     b->next = heads_[c];
     heads_[c] = b;
@@ -141,6 +147,9 @@ class ThreadCache {
  private:
   FreeBlock* heads_[kClasses + 1] = {};
   size_t counts_[kClasses + 1] = {};
+  // False once this thread's cache is destroyed: a tensor freed later in the thread's exit
+  // (the main thread's static objects die after its thread_locals) goes straight to free().
+  bool alive_ = true;
 };
 
 ThreadCache& thread_cache() {
