@@ -7,11 +7,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
-#include <thread>
 
 #include "kiln/core/error.h"
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
+#include "kiln/distribute/cluster_resolver.h"
 #include "kiln/keras/keras.h"
 #include "examples/mnist_pipeline.h"
 
@@ -34,18 +34,20 @@ std::unique_ptr<Sequential> make_model() {
 int main(int argc, char** argv) try {
   const int epochs = argc > 1 ? std::atoi(argv[1]) : 5;
 
-  // 1. Devices and strategy (S1-S3). TODO(#6): distribute::Strategy; until it lands Kiln runs
-  // the default CPU strategy with one replica.
-  std::cout << "Devices: cpu:0 (" << std::thread::hardware_concurrency() << " threads)\n"
-            << "No accelerator found: default CPU strategy, num_replicas_in_sync = 1\n";
-  const int64_t replicas = 1;
+  // 1. Devices and strategy (S1-S4): an MPI world (mpirun -np N) gives
+  // MultiWorkerMirroredStrategy, KILN_CPU_DEVICES=n a MirroredStrategy over n logical CPU
+  // devices, otherwise the default CPU strategy. Everything below is made in its scope (S5).
+  std::shared_ptr<distribute::Strategy> strategy = distribute::auto_detect();
+  const int64_t replicas = strategy->num_replicas_in_sync();
+  if (strategy->is_chief()) std::cout << "REPLICAS: " << replicas << "\n";
+  auto scope = strategy->scope();
 
   // 2. The model and its optimizer (S5, S6).
   std::unique_ptr<Sequential> model = make_model();
   model->compile({.optimizer = Adam(),
                   .loss = SparseCategoricalCrossentropy({.from_logits = true}),
                   .metrics = {"accuracy"}});
-  model->summary();
+  if (strategy->is_chief()) model->summary();
 
   // 3. The input pipeline with the global batch (S7-S10).
   auto [train, test] = datasets::mnist::load_data();
@@ -63,6 +65,7 @@ int main(int argc, char** argv) try {
   Logs result = model->evaluate(test_ds, {.steps = 10000 / batch_size});
   std::printf("Test loss %.4f, test accuracy %.4f\n", result.at("loss"), result.at("accuracy"));
 
+  if (!strategy->is_chief()) return 0;  // only worker 0 writes files
   // 6. Save and load back. TODO(#7): model.save (HDF5 / directory format with architecture
   // and optimizer state); here the weights go through save_weights / load_weights.
   const std::string path = "mnist_mlp.weights.safetensors";

@@ -32,7 +32,7 @@ std::string describe_cluster(const ClusterInfo& info) {
   const int n = info.logical_cpu_devices;
   const int share = std::max(1, info.host_threads / n);
   if (n == 1) {
-    os << "  cpu:0  " << info.host_threads << " threads, " << info.host_memory_mib << " MiB host memory\n";
+    os << "  cpu:0  " << info.host_threads << " thread" << (info.host_threads == 1 ? "" : "s") << ", " << info.host_memory_mib << " MiB host memory\n";
   } else {
     for (int i = 0; i < n; ++i) os << "  cpu:" << i << "  logical device, " << share << " thread" << (share == 1 ? "" : "s") << "\n";
     os << "  (" << n << " logical CPU devices over " << info.host_threads << " threads, " << info.host_memory_mib

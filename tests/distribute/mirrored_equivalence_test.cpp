@@ -11,6 +11,7 @@
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/trace/trace_context.h"
 #include "tests/distribute/synthetic_mnist.h"
+#include "tests/testing/relative_error.h"
 #include "tests/testing/seed_mlp.h"
 
 namespace kiln::distribute {
@@ -39,18 +40,6 @@ std::unique_ptr<testing::SeedMlp> train(const std::shared_ptr<Strategy>& strateg
   return mlp;
 }
 
-// ||a - b||_2 / ||b||_2 over one tensor.
-double relative_error(const HostTensor& a, const HostTensor& b) {
-  auto x = a.data<float>();
-  auto y = b.data<float>();
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    diff += (double(x[i]) - y[i]) * (double(x[i]) - y[i]);
-    norm += double(y[i]) * y[i];
-  }
-  return std::sqrt(diff / std::max(norm, 1e-30));
-}
-
 bool same_bytes(const HostTensor& a, const HostTensor& b) {
   return a.shape() == b.shape() && std::memcmp(a.raw_data(), b.raw_data(), static_cast<size_t>(a.byte_size())) == 0;
 }
@@ -69,7 +58,7 @@ TEST_F(MirroredEquivalenceTest, FourReplicasOf32MatchOneReplicaOf128) {
   auto four = train(strategy, data_);
   for (size_t i = 0; i < one->params().size(); ++i) {
     const Variable& v = four->params()[i];
-    EXPECT_LT(relative_error(v.storage(), one->params()[i].storage()), 1e-5) << v.name();
+    EXPECT_LT(testing::relative_l2_error(v.storage(), one->params()[i].storage()), 1e-5) << v.name();
     EXPECT_FALSE(same_bytes(v.storage(), testing::SeedMlp(runtime::default_backend(), 0).params()[i].storage()))
         << v.name() << " did not train";
     ASSERT_EQ(v.state()->mirrors.size(), 3u) << v.name() << " is not mirrored";

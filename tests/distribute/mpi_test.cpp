@@ -14,6 +14,7 @@
 #include "kiln/runtime/backend_registry.h"
 #include "tests/distribute/mpi_train_driver.h"
 #include "tests/distribute/synthetic_mnist.h"
+#include "tests/testing/relative_error.h"
 #include "tests/testing/seed_mlp.h"
 #include "tests/testing/temp_dir.h"
 
@@ -64,12 +65,7 @@ TEST(MultiWorkerMirroredStrategyTest, TwoMpiRanksMatchOneProcessAndEachOther) {
   ASSERT_EQ(rank0.size(), single.size());
   ASSERT_EQ(rank1.size(), single.size());
   EXPECT_EQ(std::memcmp(rank0.data(), rank1.data(), rank0.size() * sizeof(float)), 0) << "the ranks diverged";
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < single.size(); ++i) {
-    diff += (double(rank0[i]) - single[i]) * (double(rank0[i]) - single[i]);
-    norm += double(single[i]) * single[i];
-  }
-  EXPECT_LT(std::sqrt(diff / norm), 1e-5);
+  EXPECT_LT(testing::relative_l2_error(rank0, single), 1e-5);
 }
 
 }  // namespace

@@ -1,23 +1,19 @@
-// `kiln`: the command-line tool. `kiln devices` prints what this host offers;
+// `kiln`: the command-line tool. `kiln devices` prints what this host offers and the strategy
+// distribute::auto_detect() would pick;
 // `kiln mnist [dir]` loads MNIST and prints its summary.
 #include <array>
 #include <iostream>
 #include <string>
-#include <thread>
-#include <unistd.h>
 
 #include "kiln/core/error.h"
 #include "kiln/data/datasets/mnist.h"
+#include "kiln/distribute/cluster_resolver.h"
 
 namespace {
 
+// The cluster resolver's report: devices, MPI, GPUs, and the strategy auto_detect() picks.
 int print_devices() {
-  const long pages = sysconf(_SC_PHYS_PAGES);
-  const long page_size = sysconf(_SC_PAGE_SIZE);
-  std::cout << "Kiln devices:\n"
-            << "  cpu:0  " << std::thread::hardware_concurrency() << " threads, "
-            << (pages * page_size) / (1 << 20) << " MiB host memory\n"
-            << "No accelerator found: using the default CPU strategy (1 replica).\n";
+  kiln::distribute::auto_detect(std::cout);
   return 0;
 }
 

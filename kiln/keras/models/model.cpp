@@ -4,7 +4,9 @@
 #include <cstring>
 
 #include "kiln/core/check.h"
+#include "kiln/distribute/strategy.h"
 #include "kiln/trace/gradient_tape.h"
+#include "kiln/trace/replica_context.h"
 
 namespace kiln::keras {
 
@@ -86,6 +88,7 @@ void Model::compile(CompileOptions options) {
     return test_step(in[0], in[1]);
   });
   is_compiled_ = true;
+  strategy_ = distribute::current_strategy();  // the scope() the model is compiled in
 }
 
 void Model::check_compiled(const char* where) const {
@@ -116,6 +119,9 @@ std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred,
     m->update_state(y, y_pred);
     results.push_back(m->result());
   }
+  // Each replica measured its shard; the logs report the mean over replicas (equal shards,
+  // so the global value). Identity without a multi-replica strategy.
+  for (Tensor& r : results) r = all_reduce(r, ir::ReduceKind::kMean);
   return results;
 }
 

@@ -19,6 +19,10 @@
 #include "kiln/keras/trainer/logs.h"
 #include "kiln/trace/function.h"
 
+namespace kiln::distribute {
+class Strategy;
+}
+
 namespace kiln::keras {
 
 struct CompileOptions {
@@ -101,6 +105,11 @@ class Model {
 
   /// Set by a callback to end fit after the current step/epoch (Keras model.stop_training).
   bool stop_training = false;
+  /// The strategy that was current at compile() (distribute/strategy.h): fit and evaluate
+  /// split each global batch over its replicas. Null before compile.
+  const std::shared_ptr<distribute::Strategy>& distribute_strategy() const { return strategy_; }
+  /// False on MPI workers other than 0: they neither print progress nor write files.
+  bool is_chief() const;
   Optimizer* optimizer() const { return compiled_.optimizer.get(); }
   const Function* train_function() const { return train_function_.get(); }
   const EpochStats& last_epoch_stats() const { return epoch_stats_; }
@@ -119,6 +128,9 @@ class Model {
   std::vector<Tensor> test_step(const Tensor& x, const Tensor& y);
   std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
   void reset_metrics();
+  /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
+  /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
+  std::vector<HostTensor> call_step(Function& step, const std::vector<HostTensor>& args);
   void make_predict_function();
   Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
   void check_compiled(const char* where) const;
@@ -129,6 +141,7 @@ class Model {
   std::unique_ptr<Mean> loss_tracker_;
   std::unique_ptr<Function> train_function_, test_function_, predict_function_;
   EpochStats epoch_stats_;
+  std::shared_ptr<distribute::Strategy> strategy_;
 };
 
 }  // namespace kiln::keras

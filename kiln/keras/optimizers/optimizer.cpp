@@ -6,6 +6,7 @@
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/sgd.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/replica_context.h"
 
 namespace kiln::keras {
 
@@ -25,7 +26,11 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
   Tensor step = cast(iterations_.read(), DType::kF32);
   Tensor lr = schedule_ ? (*schedule_)(step) : learning_rate_.read();
   Tensor local_step = step + 1.0;
-  for (size_t i = 0; i < vars.size(); ++i) update_step(grads[i], vars[i], i, lr, local_step);
+  // Under a strategy with several replicas each replica's gradient (of its shard's mean loss)
+  // is averaged over the replicas by an all_reduce in the compiled step, so every replica
+  // applies the global batch's gradient; with one replica all_reduce is the gradient itself.
+  for (size_t i = 0; i < vars.size(); ++i)
+    update_step(all_reduce(grads[i], ir::ReduceKind::kMean), vars[i], i, lr, local_step);
   iterations_.assign(iterations_.read() + 1.0);
 }
 

@@ -53,7 +53,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
 
   std::vector<CallbackHandle> list{std::make_shared<HistoryRecorder>(&history)};
   list.insert(list.end(), options.callbacks.begin(), options.callbacks.end());
-  if (options.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  if (options.verbose > 0 && is_chief()) list.push_back(std::make_shared<ProgbarLogger>());  // rank 0 prints
   const TrainingParams params{.epochs = options.epochs, .steps = options.steps_per_epoch,
                               .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
   CallbackList callbacks(std::move(list), this, params);
@@ -94,7 +94,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
       for (size_t j = 0; j < batches.size(); ++j) {
-        buffered[j] = logs_from((*train_function_)({batches[j][0], batches[j][1]}));
+        buffered[j] = logs_from(call_step(*train_function_, {batches[j][0], batches[j][1]}));
         samples += batches[j][0].dims()[0];
       }
       for (size_t j = 0; j < batches.size(); ++j) {
@@ -126,7 +126,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
 Logs Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
   check_compiled("evaluate");
   std::vector<CallbackHandle> list = options.callbacks;
-  if (options.verbose > 0) list.push_back(std::make_shared<ProgbarLogger>());
+  if (options.verbose > 0 && is_chief()) list.push_back(std::make_shared<ProgbarLogger>());  // rank 0 prints
   CallbackList callbacks(std::move(list), this, {.epochs = 1, .steps = options.steps, .verbose = options.verbose});
   return run_test_loop(dataset, options.steps, &callbacks);
 }
@@ -141,7 +141,7 @@ Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackL
     if (!e) break;
     check_batch(*e, name_);
     callbacks->call(&Callback::on_test_batch_begin, step, Logs{});
-    logs = logs_from((*test_function_)({(*e)[0], (*e)[1]}));
+    logs = logs_from(call_step(*test_function_, {(*e)[0], (*e)[1]}));
     callbacks->call(&Callback::on_test_batch_end, step, logs);
   }
   callbacks->call(&Callback::on_test_end, logs);

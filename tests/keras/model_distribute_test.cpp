@@ -1,0 +1,94 @@
+// Model::fit / evaluate under a MirroredStrategy: the seed model trained on 2 replicas of 32
+// rows matches one replica on the global batch of 64 (weights, loss and metric logs), and a
+// global batch the replicas cannot share is a clear error.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "kiln/distribute/logical_devices.h"
+#include "kiln/distribute/strategy.h"
+#include "kiln/trace/trace_context.h"
+#include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+#include "tests/testing/relative_error.h"
+
+namespace kiln::keras {
+namespace {
+
+std::unique_ptr<Sequential> seed_model() {
+  return std::make_unique<Sequential>(std::vector<LayerHandle>{
+      Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu"}), Dense(10)});
+}
+
+void compile_seed(Model& model) {
+  model.compile({.optimizer = Adam(), .loss = SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+}
+
+// n MNIST-shaped examples: f32[n,28,28] in [0,1), i32[n] labels.
+std::pair<HostTensor, HostTensor> synthetic(int64_t n) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::uniform_int_distribution<int32_t> label(0, 9);
+  HostTensor x(Shape(DType::kF32, {n, 28, 28})), y(Shape(DType::kI32, {n}));
+  for (float& v : x.data<float>()) v = pixel(rng);
+  for (int32_t& v : y.data<int32_t>()) v = label(rng);
+  return {x, y};
+}
+
+class DistributedFitTest : public ::testing::Test {
+ protected:
+  void SetUp() override { config::set_logical_cpu_devices(2); }
+  void TearDown() override { config::set_logical_cpu_devices(1); }
+};
+
+TEST_F(DistributedFitTest, TwoReplicasTrainLikeOneReplicaOnTheGlobalBatch) {
+  auto [x, y] = synthetic(640);
+  data::Dataset train = testing::batches(x, y, 64);
+  auto single = seed_model();
+  compile_seed(*single);
+  single->predict(x.slice_rows(0, 8));  // builds the layers
+
+  auto strategy = std::make_shared<distribute::MirroredStrategy>();
+  std::unique_ptr<Sequential> mirrored;
+  {
+    auto scope = strategy->scope();
+    mirrored = seed_model();
+    compile_seed(*mirrored);
+  }
+  ASSERT_EQ(mirrored->distribute_strategy(), strategy);
+  mirrored->predict(x.slice_rows(0, 8));
+  mirrored->set_weights(single->get_weights());
+
+  History h1 = single->fit(train, {.epochs = 2, .verbose = 0});
+  History h2 = mirrored->fit(train, {.epochs = 2, .verbose = 0});
+  for (const std::string key : {"loss", "accuracy"})
+    for (size_t e = 0; e < 2; ++e) EXPECT_NEAR(h2.history.at(key)[e], h1.history.at(key)[e], 1e-5) << key << " " << e;
+  std::vector<HostTensor> w1 = single->get_weights(), w2 = mirrored->get_weights();
+  for (size_t i = 0; i < w1.size(); ++i) EXPECT_LT(kiln::testing::relative_l2_error(w2[i], w1[i]), 1e-5) << i;
+  for (const Variable& v : mirrored->weights()) {
+    ASSERT_EQ(v.state()->mirrors.size(), 1u) << v.name();
+    EXPECT_EQ(v.state()->mirrors[0].to_vector<float>(), v.storage().to_vector<float>()) << v.name();
+  }
+  Logs e1 = single->evaluate(train, {.verbose = 0});
+  Logs e2 = mirrored->evaluate(train, {.verbose = 0});
+  EXPECT_NEAR(e2.at("loss"), e1.at("loss"), 1e-5);
+  EXPECT_NEAR(e2.at("accuracy"), e1.at("accuracy"), 1e-6);
+}
+
+TEST_F(DistributedFitTest, AGlobalBatchTheReplicasCannotShareIsAClearError) {
+  auto [x, y] = synthetic(63);
+  auto strategy = std::make_shared<distribute::MirroredStrategy>();
+  std::unique_ptr<Sequential> model;
+  {
+    auto scope = strategy->scope();
+    model = seed_model();
+    compile_seed(*model);
+  }
+  KILN_EXPECT_ERROR(model->fit(testing::batches(x, y, 63), {.verbose = 0}), DataError,
+                    "global batch size 63 is not divisible by the 2 replicas in sync");
+}
+
+}  // namespace
+}  // namespace kiln::keras
