@@ -21,3 +21,4 @@
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/schedules.h"
 #include "kiln/keras/optimizers/sgd.h"
+#include "kiln/keras/saving/saving.h"

@@ -18,6 +18,11 @@ class Loss {
   virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
   const std::string& name() const { return name_; }
   const std::string& reduction() const { return reduction_; }
+  /// The Keras class name ("SparseCategoricalCrossentropy"); "" for losses that cannot be
+  /// rebuilt from a config (saving then records only the name).
+  virtual std::string class_name() const { return ""; }
+  /// Keras config JSON: {"reduction": ..., "name": ...} plus the subclass's options.
+  virtual std::string get_config() const;
 
  protected:
   Loss(std::string name, std::string reduction);

@@ -2,6 +2,8 @@
 // from_logits forms computed stably.
 #include "kiln/keras/losses/losses.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/core/check.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
@@ -34,6 +36,30 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
   if (reduction_ == "none") return per_sample;
   if (reduction_ == "sum") return reduce_sum(per_sample);
   return mean(per_sample);  // sum / number of per-sample values
+}
+
+std::string Loss::get_config() const {
+  return nlohmann::json({{"reduction", reduction_}, {"name", name_}}).dump();
+}
+
+namespace {
+
+std::string with_from_logits(const std::string& base_config, bool from_logits) {
+  nlohmann::json j = nlohmann::json::parse(base_config);
+  j["from_logits"] = from_logits;
+  return j.dump();
+}
+
+}  // namespace
+
+std::string SparseCategoricalCrossentropy::get_config() const {
+  return with_from_logits(Loss::get_config(), from_logits_);
+}
+std::string CategoricalCrossentropy::get_config() const {
+  return with_from_logits(Loss::get_config(), from_logits_);
+}
+std::string BinaryCrossentropy::get_config() const {
+  return with_from_logits(Loss::get_config(), from_logits_);
 }
 
 LossHandle::LossHandle(const char* name) {

@@ -17,6 +17,8 @@ class SparseCategoricalCrossentropy : public Loss {
  public:
   explicit SparseCategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "SparseCategoricalCrossentropy"; }
+  std::string get_config() const override;
   bool from_logits() const { return from_logits_; }
 
  private:
@@ -28,6 +30,8 @@ class CategoricalCrossentropy : public Loss {
  public:
   explicit CategoricalCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "CategoricalCrossentropy"; }
+  std::string get_config() const override;
 
  private:
   bool from_logits_;
@@ -38,6 +42,8 @@ class BinaryCrossentropy : public Loss {
  public:
   explicit BinaryCrossentropy(CrossentropyOptions options = {});
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "BinaryCrossentropy"; }
+  std::string get_config() const override;
 
  private:
   bool from_logits_;
@@ -54,6 +60,7 @@ class MeanSquaredError : public Loss {
   explicit MeanSquaredError(MeanSquaredErrorOptions options = {})
       : Loss(options.name, options.reduction) {}
   Tensor call(const Tensor& y_true, const Tensor& y_pred) const override;
+  std::string class_name() const override { return "MeanSquaredError"; }
 };
 
 }  // namespace kiln::keras

@@ -55,6 +55,11 @@ struct PredictOptions {
   int64_t batch_size = 32;  // predict(HostTensor) only
 };
 
+/// Model::save options (Keras model.save).
+struct SaveOptions {
+  bool include_optimizer = true;  // the optimizer's state and the compile arguments
+};
+
 /// What the last training epoch measured (read by ProgbarLogger).
 struct EpochStats {
   double train_seconds = 0;
@@ -85,10 +90,15 @@ class Model {
   std::vector<HostTensor> get_weights() const;
   void set_weights(const std::vector<HostTensor>& values);
   int64_t count_params() const;
-  /// The weights alone to a safetensors file, by variable name; and back (same architecture,
-  /// built). Whole-model saving is TODO(#7).
+  /// The weights alone, by file extension: .h5/.hdf5/.keras-h5 in the Keras 2 HDF5 layout
+  /// (matched layer by layer, as Keras's topological load), otherwise safetensors by variable
+  /// name; and back into the same architecture, built. See keras/saving and docs/saving.md.
   void save_weights(const std::string& path) const;
   void load_weights(const std::string& path);
+  /// The whole model (architecture, weights, compile arguments and optimizer state):
+  /// .h5/.hdf5/.keras-h5 in the Keras 2 HDF5 format, any other path as the directory format
+  /// (model.json + weights.safetensors + optimizer.safetensors). load_model reads both.
+  void save(const std::string& path, SaveOptions options = {}) const;
 
   void compile(CompileOptions options);
   /// Trains on (x, y) batches of a fixed shape (batch with drop_remainder=true).
@@ -111,6 +121,9 @@ class Model {
   /// False on MPI workers other than 0: they neither print progress nor write files.
   bool is_chief() const;
   Optimizer* optimizer() const { return compiled_.optimizer.get(); }
+  bool is_compiled() const { return is_compiled_; }
+  /// The arguments of the last compile (saving records them as Keras's training_config).
+  const CompileOptions& compile_options() const { return compiled_; }
   const Function* train_function() const { return train_function_.get(); }
   const EpochStats& last_epoch_stats() const { return epoch_stats_; }
 

@@ -1,6 +1,8 @@
 // Adam and AdamW updates as trace ops.
 #include "kiln/keras/optimizers/adam.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/trace/ops/elementwise.h"
 
 namespace kiln::keras {
@@ -27,10 +29,26 @@ void Adam::update_step(const Tensor& grad, const Variable& var, size_t index, co
   var.assign(var.read() - lr_t * m / (sqrt(v) + epsilon_));
 }
 
+std::string Adam::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Optimizer::get_config());
+  j["beta_1"] = beta_1_;
+  j["beta_2"] = beta_2_;
+  j["epsilon"] = epsilon_;
+  j["amsgrad"] = false;
+  return j.dump();
+}
+
 AdamW::AdamW(AdamWOptions options)
     : Adam({.learning_rate = options.learning_rate, .beta_1 = options.beta_1, .beta_2 = options.beta_2,
             .epsilon = options.epsilon, .name = options.name}),
       weight_decay_(options.weight_decay) {}
+
+std::string AdamW::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Adam::get_config());
+  j["weight_decay"] = weight_decay_;
+  j["is_legacy_optimizer"] = false;  // tf.keras 2.x has AdamW only among its new optimizers
+  return j.dump();
+}
 
 void AdamW::update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,
                         const Tensor& local_step) {

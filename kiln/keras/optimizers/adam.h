@@ -20,6 +20,8 @@ struct AdamOptions {
 class Adam : public Optimizer {
  public:
   explicit Adam(AdamOptions options = {});
+  std::string class_name() const override { return "Adam"; }
+  std::string get_config() const override;
 
  protected:
   void build(const std::vector<Variable>& vars) override;
@@ -44,6 +46,8 @@ struct AdamWOptions {
 class AdamW : public Adam {
  public:
   explicit AdamW(AdamWOptions options = {});
+  std::string class_name() const override { return "AdamW"; }
+  std::string get_config() const override;
 
  protected:
   void update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,

@@ -1,6 +1,8 @@
 // Optimizer base: learning rate, iterations, lazily built slots, and the name lookup.
 #include "kiln/keras/optimizers/optimizer.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/core/check.h"
 #include "kiln/keras/optimizers/adam.h"
 #include "kiln/keras/optimizers/rmsprop.h"
@@ -19,10 +21,7 @@ Optimizer::Optimizer(std::string name, const LearningRate& learning_rate)
 
 void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars) {
   KILN_CHECK(grads.size() == vars.size(), "one gradient per variable");
-  if (!built_) {
-    build(vars);
-    built_ = true;
-  }
+  create_slots(vars);
   Tensor step = cast(iterations_.read(), DType::kF32);
   Tensor lr = schedule_ ? (*schedule_)(step) : learning_rate_.read();
   Tensor local_step = step + 1.0;
@@ -50,6 +49,18 @@ std::vector<Variable> Optimizer::variables() const {
   std::vector<Variable> out{iterations_, learning_rate_};
   out.insert(out.end(), slots_.begin(), slots_.end());
   return out;
+}
+
+void Optimizer::create_slots(const std::vector<Variable>& vars) {
+  if (built_) return;
+  build(vars);
+  built_ = true;
+}
+
+std::string Optimizer::get_config() const {
+  // A schedule's current value stands in for it (schedules have no config yet).
+  nlohmann::json j = {{"name", name_}, {"learning_rate", learning_rate()}, {"decay", 0.0}};
+  return j.dump();
 }
 
 Variable Optimizer::add_slot(const Variable& var, const std::string& slot) {

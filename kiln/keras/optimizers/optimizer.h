@@ -28,6 +28,14 @@ class Optimizer {
   const std::string& name() const { return name_; }
   /// iterations, the learning-rate variable and every slot.
   std::vector<Variable> variables() const;
+  /// Creates the slots for `vars` now, as the first apply_gradients would (no-op once built),
+  /// so saved optimizer state can be loaded before training resumes.
+  void create_slots(const std::vector<Variable>& vars);
+  bool slots_created() const { return built_; }
+  /// The Keras class name ("Adam") and config JSON ({"name": ..., "learning_rate": ...}; the
+  /// Keras 2 optimizer_v2 keys, so tf.keras 2.x deserializes it).
+  virtual std::string class_name() const { return name_; }
+  virtual std::string get_config() const;
 
  protected:
   Optimizer(std::string name, const LearningRate& learning_rate);

@@ -1,11 +1,22 @@
 // RMSprop update as trace ops.
 #include "kiln/keras/optimizers/rmsprop.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/trace/ops/elementwise.h"
 
 namespace kiln::keras {
 
 RMSprop::RMSprop(RMSpropOptions options) : Optimizer(options.name, options.learning_rate), options_(options) {}
+
+std::string RMSprop::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Optimizer::get_config());
+  j["rho"] = options_.rho;
+  j["momentum"] = options_.momentum;
+  j["epsilon"] = options_.epsilon;
+  j["centered"] = options_.centered;
+  return j.dump();
+}
 
 void RMSprop::build(const std::vector<Variable>& vars) {
   for (const Variable& var : vars) {

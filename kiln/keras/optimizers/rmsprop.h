@@ -20,6 +20,8 @@ struct RMSpropOptions {
 class RMSprop : public Optimizer {
  public:
   explicit RMSprop(RMSpropOptions options = {});
+  std::string class_name() const override { return "RMSprop"; }
+  std::string get_config() const override;
 
  protected:
   void build(const std::vector<Variable>& vars) override;

@@ -1,6 +1,8 @@
 // SGD: Keras's momentum formulation (velocity holds -lr * accumulated gradient).
 #include "kiln/keras/optimizers/sgd.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/core/check.h"
 
 namespace kiln::keras {
@@ -9,6 +11,13 @@ SGD::SGD(SGDOptions options)
     : Optimizer(options.name, options.learning_rate), momentum_(options.momentum), nesterov_(options.nesterov) {
   if (momentum_ < 0 || momentum_ > 1)
     KILN_THROW(ValueError, "[SGD] expected momentum in [0, 1], received momentum=", momentum_, ".");
+}
+
+std::string SGD::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Optimizer::get_config());
+  j["momentum"] = momentum_;
+  j["nesterov"] = nesterov_;
+  return j.dump();
 }
 
 void SGD::build(const std::vector<Variable>& vars) {

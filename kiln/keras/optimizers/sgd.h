@@ -18,6 +18,8 @@ struct SGDOptions {
 class SGD : public Optimizer {
  public:
   explicit SGD(SGDOptions options = {});
+  std::string class_name() const override { return "SGD"; }
+  std::string get_config() const override;
 
  protected:
   void build(const std::vector<Variable>& vars) override;

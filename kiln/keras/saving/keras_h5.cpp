@@ -1,0 +1,217 @@
+// The Keras 2 HDF5 model and weights files. tf.keras 2.x's encodings are kept: root
+// keras_version/backend as variable-length UTF-8 (Python str), model_config/training_config
+// and the weights group's backend/keras_version as variable-length ASCII (Python bytes), and
+// layer_names/weight_names as fixed-length 'S' arrays split past 64512 bytes.
+#include "kiln/keras/saving/keras_h5.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+
+#include "kiln/core/check.h"
+#include "kiln/io/atomic_file.h"
+#include "kiln/io/file_reader.h"
+#include "kiln/io/hdf5_file.h"
+#include "kiln/keras/saving/saving_impl.h"
+#include "kiln/keras/saving/training_config.h"
+
+namespace kiln::keras {
+namespace {
+
+using io::Hdf5File;
+using io::Hdf5Group;
+using io::StringKind;
+
+constexpr const char* kBackend = "tensorflow";
+
+// What h5py stores for a Python str (root keras_version/backend) and for bytes (the JSON
+// configs and the weights group's copies); Keras's readers accept either, and fixed length.
+constexpr StringKind kStrKind = StringKind::kVariableUtf8;
+constexpr StringKind kBytesKind = StringKind::kVariableAscii;
+
+// Builds the HDF5 file at a temporary sibling and then replaces `path` atomically, so an
+// interrupted save never leaves a torn .h5 (libhdf5 writes in place, in many places).
+template <typename Fill>
+void write_h5_atomically(const std::string& path, Fill fill) {
+  const std::string temp = str_cat(path, ".tmp-h5-", ::getpid());
+  struct Remove {
+    const std::string& p;
+    ~Remove() {
+      std::error_code ec;
+      std::filesystem::remove(p, ec);
+    }
+  } remove_temp{temp};
+  {
+    Hdf5File file = Hdf5File::create(temp);
+    fill(file.root());
+    file.flush();
+  }
+  io::write_file_atomically(path, io::read_file(temp));
+}
+
+HostTensor saved_value(const Variable& v) {
+  // tf.keras never stores bf16/f16 variables (mixed precision keeps f32 ones).
+  const DType d = v.dtype();
+  return d == DType::kBF16 || d == DType::kF16 ? v.storage().astype(DType::kF32) : v.storage().clone();
+}
+
+// Keras's save_weights_to_hdf5_group.
+void write_weights(Hdf5Group& g, const Model& model) {
+  std::vector<std::string> layer_names;
+  for (const LayerHandle& l : model.layers()) layer_names.push_back(l->name());
+  g.write_keras_string_list("layer_names", layer_names);
+  g.write_string_attribute("backend", kBackend, kBytesKind);
+  g.write_string_attribute("keras_version", kKerasVersion, kBytesKind);
+  // Groups in name order, as Keras creates them ("to avoid prefix issues").
+  std::vector<const Layer*> sorted;
+  for (const LayerHandle& l : model.layers()) sorted.push_back(l.get());
+  std::sort(sorted.begin(), sorted.end(), [](const Layer* a, const Layer* b) { return a->name() < b->name(); });
+  for (const Layer* layer : sorted) {
+    Hdf5Group lg = g.create_group(layer->name());
+    std::vector<Variable> weights = internal::saved_weights(*layer);
+    std::vector<std::string> names;
+    for (const Variable& w : weights) names.push_back(w.name() + ":0");
+    lg.write_keras_string_list("weight_names", names);
+    for (size_t i = 0; i < weights.size(); ++i) lg.write_dataset(names[i], saved_value(weights[i]));
+  }
+}
+
+// Keras's load_weights_from_hdf5_group: topological, weightless layers skipped on both sides.
+void read_weights(const Hdf5Group& g, Model& model, const std::string& path) {
+  if (!g.has_keras_string_list("layer_names"))
+    KILN_THROW(IOError, "[", path, "] ", g.path(), " has no layer_names attribute, so it holds no Keras weights. "
+               "Hint: pass a file written by save_weights or model.save.");
+  struct FileLayer {
+    std::string name;
+    std::vector<std::string> weight_names;
+  };
+  std::vector<FileLayer> file_layers;
+  for (const std::string& name : g.read_keras_string_list("layer_names")) {
+    if (!g.has_group(name))
+      KILN_THROW(IOError, "[", path, "] layer_names lists '", name, "' but ", g.path(), " has no group '", name,
+                 "'. Hint: the file is damaged or was edited.");
+    std::vector<std::string> wn = g.open_group(name).read_keras_string_list("weight_names");
+    if (!wn.empty()) file_layers.push_back({name, std::move(wn)});
+  }
+  std::vector<const Layer*> layers;
+  for (const LayerHandle& l : model.layers())
+    if (!internal::saved_weights(*l).empty()) layers.push_back(l.get());
+  if (layers.size() != file_layers.size()) {
+    std::string file_names, model_names;
+    for (const FileLayer& f : file_layers) file_names += (file_names.empty() ? "" : ", ") + f.name;
+    for (const Layer* l : layers) model_names += (model_names.empty() ? "" : ", ") + l->name();
+    KILN_THROW(IOError, "[", path, "] holds weights for ", file_layers.size(), " layers (", file_names,
+               "), but model '", model.name(), "' has ", layers.size(), " layers with weights (", model_names,
+               "). Hint: build the model (declare input_shape) and load into the architecture that was saved.");
+  }
+  std::vector<Variable> vars;
+  std::vector<HostTensor> values;
+  std::vector<std::string> where;
+  for (size_t k = 0; k < layers.size(); ++k) {
+    std::vector<Variable> weights = internal::saved_weights(*layers[k]);
+    const FileLayer& f = file_layers[k];
+    if (weights.size() != f.weight_names.size())
+      KILN_THROW(IOError, "[", path, "] layer '", f.name, "' holds ", f.weight_names.size(),
+                 " weights, but layer '", layers[k]->name(), "' of the model has ", weights.size(),
+                 ". Hint: load into the architecture that was saved.");
+    Hdf5Group lg = g.open_group(f.name);
+    for (size_t i = 0; i < weights.size(); ++i) {
+      const std::string& wn = f.weight_names[i];
+      if (!lg.has_dataset(wn))
+        KILN_THROW(IOError, "[", path, "] missing dataset ", lg.path(), "/", wn,
+                   " (listed in weight_names). Hint: the file is damaged or truncated.");
+      vars.push_back(weights[i]);
+      values.push_back(lg.read_dataset(wn));
+      where.push_back(str_cat(lg.path(), "/", wn));
+    }
+  }
+  internal::assign_checked(vars, values, path, where);
+}
+
+void write_optimizer_weights(Hdf5Group& root, const Optimizer& optimizer) {
+  std::vector<internal::NamedVariable> weights = internal::keras_optimizer_weights(optimizer);
+  Hdf5Group og = root.create_group("optimizer_weights");
+  std::vector<std::string> names;
+  for (const internal::NamedVariable& w : weights) names.push_back(w.name + ":0");
+  og.write_keras_string_list("weight_names", names);
+  for (size_t i = 0; i < weights.size(); ++i) og.write_dataset(names[i], saved_value(weights[i].variable));
+}
+
+// Keras assigns optimizer weights by position after creating the slots; so does Kiln, with
+// the count and every shape checked first.
+void read_optimizer_weights(const Hdf5Group& root, Model& model, const std::string& path) {
+  Hdf5Group og = root.open_group("optimizer_weights");
+  std::vector<std::string> names = og.read_keras_string_list("weight_names");
+  Optimizer& optimizer = *model.optimizer();
+  optimizer.create_slots(model.trainable_weights());
+  std::vector<internal::NamedVariable> expected = internal::keras_optimizer_weights(optimizer);
+  if (names.size() != expected.size())
+    KILN_THROW(IOError, "[", path, "] optimizer_weights holds ", names.size(), " weights, but the ",
+               optimizer.class_name(), " optimizer of model '", model.name(), "' has ", expected.size(),
+               " (iterations and one slot set per trainable weight). Hint: load with compile=false to skip "
+               "the optimizer state.");
+  std::vector<Variable> vars;
+  std::vector<HostTensor> values;
+  std::vector<std::string> where;
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!og.has_dataset(names[i]))
+      KILN_THROW(IOError, "[", path, "] missing dataset /optimizer_weights/", names[i],
+                 " (listed in weight_names). Hint: the file is damaged or truncated.");
+    vars.push_back(expected[i].variable);
+    values.push_back(og.read_dataset(names[i]));
+    where.push_back("/optimizer_weights/" + names[i]);
+  }
+  internal::assign_checked(vars, values, path, where);
+}
+
+}  // namespace
+
+void save_model_h5(const Model& model, const std::string& path, SaveOptions options) {
+  write_h5_atomically(path, [&](Hdf5Group& root) {
+    root.write_string_attribute("keras_version", kKerasVersion, kStrKind);
+    root.write_string_attribute("backend", kBackend, kStrKind);
+    root.write_string_attribute("model_config", model.to_json(), kBytesKind);
+    const bool with_optimizer = options.include_optimizer && model.is_compiled();
+    if (with_optimizer)
+      root.write_string_attribute("training_config", training_config_json(model.compile_options()), kBytesKind);
+    Hdf5Group weights = root.create_group("model_weights");
+    write_weights(weights, model);
+    if (with_optimizer && model.optimizer()->slots_created()) write_optimizer_weights(root, *model.optimizer());
+  });
+}
+
+std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile) {
+  Hdf5File file = Hdf5File::open(path);
+  const Hdf5Group& root = file.root();
+  if (!root.has_attribute("model_config"))
+    KILN_THROW(IOError, "[", path, "] has no model_config attribute: ",
+               root.has_keras_string_list("layer_names") ? "it holds weights only. Hint: build the model and call "
+                                                           "load_weights."
+                                                         : "it is not a Keras model file.");
+  std::unique_ptr<Model> model = internal::model_from_config(root.read_string_attribute("model_config"), path);
+  if (!root.has_group("model_weights"))
+    KILN_THROW(IOError, "[", path, "] has no model_weights group. Hint: the file is damaged or truncated.");
+  read_weights(root.open_group("model_weights"), *model, path);
+  if (compile && root.has_attribute("training_config")) {
+    internal::compile_from_training_config(*model, root.read_string_attribute("training_config"), path);
+    if (root.has_group("optimizer_weights")) read_optimizer_weights(root, *model, path);
+  }
+  return model;
+}
+
+void save_weights_h5(const Model& model, const std::string& path) {
+  write_h5_atomically(path, [&](Hdf5Group& root) { write_weights(root, model); });
+}
+
+void load_weights_h5(Model& model, const std::string& path) {
+  Hdf5File file = Hdf5File::open(path);
+  const Hdf5Group& root = file.root();
+  // Keras descends into model_weights only when the root has no layer_names.
+  if (!root.has_keras_string_list("layer_names") && root.has_group("model_weights"))
+    read_weights(root.open_group("model_weights"), model, path);
+  else
+    read_weights(root, model, path);
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,34 @@
+// Model <-> the Keras 2 HDF5 format (tf.keras model.save("m.h5") / load_model, and the .h5
+// form of save_weights / load_weights), over io::Hdf5File. Layout and encodings follow
+// tf.keras 2.x's hdf5_format.py (ANCHORS.md section 4); docs/saving.md summarizes them.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "kiln/keras/models/model.h"
+
+namespace kiln::keras {
+
+/// The Keras version Kiln writes: tf.keras 2.15's layout, which every tf.keras 2.x reads.
+inline constexpr const char* kKerasVersion = "2.15.0";
+
+/// Writes the whole model: root attributes keras_version, backend, model_config and (compiled,
+/// include_optimizer) training_config; model_weights/<layer>/<layer>/<weight>:0; and
+/// optimizer_weights/<optimizer>/... once the optimizer has state. Replaces `path` atomically.
+void save_model_h5(const Model& model, const std::string& path, SaveOptions options = {});
+
+/// Reads a Keras 2 .h5 model (written by Kiln or tf.keras 2.x): a Sequential of the layers
+/// Kiln has, compiled from training_config when `compile` and it is present, with the
+/// optimizer state restored. IOError naming the file and the problem for anything missing,
+/// malformed or mismatched (an unknown layer class is named).
+std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile = true);
+
+/// Weights only, in the layout of Keras's save_weights("w.h5"): layer_names, backend and
+/// keras_version at the root, one group per layer.
+void save_weights_h5(const Model& model, const std::string& path);
+/// Loads .h5 weights layer by layer (the k-th layer with weights in the file into the k-th
+/// in the model), from the root or from a whole-model file's model_weights group.
+void load_weights_h5(Model& model, const std::string& path);
+
+}  // namespace kiln::keras

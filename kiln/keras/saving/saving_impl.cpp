@@ -1,0 +1,124 @@
+// The weight lists, names and config readers the saving formats share.
+#include "kiln/keras/saving/saving_impl.h"
+
+#include <algorithm>
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/saving/training_config.h"
+
+namespace kiln::keras::internal {
+namespace {
+
+// Kiln slot names are Keras 3's; tf.keras 2.x's optimizer_v2 calls them (and orders them) so.
+struct SlotKind {
+  const char* kiln;
+  const char* keras2;
+};
+const std::vector<SlotKind>& keras2_slot_order(const std::string& optimizer_class) {
+  static const std::map<std::string, std::vector<SlotKind>> kOrder = {
+      {"Adam", {{"m", "m"}, {"v", "v"}}},
+      {"SGD", {{"momentum", "momentum"}}},
+      {"RMSprop", {{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}},
+  };
+  static const std::vector<SlotKind> kNone;
+  auto it = kOrder.find(optimizer_class);
+  return it == kOrder.end() ? kNone : it->second;
+}
+
+std::string slot_kind(const std::string& slot_name) { return slot_name.substr(slot_name.rfind('/') + 1); }
+
+}  // namespace
+
+std::vector<Variable> saved_weights(const Layer& layer) {
+  std::vector<Variable> out = layer.trainable_weights();
+  for (const Variable& v : layer.non_trainable_weights()) out.push_back(v);
+  return out;
+}
+
+std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer) {
+  std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, slots
+  std::vector<Variable> slots(all.begin() + 2, all.end());
+  const std::string& name = optimizer.name();
+  const std::vector<SlotKind>& order = keras2_slot_order(optimizer.class_name());
+  std::vector<NamedVariable> out;
+  if (order.empty()) {  // tf.keras 2.11+'s new optimizers (AdamW): creation order
+    out.push_back({name + "/iteration", optimizer.iterations()});
+    for (const Variable& s : slots) out.push_back({s.name(), s});
+    return out;
+  }
+  out.push_back({name + "/iter", optimizer.iterations()});
+  for (const SlotKind& kind : order)
+    for (const Variable& s : slots)
+      if (slot_kind(s.name()) == kind.kiln) {
+        std::string keras_name = s.name();
+        keras_name.replace(keras_name.size() - std::string(kind.kiln).size(), std::string::npos, kind.keras2);
+        out.push_back({keras_name, s});
+      }
+  KILN_CHECK(out.size() == slots.size() + 1, "every slot of ", name, " has a Keras 2 kind");
+  return out;
+}
+
+bool is_h5_path(const std::string& path) {
+  std::string lower = path;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* ext : {".h5", ".hdf5", ".keras-h5"})
+    if (lower.size() > std::string(ext).size() && lower.ends_with(ext)) return true;
+  return false;
+}
+
+std::string shape_text(const Shape& shape) {
+  std::ostringstream s;
+  s << shape;
+  return s.str();
+}
+
+}  // namespace kiln::keras::internal
+
+namespace kiln::keras::internal {
+
+// ---- model_config and training_config (shared by the .h5 and directory formats) ----------
+
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path) {
+  try {
+    nlohmann::json j = nlohmann::json::parse(config_json);
+    const std::string cls = j.is_object() ? j.value("class_name", "") : "";
+    if (cls != "Sequential")
+      KILN_THROW(IOError, "[", path, "] model_config describes a '", cls.empty() ? "(no class_name)" : cls,
+                 "' model; Kiln loads Sequential models. Hint: rebuild the model in C++ and use load_weights.");
+    return Sequential::from_json(config_json);
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(IOError, "[", path, "] model_config is malformed: ", e.what(), ".");
+  } catch (const IOError&) {
+    throw;
+  } catch (const Error& e) {  // ConfigError (unknown layer class), ValueError, ShapeError
+    KILN_THROW(IOError, "[", path, "] model_config: ", e.what());
+  }
+}
+
+void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path) {
+  CompileOptions options;
+  try {
+    options = compile_options_from_training_config(config_json);
+  } catch (const Error& e) {
+    KILN_THROW(IOError, "[", path, "] training_config: ", e.what());
+  }
+  model.compile(std::move(options));
+}
+
+void assign_checked(const std::vector<Variable>& vars, const std::vector<HostTensor>& values,
+                    const std::string& path, const std::vector<std::string>& where) {
+  KILN_CHECK(vars.size() == values.size() && vars.size() == where.size());
+  for (size_t i = 0; i < vars.size(); ++i)
+    if (values[i].dims() != vars[i].shape().dims())
+      KILN_THROW(IOError, "[", path, "] ", where[i], " has shape ", shape_text(values[i].shape()), ", but ",
+                 vars[i].name(), " is ", shape_text(vars[i].shape()),
+                 ". Hint: load into the architecture the file was saved from.");
+  for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(Tensor(values[i]));
+}
+
+}  // namespace kiln::keras::internal

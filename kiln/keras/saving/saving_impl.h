@@ -1,0 +1,51 @@
+// Internal to keras/saving: the weight lists every format shares (layer weights in Keras's
+// order, optimizer state under Keras 2 names) and the file-kind test.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/keras/models/model.h"
+
+namespace kiln::keras::internal {
+
+/// Keras's _legacy_weights order: trainable then non-trainable (BatchNormalization: gamma,
+/// beta, moving_mean, moving_variance).
+std::vector<Variable> saved_weights(const Layer& layer);
+
+/// An optimizer variable and the name tf.keras 2.x gives it ("Adam/iter", "Adam/dense/kernel/m").
+struct NamedVariable {
+  std::string name;
+  Variable variable;
+};
+
+/// optimizer.weights as tf.keras 2.x's optimizer_v2 lists them: iterations first, then the
+/// slots kind by kind (Adam: every m, then every v; RMSprop: rms, momentum, mg), each kind in
+/// trainable-variable order. The learning rate is a hyperparameter (in the config), not here.
+std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer);
+
+/// True for paths saved in the Keras HDF5 format: .h5, .hdf5, .keras-h5 (case-insensitive).
+bool is_h5_path(const std::string& path);
+
+/// "f32[3,4]" of a variable-less shape, for messages.
+std::string shape_text(const Shape& shape);
+
+}  // namespace kiln::keras::internal
+
+namespace kiln::keras::internal {
+
+/// The model a Keras model_config JSON describes (Sequential). IOError "[path] model_config:
+/// ..." for malformed JSON, other model classes and unknown layer classes (named).
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path);
+
+/// Compiles `model` with the options a training_config JSON describes; IOError naming `path`
+/// when the config is malformed or names an unknown loss, metric or optimizer.
+void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path);
+
+/// Assigns `values[i]` to `vars[i]` after checking every shape (nothing is assigned when one
+/// differs): IOError "[path] <where(i)> has f32[2], expected f32[3]".
+void assign_checked(const std::vector<Variable>& vars, const std::vector<HostTensor>& values,
+                    const std::string& path, const std::vector<std::string>& where);
+
+}  // namespace kiln::keras::internal

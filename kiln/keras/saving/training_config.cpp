@@ -1,0 +1,158 @@
+// training_config JSON both ways. Readers take the keys they know and ignore the rest, as
+// tf.keras files carry version-dependent extras (module, registered_name, jit_compile, ...).
+#include "kiln/keras/saving/training_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/losses/losses.h"
+#include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/rmsprop.h"
+#include "kiln/keras/optimizers/sgd.h"
+
+namespace kiln::keras {
+namespace {
+
+using nlohmann::json;
+
+json loss_json(const Loss& loss) {
+  if (loss.class_name().empty()) return loss.name();
+  return {{"class_name", loss.class_name()}, {"config", json::parse(loss.get_config())}};
+}
+
+// Keras 2 calls sum_over_batch_size "auto" in configs it writes.
+std::string reduction_from(const json& config) {
+  std::string r = config.value("reduction", "sum_over_batch_size");
+  return r == "auto" ? "sum_over_batch_size" : r;
+}
+
+LossHandle loss_from_json(const json& j) {
+  if (j.is_string()) return LossHandle(j.get<std::string>());
+  if (!j.is_object())
+    KILN_THROW(ConfigError, "[training_config] expected the loss as a name or {\"class_name\", \"config\"}, received ",
+               j.dump(), ". Hint: Kiln loads single-output models.");
+  const std::string cls = j.value("class_name", "");
+  const json config = j.value("config", json::object());
+  const CrossentropyOptions o{.from_logits = config.value("from_logits", false),
+                              .reduction = reduction_from(config),
+                              .name = config.value("name", "")};
+  if (cls == "SparseCategoricalCrossentropy") return SparseCategoricalCrossentropy(o);
+  if (cls == "CategoricalCrossentropy") return CategoricalCrossentropy(o);
+  if (cls == "BinaryCrossentropy") return BinaryCrossentropy(o);
+  if (cls == "MeanSquaredError")
+    return MeanSquaredError({.reduction = reduction_from(config), .name = config.value("name", "mean_squared_error")});
+  KILN_THROW(ConfigError, "[training_config] unknown loss class '", cls, "'. Hint: Kiln knows "
+             "SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy and MeanSquaredError; "
+             "load with compile=false and compile yourself.");
+}
+
+MetricHandle metric_named(const std::string& fn, const std::string& name) {
+  if (fn == "sparse_categorical_accuracy") return SparseCategoricalAccuracy(name);
+  if (fn == "categorical_accuracy") return CategoricalAccuracy(name);
+  if (fn == "binary_accuracy") return BinaryAccuracy(name);
+  if (fn == "accuracy" || fn == "acc") return Accuracy(name);
+  return MetricHandle(fn);  // ConfigError naming it when unknown
+}
+
+// Metrics arrive as names, per-output lists, or serialized objects (MeanMetricWrapper with
+// its fn, or a metric class).
+void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
+  if (j.is_null()) return;
+  if (j.is_string()) {
+    out->push_back(MetricHandle(j.get<std::string>()));
+  } else if (j.is_array()) {
+    for (const json& e : j) metrics_from_json(e, out);
+  } else if (j.is_object()) {
+    const json config = j.value("config", json::object());
+    const std::string cls = j.value("class_name", "");
+    const std::string name = config.value("name", "");
+    if (cls == "MeanMetricWrapper") out->push_back(metric_named(config.value("fn", name), name));
+    else if (cls == "SparseCategoricalAccuracy") out->push_back(SparseCategoricalAccuracy(name));
+    else if (cls == "CategoricalAccuracy") out->push_back(CategoricalAccuracy(name));
+    else if (cls == "BinaryAccuracy") out->push_back(BinaryAccuracy(name));
+    else if (cls == "Accuracy") out->push_back(Accuracy(name));
+    else
+      KILN_THROW(ConfigError, "[training_config] unknown metric class '", cls,
+                 "'. Hint: load with compile=false and compile yourself.");
+  } else {
+    KILN_THROW(ConfigError, "[training_config] unexpected metrics entry ", j.dump(), ".");
+  }
+}
+
+// Runs `f`, turning a JSON value of the wrong type into a ConfigError naming `where`.
+template <typename F>
+auto guarded(const char* where, F f) {
+  try {
+    return f();
+  } catch (const json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed config: ", e.what(), ".");
+  }
+}
+
+}  // namespace
+
+std::string training_config_json(const CompileOptions& options) {
+  json metrics = json::array();
+  for (const MetricHandle& m : options.metrics) metrics.push_back(m->name());
+  json j = {{"loss", loss_json(*options.loss)},
+            {"metrics", metrics},
+            {"weighted_metrics", nullptr},
+            {"loss_weights", nullptr},
+            {"optimizer_config",
+             {{"class_name", options.optimizer->class_name()}, {"config", json::parse(options.optimizer->get_config())}}}};
+  return j.dump();
+}
+
+OptimizerHandle optimizer_from_config(const std::string& class_name, const std::string& config_json) {
+  return guarded("optimizer_from_config", [&]() -> OptimizerHandle {
+  const json c = internal::parse(config_json, "optimizer_from_config");
+  const std::string name = c.value("name", class_name);
+  if (c.value("decay", 0.0) != 0.0)
+    KILN_THROW(ConfigError, "[optimizer_from_config] ", class_name, " with decay=", c.value("decay", 0.0),
+               " (Keras 2's inverse time decay) is not supported. Hint: use a LearningRateSchedule.");
+  if (c.contains("learning_rate") && !c["learning_rate"].is_number())
+    KILN_THROW(ConfigError, "[optimizer_from_config] ", class_name, ": learning_rate ", c["learning_rate"].dump(),
+               " is a schedule; Kiln restores constant learning rates only. Hint: load with compile=false.");
+  const double lr = c.value("learning_rate", c.value("lr", 0.001));
+  // Lower-case spellings are what tf.keras's deserialize accepts too.
+  std::string cls = class_name;
+  for (char& ch : cls) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  if (cls == "adam")
+    return Adam({.learning_rate = lr, .beta_1 = c.value("beta_1", 0.9), .beta_2 = c.value("beta_2", 0.999),
+                 .epsilon = c.value("epsilon", 1e-7), .name = name});
+  if (cls == "adamw")
+    return AdamW({.learning_rate = lr, .weight_decay = c.value("weight_decay", 0.004),
+                  .beta_1 = c.value("beta_1", 0.9), .beta_2 = c.value("beta_2", 0.999),
+                  .epsilon = c.value("epsilon", 1e-7), .name = name});
+  if (cls == "sgd")
+    return SGD({.learning_rate = c.value("learning_rate", c.value("lr", 0.01)), .momentum = c.value("momentum", 0.0),
+                .nesterov = c.value("nesterov", false), .name = name});
+  if (cls == "rmsprop")
+    return RMSprop({.learning_rate = lr, .rho = c.value("rho", 0.9), .momentum = c.value("momentum", 0.0),
+                    .epsilon = c.value("epsilon", 1e-7), .centered = c.value("centered", false), .name = name});
+  KILN_THROW(ConfigError, "[optimizer_from_config] unknown optimizer class '", class_name,
+             "'. Hint: Kiln knows Adam, AdamW, SGD and RMSprop; load with compile=false and compile yourself.");
+  });
+}
+
+CompileOptions compile_options_from_training_config(const std::string& text) {
+  return guarded("training_config", [&] {
+  const json j = internal::parse(text, "training_config");
+  if (!j.is_object() || !j.contains("loss") || !j.contains("optimizer_config"))
+    KILN_THROW(ConfigError, "[training_config] expected an object with loss and optimizer_config, received ",
+               j.dump().substr(0, 200), ".");
+  CompileOptions options;
+  options.loss = loss_from_json(j["loss"]);
+  metrics_from_json(j.value("metrics", json()), &options.metrics);
+  const json& opt = j["optimizer_config"];
+  if (!opt.is_object() || !opt.contains("class_name"))
+    KILN_THROW(ConfigError, "[training_config] optimizer_config lacks class_name: ", opt.dump().substr(0, 200), ".");
+  options.optimizer = optimizer_from_config(opt["class_name"].get<std::string>(),
+                                            opt.value("config", json::object()).dump());
+  return options;
+  });
+}
+
+}  // namespace kiln::keras
