@@ -2,9 +2,11 @@
 #pragma once
 
 #include "kiln/keras/activations.h"
+#include "kiln/keras/callbacks/backup_and_restore.h"
 #include "kiln/keras/callbacks/callback.h"
 #include "kiln/keras/callbacks/csv_logger.h"
 #include "kiln/keras/callbacks/early_stopping.h"
+#include "kiln/keras/callbacks/model_checkpoint.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/activation.h"
@@ -21,4 +23,5 @@
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/schedules.h"
 #include "kiln/keras/optimizers/sgd.h"
+#include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"

@@ -23,6 +23,9 @@ class Dropout : public Layer {
   std::string get_config() const override;
   /// The step counter (i64 scalar) mixed into the key; advanced by each training call.
   const Variable& seed_state() const { return counter_; }
+  std::vector<Variable> random_state() const override {
+    return counter_.defined() ? std::vector<Variable>{counter_} : std::vector<Variable>{};
+  }
 
  protected:
   void build_weights(const Dims& input_shape) override;

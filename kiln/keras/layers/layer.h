@@ -61,6 +61,9 @@ class Layer {
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   int64_t count_params() const;
+  /// State that is not a weight but that a resumed run needs to draw the same random numbers
+  /// (Dropout's step counter); checkpoints save it, .h5 files (like Keras's) do not.
+  virtual std::vector<Variable> random_state() const { return {}; }
   bool trainable() const { return trainable_; }
   void set_trainable(bool trainable) { trainable_ = trainable; }
 

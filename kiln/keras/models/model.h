@@ -17,6 +17,7 @@
 #include "kiln/keras/metrics/metric.h"
 #include "kiln/keras/optimizers/optimizer.h"
 #include "kiln/keras/trainer/logs.h"
+#include "kiln/keras/trainer/training_state.h"
 #include "kiln/trace/function.h"
 
 namespace kiln::distribute {
@@ -122,6 +123,13 @@ class Model {
   bool is_chief() const;
   Optimizer* optimizer() const { return compiled_.optimizer.get(); }
   bool is_compiled() const { return is_compiled_; }
+  /// Inside fit, from on_train_batch_end or on_epoch_end: the epoch, the steps of it applied
+  /// and the input iterator's position after the last completed execution (what
+  /// BackupAndRestore saves). ValueError elsewhere.
+  TrainingState training_state();
+  /// From on_train_begin: continue this fit at `state` (the variables already restored)
+  /// instead of its start: epoch, step in epoch and the input's position (BackupAndRestore).
+  void resume_training_from(TrainingState state) { resume_ = std::move(state); }
   /// The arguments of the last compile (saving records them as Keras's training_config).
   const CompileOptions& compile_options() const { return compiled_; }
   const Function* train_function() const { return train_function_.get(); }
@@ -154,6 +162,15 @@ class Model {
   std::unique_ptr<Mean> loss_tracker_;
   std::unique_ptr<Function> train_function_, test_function_, predict_function_;
   EpochStats epoch_stats_;
+  // fit's position for training_state(); iterator is null outside fit.
+  struct FitPosition {
+    data::Iterator* iterator = nullptr;
+    int epoch = 0;
+    int64_t step = 0;
+    bool valid = false;  // false while the iterator is ahead of the applied steps
+  };
+  FitPosition fit_position_;
+  std::optional<TrainingState> resume_;
   std::shared_ptr<distribute::Strategy> strategy_;
 };
 

@@ -62,18 +62,39 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   std::vector<data::Element> batches;
 
   stop_training = false;
+  struct ClearPosition {  // training_state() answers only inside fit
+    FitPosition* p;
+    ~ClearPosition() { *p = FitPosition(); }
+  } clear_position{&fit_position_};
+  fit_position_ = {.iterator = &it};
+  resume_.reset();
   callbacks.call(&Callback::on_train_begin, Logs{});
+  int first_epoch = options.initial_epoch;
+  int64_t first_step = 0;
+  if (resume_) {  // a callback restored the variables; continue at its position
+    first_epoch = resume_->epoch;
+    first_step = resume_->step_in_epoch;
+    it = dataset.iterator(static_cast<uint64_t>(options.steps_per_epoch < 0 ? first_epoch : options.initial_epoch));
+    if (options.steps_per_epoch >= 0 || first_step > 0) {
+      if (resume_->iterator_state.empty())
+        KILN_THROW(DataError, "[", name_, "] cannot resume at step ", first_step, " of epoch ", first_epoch + 1,
+                   ": the training state holds no input position.");
+      it.restore(resume_->iterator_state);
+    }
+    pending = it.next();
+    resume_.reset();
+  }
   Logs epoch_logs;
-  for (int epoch = options.initial_epoch; epoch < options.epochs && !stop_training; ++epoch) {
+  for (int epoch = first_epoch; epoch < options.epochs && !stop_training; ++epoch) {
     reset_metrics();
     callbacks.call(&Callback::on_epoch_begin, epoch, Logs{});
-    if (options.steps_per_epoch < 0 && epoch > options.initial_epoch) {
+    if (options.steps_per_epoch < 0 && epoch > first_epoch) {
       it = dataset.iterator(static_cast<uint64_t>(epoch));  // one pass of the dataset per epoch
       pending = it.next();
     }
     const double wait_before = it.stats().consumer_wait_seconds;
     const auto epoch_start = std::chrono::steady_clock::now();
-    int64_t step = 0, samples = 0;
+    int64_t step = epoch == first_epoch ? first_step : 0, samples = 0;
     bool exhausted = false;
     Logs step_logs;
     while ((options.steps_per_epoch < 0 || step < options.steps_per_epoch) && !exhausted && !stop_training) {
@@ -97,6 +118,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
         buffered[j] = logs_from(call_step(*train_function_, {batches[j][0], batches[j][1]}));
         samples += batches[j][0].dims()[0];
       }
+      fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
+                       .valid = !pending};
       for (size_t j = 0; j < batches.size(); ++j) {
         callbacks.call(&Callback::on_train_batch_end, step, buffered[j]);
         step_logs = buffered[j];
@@ -121,6 +144,14 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   }
   callbacks.call(&Callback::on_train_end, epoch_logs);
   return history;
+}
+
+TrainingState Model::training_state() {
+  if (fit_position_.iterator == nullptr || !fit_position_.valid)
+    KILN_THROW(ValueError, "[", name_, "] training_state() answers inside fit, from on_train_batch_end or "
+               "on_epoch_end. Hint: call it from a callback.");
+  return {.epoch = fit_position_.epoch, .step_in_epoch = fit_position_.step,
+          .iterator_state = fit_position_.iterator->save()};
 }
 
 Logs Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
