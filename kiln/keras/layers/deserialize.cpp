@@ -2,6 +2,11 @@
 // self-registering statics).
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/activation.h"
+#include "kiln/keras/layers/add.h"
+#include "kiln/keras/layers/concatenate.h"
+#include "kiln/keras/layers/embedding.h"
+#include "kiln/keras/layers/layer_normalization.h"
+#include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/dense.h"
 #include "kiln/keras/layers/dropout.h"
 #include "kiln/keras/layers/flatten.h"
@@ -17,8 +22,14 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
   if (class_name == "Dropout") return Dropout::from_config(config_json);
   if (class_name == "Reshape") return Reshape::from_config(config_json);
   if (class_name == "InputLayer") return InputLayer::from_config(config_json);
+  if (class_name == "Add") return Add::from_config(config_json);
+  if (class_name == "Concatenate") return Concatenate::from_config(config_json);
+  if (class_name == "LayerNormalization") return LayerNormalization::from_config(config_json);
+  if (class_name == "Embedding") return Embedding::from_config(config_json);
+  if (class_name == "MultiHeadAttention") return MultiHeadAttention::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
-             "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape and InputLayer.");
+             "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Add, Concatenate, ",
+             "LayerNormalization, Embedding and MultiHeadAttention.");
 }
 
 }  // namespace kiln::keras

@@ -38,12 +38,53 @@ Tensor Layer::operator()(const Tensor& x, bool training) {
   return call(x, training);
 }
 
-void Layer::build(const Dims& input_shape) {
+Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const CallFlags& flags) {
+  if (name_.empty()) name_ = to_snake_case(class_name());
+  SourceScope scope(name_);
+  std::vector<Dims> shapes;
+  for (const Tensor& x : inputs) {
+    if (x.rank() == 0)
+      KILN_THROW(ShapeError, "[", name_, "] expected batched inputs (batch first), received ", x.shape(),
+                 ". Hint: batch the dataset (Dataset::batch).");
+    shapes.emplace_back(x.dims().begin() + 1, x.dims().end());
+  }
+  if (!built_) build_multi(shapes);
+  return call_multi(inputs, flags, training);
+}
+
+void Layer::build(const Dims& input_shape) { build_multi(std::vector<Dims>{input_shape}); }
+
+void Layer::build_multi(const std::vector<Dims>& input_shapes) {
   if (built_) return;
   if (name_.empty()) name_ = to_snake_case(class_name());
-  build_weights(input_shape);
-  built_input_shape_ = input_shape;
+  build_weights_multi(input_shapes);
+  built_input_shape_ = input_shapes.empty() ? Dims{} : input_shapes[0];
+  built_input_shapes_ = input_shapes;
   built_ = true;
+}
+
+void Layer::build_weights_multi(const std::vector<Dims>& input_shapes) {
+  if (input_shapes.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] ", class_name(), " takes one input, received ", input_shapes.size(),
+               ". Hint: combine inputs with Add() or Concatenate() first.");
+  build_weights(input_shapes[0]);
+}
+
+Dims Layer::compute_output_shape_multi(const std::vector<Dims>& input_shapes) const {
+  if (input_shapes.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] ", class_name(), " takes one input, received ", input_shapes.size(),
+               ". Hint: combine inputs with Add() or Concatenate() first.");
+  return compute_output_shape(input_shapes[0]);
+}
+
+Tensor Layer::call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) {
+  if (inputs.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] ", class_name(), " takes one input, received ", inputs.size(),
+               ". Hint: combine inputs with Add() or Concatenate() first.");
+  if (!flags.empty())
+    KILN_THROW(ValueError, "[", name_, "] ", class_name(), " takes no call flags, received '",
+               flags.begin()->first, "'.");
+  return call(inputs[0], training);
 }
 
 std::vector<Variable> Layer::trainable_weights() const {

@@ -10,6 +10,7 @@
 
 #include "kiln/keras/handle.h"
 #include "kiln/keras/initializers/initializers.h"
+#include "kiln/keras/layers/keras_tensor.h"
 #include "kiln/trace/tensor.h"
 #include "kiln/trace/variable.h"
 
@@ -32,7 +33,9 @@ class NameScope {
 /// "Dense" -> "dense", "InputLayer" -> "input_layer" (Keras's default-name rule).
 std::string to_snake_case(const std::string& class_name);
 
-class Layer {
+// enable_shared_from_this: a layer held by a LayerHandle is shared by the functional graphs
+// that call it (Keras shared layers).
+class Layer : public std::enable_shared_from_this<Layer> {
  public:
   virtual ~Layer() = default;
 
@@ -45,16 +48,37 @@ class Layer {
   /// Applies the layer to x (batch first). Builds on the first call from x's shape.
   /// `training` switches Dropout-like layers on.
   Tensor operator()(const Tensor& x, bool training = false);
+  /// Applies a layer that takes several inputs (Add, Concatenate; MultiHeadAttention's query,
+  /// value, key) with its call flags. A single-input layer accepts a list of one.
+  Tensor operator()(const std::vector<Tensor>& inputs, bool training = false, const CallFlags& flags = {});
+
+  /// Functional API: records this layer applied to symbolic inputs and returns its output.
+  /// A layer held by a LayerHandle is shared by every call (one set of weights); a temporary
+  /// (`Dense(10)(x)`) moves into the graph (re-created from its config); calling an lvalue that
+  /// no LayerHandle holds is a ValueError (its weights could not be shared safely).
+  KerasTensor operator()(const KerasTensor& x) &;
+  KerasTensor operator()(const KerasTensor& x) &&;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &;
+  KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &&;
 
   /// Creates the weights for per-example input dims (the batch dim excluded).
   void build(const Dims& input_shape);
+  /// The same for a layer with several inputs (one dims list per input).
+  void build_multi(const std::vector<Dims>& input_shapes);
   bool built() const { return built_; }
   /// Per-example output dims for per-example input dims.
   virtual Dims compute_output_shape(const Dims& input_shape) const { return input_shape; }
+  /// The same for several inputs; the default accepts exactly one.
+  virtual Dims compute_output_shape_multi(const std::vector<Dims>& input_shapes) const;
   /// The input shape declared in the options (Keras input_shape=), empty when none.
   const Dims& declared_input_shape() const { return declared_input_shape_; }
   /// The per-example dims the layer was built for.
   const Dims& built_input_shape() const { return built_input_shape_; }
+  const std::vector<Dims>& built_input_shapes() const { return built_input_shapes_; }
+  /// Keras names of the call's tensor arguments after the first, in input order
+  /// (MultiHeadAttention: value, key); empty when all inputs form the first argument (a list
+  /// for Add and Concatenate). Functional configs serialize the rest as call kwargs.
+  virtual std::vector<std::string> call_arg_names() const { return {}; }
 
   /// All weights in creation order; the trainable ones (empty when !trainable()); the rest.
   const std::vector<Variable>& weights() const { return weights_; }
@@ -77,6 +101,10 @@ class Layer {
   virtual void build_weights(const Dims& /*input_shape*/) {}
   /// The forward computation on a batch (x: (batch, *input_shape)).
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// Multi-input layers override these two; the defaults accept exactly one input (and no
+  /// flags) and forward to build_weights / call.
+  virtual void build_weights_multi(const std::vector<Dims>& input_shapes);
+  virtual Tensor call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training);
   /// A weight named "<layer>/<name>" initialized by `initializer`.
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                       bool trainable = true);
@@ -85,6 +113,7 @@ class Layer {
   std::string name_;
   Dims declared_input_shape_;
   Dims built_input_shape_;
+  std::vector<Dims> built_input_shapes_;
   bool built_ = false;
   bool trainable_ = true;
   std::vector<Variable> weights_;

@@ -78,9 +78,15 @@ SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(CrossentropyOptions
       from_logits_(options.from_logits) {}
 
 Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
+  if (y_pred.rank() > 2 && y_true.shape().num_elements() * y_pred.dim(-1) == y_pred.shape().num_elements()) {
+    // Sequence labels (batch, T) with logits (batch, T, classes): one loss per position, as Keras.
+    Tensor flat = call(reshape(y_true, {-1}), reshape(y_pred, {-1, y_pred.dim(-1)}));
+    return reshape(flat, Dims(y_pred.dims().begin(), y_pred.dims().end() - 1));
+  }
   if (y_pred.rank() != 2)
-    KILN_THROW(ShapeError, "[", name(), "] expected y_pred of shape (batch, classes), received ",
-               y_pred.shape(), ". Hint: the model's last layer should be Dense(classes).");
+    KILN_THROW(ShapeError, "[", name(), "] expected y_pred of shape (batch, classes) or (batch, ..., classes) with "
+               "labels (batch, ...), received ", y_pred.shape(), " and labels ", y_true.shape(),
+               ". Hint: the model's last layer should be Dense(classes).");
   Tensor labels = y_true;
   if (labels.rank() == 2 && labels.dim(1) == 1) labels = reshape(labels, {labels.dim(0)});  // (batch, 1) labels
   labels = is_floating(labels.dtype()) ? cast(labels, DType::kI32) : labels;

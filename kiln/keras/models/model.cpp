@@ -81,11 +81,13 @@ void Model::compile(CompileOptions options) {
   compiled_ = std::move(options);
   loss_tracker_ = std::make_unique<Mean>("loss");
   // One compiled program per step kind; the functions trace on their first call.
-  train_function_ = std::make_unique<Function>("train_step", [this](const std::vector<Tensor>& in) {
-    return train_step(in[0], in[1]);
+  // Step inputs are x_1..x_n then y (n = num_inputs()).
+  const auto n = static_cast<std::ptrdiff_t>(num_inputs());
+  train_function_ = std::make_unique<Function>("train_step", [this, n](const std::vector<Tensor>& in) {
+    return train_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
   });
-  test_function_ = std::make_unique<Function>("test_step", [this](const std::vector<Tensor>& in) {
-    return test_step(in[0], in[1]);
+  test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
+    return test_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
   });
   is_compiled_ = true;
   strategy_ = distribute::current_strategy();  // the scope() the model is compiled in
@@ -97,9 +99,23 @@ void Model::check_compiled(const char* where) const {
                "model.compile({.optimizer = ..., .loss = ..., .metrics = {...}}) first.");
 }
 
-std::vector<Tensor> Model::train_step(const Tensor& x, const Tensor& y) {
+Tensor Model::call_multi(const std::vector<Tensor>& inputs, bool training) {
+  if (inputs.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] expected one input, received ", inputs.size(), ".");
+  return call(inputs[0], training);
+}
+
+std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
+  const size_t n = num_inputs() + 1;
+  if (batch.size() < n)
+    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
+               batch.shapes_string(), ". Hint: from_tensor_slices({x_1, ..., x_n, y}) keeps the labels with the inputs.");
+  return {batch.begin(), batch.begin() + n};
+}
+
+std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor& y) {
   GradientTape tape;
-  Tensor y_pred = call(x, /*training=*/true);
+  Tensor y_pred = call_multi(x, /*training=*/true);
   Tensor loss = (*compiled_.loss)(y, y_pred);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   std::vector<Tensor> grads = tape.gradient(loss, vars);
@@ -107,8 +123,8 @@ std::vector<Tensor> Model::train_step(const Tensor& x, const Tensor& y) {
   return update_metrics(y, y_pred, loss);
 }
 
-std::vector<Tensor> Model::test_step(const Tensor& x, const Tensor& y) {
-  Tensor y_pred = call(x, /*training=*/false);
+std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
+  Tensor y_pred = call_multi(x, /*training=*/false);
   return update_metrics(y, y_pred, (*compiled_.loss)(y, y_pred));
 }
 
@@ -161,7 +177,7 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 void Model::make_predict_function() {  // predict needs no compile
   if (predict_function_) return;
   predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{call(in[0], /*training=*/false)};
+    return std::vector<Tensor>{call_multi(in, /*training=*/false)};
   });
 }
 
@@ -172,7 +188,10 @@ HostTensor Model::predict(const data::Dataset& dataset, PredictOptions options) 
   for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
     std::optional<data::Element> element = it.next();
     if (!element) break;
-    parts.push_back((*predict_function_)({(*element)[0]})[0]);
+    if (element->size() < num_inputs())
+      KILN_THROW(DataError, "[", name_, "] predict expected elements with ", num_inputs(), " input(s), received ",
+                 element->shapes_string(), ".");
+    parts.push_back((*predict_function_)({element->begin(), element->begin() + static_cast<std::ptrdiff_t>(num_inputs())})[0]);
   }
   return concat_rows(parts);
 }

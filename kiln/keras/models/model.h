@@ -77,6 +77,10 @@ class Model {
   /// The forward pass on a batch.
   virtual Tensor call(const Tensor& x, bool training) = 0;
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
+  /// The forward pass on one tensor per model input (default: exactly one, to call()).
+  virtual Tensor call_multi(const std::vector<Tensor>& inputs, bool training);
+  /// Number of model inputs: fit/evaluate elements are (x_1, ..., x_n, y), predict's (x_1, ..., x_n).
+  virtual size_t num_inputs() const { return 1; }
   /// Keras config JSON {"class_name": ..., "config": {...}}.
   virtual std::string to_json() const = 0;
 
@@ -139,14 +143,28 @@ class Model {
   explicit Model(std::string name) : name_(std::move(name)) {}
   /// Per-example output dims of each layer for summary(); empty when unknown (not built).
   virtual std::vector<Dims> layer_output_shapes() const = 0;
+  /// One summary() row: the layer, its per-example output dims (empty: "multiple"), whether
+  /// Keras prints them as a list (an InputLayer's "[(None, 16)]"), and its "Connected to" list.
+  struct SummaryRow {
+    const Layer* layer = nullptr;
+    Dims output_shape;
+    bool list_shape = false;
+    std::vector<std::string> connected_to;
+  };
+  /// The rows summary() prints (default: layers() with layer_output_shapes()).
+  virtual std::vector<SummaryRow> summary_rows() const;
+  /// True when summary() adds Keras's "Connected to" column (non-sequential functional models).
+  virtual bool summary_shows_connections() const { return false; }
 
   std::string name_;
   std::vector<LayerHandle> layers_;
   NameScope name_scope_;
 
  private:
-  std::vector<Tensor> train_step(const Tensor& x, const Tensor& y);
-  std::vector<Tensor> test_step(const Tensor& x, const Tensor& y);
+  std::vector<Tensor> train_step(const std::vector<Tensor>& x, const Tensor& y);
+  std::vector<Tensor> test_step(const std::vector<Tensor>& x, const Tensor& y);
+  /// The first num_inputs() + 1 components of a batch (the inputs, then y).
+  std::vector<HostTensor> step_args(const data::Element& batch) const;
   std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
   void reset_metrics();
   /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas

@@ -115,7 +115,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
       for (size_t j = 0; j < batches.size(); ++j) {
-        buffered[j] = logs_from(call_step(*train_function_, {batches[j][0], batches[j][1]}));
+        buffered[j] = logs_from(call_step(*train_function_, step_args(batches[j])));
         samples += batches[j][0].dims()[0];
       }
       fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
@@ -172,7 +172,7 @@ Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackL
     if (!e) break;
     check_batch(*e, name_);
     callbacks->call(&Callback::on_test_batch_begin, step, Logs{});
-    logs = logs_from(call_step(*test_function_, {(*e)[0], (*e)[1]}));
+    logs = logs_from(call_step(*test_function_, step_args(*e)));
     callbacks->call(&Callback::on_test_batch_end, step, logs);
   }
   callbacks->call(&Callback::on_test_end, logs);

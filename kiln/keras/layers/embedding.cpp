@@ -1,0 +1,58 @@
+// Embedding: one gather of table rows (its VJP is scatter_add into the table's gradient).
+#include "kiln/keras/layers/embedding.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/shape.h"
+
+namespace kiln::keras {
+
+Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
+    : Layer(options.name, options.input_shape), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
+  if (input_dim <= 0 || output_dim <= 0)
+    KILN_THROW(ValueError, "[Embedding] expected input_dim > 0 and output_dim > 0, received input_dim=", input_dim,
+               ", output_dim=", output_dim, ".");
+}
+
+Dims Embedding::compute_output_shape(const Dims& input_shape) const {
+  Dims out = input_shape;
+  out.push_back(output_dim_);
+  return out;
+}
+
+void Embedding::build_weights(const Dims& /*input_shape*/) {
+  embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer);
+}
+
+Tensor Embedding::call(const Tensor& x, bool /*training*/) {
+  return take(embeddings_.read(), cast(x, DType::kI32), /*axis=*/0);
+}
+
+std::string Embedding::get_config() const {
+  nlohmann::json j = internal::base_config(*this);
+  j["input_dim"] = input_dim_;
+  j["output_dim"] = output_dim_;
+  j["embeddings_initializer"] = internal::initializer_json(options_.embeddings_initializer);
+  for (const char* key : {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"}) j[key] = nullptr;
+  j["mask_zero"] = false;
+  j["input_length"] = options_.input_shape.size() == 1 ? nlohmann::json(options_.input_shape[0]) : nlohmann::json(nullptr);
+  return j.dump();
+}
+
+Embedding Embedding::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "Embedding.from_config");
+  if (j.value("mask_zero", false))
+    KILN_THROW(ConfigError, "[Embedding.from_config] mask_zero=true is not supported (Kiln has no masks).");
+  EmbeddingOptions o;
+  if (j.contains("embeddings_initializer")) o.embeddings_initializer = internal::initializer_from_json(j["embeddings_initializer"]);
+  o.input_shape = internal::input_shape_from(j);
+  if (o.input_shape.empty() && j.contains("input_length") && j["input_length"].is_number_integer())
+    o.input_shape = {j["input_length"].get<int64_t>()};
+  o.name = j.value("name", "");
+  Embedding e(j.at("input_dim").get<int64_t>(), j.at("output_dim").get<int64_t>(), o);
+  e.set_trainable(j.value("trainable", true));
+  return e;
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,97 @@
+// KerasTensor, keras::Input and Layer's symbolic call operators: recording the layer graph
+// that keras::Model(inputs, outputs) turns into a Functional model.
+#include "kiln/keras/layers/keras_tensor.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/layer.h"
+
+namespace kiln::keras {
+namespace {
+
+const internal::KerasNode& checked(const std::shared_ptr<internal::KerasNode>& node) {
+  if (node == nullptr)
+    KILN_THROW(ValueError, "[KerasTensor] an undefined KerasTensor was used. Hint: make inputs with keras::Input(shape).");
+  return *node;
+}
+
+}  // namespace
+
+const Dims& KerasTensor::shape() const { return checked(node_).shape; }
+DType KerasTensor::dtype() const { return checked(node_).dtype; }
+Layer& KerasTensor::layer() const { return *checked(node_).layer; }
+
+KerasTensor Input(Dims shape, InputOptions options) {
+  for (int64_t d : shape)
+    if (d <= 0)
+      KILN_THROW(ShapeError, "[Input] expected positive per-example dims, received ", dims_to_string(shape),
+                 ". Hint: give the shape without the batch dim; Kiln compiles static shapes.");
+  auto layer = std::make_shared<InputLayer>(InputLayerOptions{.shape = shape, .name = options.name});
+  auto node = std::make_shared<internal::KerasNode>();
+  node->layer = std::move(layer);
+  node->shape = std::move(shape);
+  node->dtype = options.dtype;
+  return KerasTensor(std::move(node));
+}
+
+namespace internal {
+
+KerasTensor record_call(std::shared_ptr<Layer> layer, std::vector<KerasTensor> inputs, CallFlags flags) {
+  const std::string where = layer->name().empty() ? layer->class_name() : layer->name();
+  if (inputs.empty()) KILN_THROW(ValueError, "[", where, "] called on an empty list of inputs.");
+  std::vector<Dims> shapes;
+  for (const KerasTensor& x : inputs) {
+    if (!x.defined())
+      KILN_THROW(ValueError, "[", where, "] called on an undefined KerasTensor. Hint: make inputs with keras::Input(shape).");
+    shapes.push_back(x.shape());
+  }
+  auto node = std::make_shared<KerasNode>();
+  // The layer is named and built by the model that uses it (so names are unique per model);
+  // here only its output shape is inferred.
+  node->shape = layer->compute_output_shape_multi(shapes);
+  node->layer = std::move(layer);
+  node->inputs = std::move(inputs);
+  node->flags = std::move(flags);
+  return KerasTensor(std::move(node));
+}
+
+}  // namespace internal
+
+namespace {
+
+std::shared_ptr<Layer> shared_or_throw(Layer& layer) {
+  std::shared_ptr<Layer> self = layer.weak_from_this().lock();
+  if (self == nullptr)
+    KILN_THROW(ValueError, "[", layer.name().empty() ? layer.class_name() : layer.name(),
+               "] a layer called on KerasTensors must be held by a LayerHandle (or be a temporary) so the "
+               "model can share it. Hint: `auto dense = std::make_shared<Dense>(64); (*dense)(x);` or `Dense(64)(x)`.");
+  return self;
+}
+
+// A temporary layer moves into the graph as a copy made from its config (the same route a
+// loaded model takes), since its concrete type is unknown here.
+std::shared_ptr<Layer> shared_copy(Layer& layer) {
+  if (std::shared_ptr<Layer> self = layer.weak_from_this().lock()) return self;
+  if (layer.built())
+    KILN_THROW(ValueError, "[", layer.name(), "] a built temporary layer cannot join a functional graph (its "
+               "weights would be lost). Hint: hold it in a LayerHandle.");
+  try {
+    return layer_from_config(layer.class_name(), layer.get_config()).shared();
+  } catch (const ConfigError& e) {
+    KILN_THROW(ValueError, "[", layer.class_name(), "] cannot move this temporary layer into a functional graph: ",
+               e.what(), " Hint: hold it in a LayerHandle: `auto l = std::make_shared<MyLayer>(...); (*l)(x);`.");
+  }
+}
+
+}  // namespace
+
+KerasTensor Layer::operator()(const KerasTensor& x) & { return internal::record_call(shared_or_throw(*this), {x}, {}); }
+KerasTensor Layer::operator()(const KerasTensor& x) && { return internal::record_call(shared_copy(*this), {x}, {}); }
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags) & {
+  return internal::record_call(shared_or_throw(*this), inputs, flags);
+}
+KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags) && {
+  return internal::record_call(shared_copy(*this), inputs, flags);
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,325 @@
+// Functional: the graph walk (Keras's _map_graph_network: depth order, unique names, build),
+// the forward pass over the nodes, the summary rows and the Keras 2 config JSON both ways.
+#include "kiln/keras/models/functional.h"
+
+#include <algorithm>
+#include <set>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/trace/ops/elementwise.h"
+
+namespace kiln::keras {
+namespace {
+
+using internal::KerasNode;
+
+bool is_input_node(const KerasNode& n) { return n.inputs.empty() && dynamic_cast<InputLayer*>(n.layer.get()); }
+
+// Keras's _build_map: nodes in DFS post-order from the output (each after its inputs), and
+// each layer's first-visit (pre-order) index, which breaks ties between layers of one depth.
+void build_map(const std::shared_ptr<KerasNode>& node, std::set<const KerasNode*>& done,
+               std::vector<std::shared_ptr<KerasNode>>& post_order, std::map<const Layer*, int>& layer_index) {
+  if (done.count(node.get())) return;
+  layer_index.emplace(node->layer.get(), static_cast<int>(layer_index.size()));
+  for (const KerasTensor& in : node->inputs) build_map(in.node(), done, post_order, layer_index);
+  done.insert(node.get());
+  post_order.push_back(node);
+}
+
+std::string keras_dtype_name(DType t) {
+  switch (t) {
+    case DType::kF32: return "float32";
+    case DType::kF64: return "float64";
+    case DType::kF16: return "float16";
+    case DType::kBF16: return "bfloat16";
+    case DType::kI32: return "int32";
+    case DType::kI64: return "int64";
+    case DType::kU8: return "uint8";
+    case DType::kBool: return "bool";
+  }
+  return "float32";
+}
+
+nlohmann::json shape_json(const Dims& dims) {
+  nlohmann::json j = nlohmann::json::array({nullptr});
+  for (int64_t d : dims) j.push_back(d);
+  return j;
+}
+
+}  // namespace
+
+Functional::Functional(std::vector<KerasTensor> inputs, KerasTensor output, FunctionalOptions options)
+    : Model(options.name), inputs_(std::move(inputs)), output_(std::move(output)) {
+  if (inputs_.empty()) KILN_THROW(ValueError, "[", name_, "] a functional model needs at least one input.");
+  std::set<const KerasNode*> input_nodes;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (!inputs_[i].defined() || !is_input_node(*inputs_[i].node()))
+      KILN_THROW(ValueError, "[", name_, "] input ", i, " is not a keras::Input tensor. Hint: "
+                 "Functional({Input({16})}, output) takes the tensors Input() returned.");
+    if (!input_nodes.insert(inputs_[i].node().get()).second)
+      KILN_THROW(ValueError, "[", name_, "] input ", i, " is listed twice.");
+  }
+  if (!output_.defined()) KILN_THROW(ValueError, "[", name_, "] the output is an undefined KerasTensor.");
+
+  std::set<const KerasNode*> done;
+  std::map<const Layer*, int> layer_index;
+  build_map(output_.node(), done, nodes_, layer_index);
+  for (const auto& n : nodes_)
+    if (n->inputs.empty() && !input_nodes.count(n.get()))
+      KILN_THROW(ValueError, "[", name_, "] graph disconnected: the output needs the input '", n->layer->name().empty() ? "(unnamed)" : n->layer->name(),
+                 "' ", shape_json(n->shape).dump(), ", which is not among the model's inputs. Hint: list every Input the output depends on.");
+  for (const KerasTensor& in : inputs_)  // an input the output ignores still belongs to the model
+    if (!done.count(in.node().get())) {
+      layer_index.emplace(in.node()->layer.get(), -1);
+      nodes_.insert(nodes_.begin(), in.node());
+    }
+
+  // Depths (Keras): the output node is 0, a node's inputs are deeper, a layer is as deep as its
+  // deepest node; layers are listed deepest first, ties by first visit.
+  std::map<const KerasNode*, int> node_depth;
+  std::map<const Layer*, int> layer_depth;
+  for (auto it = nodes_.rbegin(); it != nodes_.rend(); ++it) {
+    const KerasNode* n = it->get();
+    int depth = std::max(node_depth[n], layer_depth[n->layer.get()]);
+    layer_depth[n->layer.get()] = depth;
+    node_depth[n] = depth;
+    for (const KerasTensor& in : n->inputs) node_depth[in.node().get()] = std::max(node_depth[in.node().get()], depth + 1);
+  }
+  std::vector<std::shared_ptr<Layer>> layers;
+  for (const auto& n : nodes_)
+    if (std::find(layers.begin(), layers.end(), n->layer) == layers.end()) layers.push_back(n->layer);
+  std::stable_sort(layers.begin(), layers.end(), [&](const auto& a, const auto& b) {
+    if (layer_depth[a.get()] != layer_depth[b.get()]) return layer_depth[a.get()] > layer_depth[b.get()];
+    return layer_index[a.get()] < layer_index[b.get()];
+  });
+
+  // Names: user-chosen ones are reserved first, then the rest get Keras's defaults.
+  std::set<std::string> seen;
+  for (const auto& l : layers)
+    if (!l->name().empty()) {
+      if (!seen.insert(l->name()).second)
+        KILN_THROW(ValueError, "[", name_, "] two layers are named '", l->name(), "'. Hint: layer names must be unique within a model.");
+      name_scope_.reserve(l->name());
+    }
+  for (const auto& l : layers) {
+    if (!l->name().empty()) continue;
+    if (dynamic_cast<InputLayer*>(l.get())) {  // Keras numbers inputs from 1: input_1, input_2
+      std::string name;
+      for (int k = 1; name.empty() || seen.count(name); ++k) name = "input_" + std::to_string(k);
+      seen.insert(name);
+      name_scope_.reserve(name);
+      l->set_name(name);
+    } else {
+      l->set_name(name_scope_.unique(to_snake_case(l->class_name())));
+    }
+  }
+  for (const auto& l : layers) layers_.push_back(l);
+
+  std::map<const Layer*, int> nodes_per_layer;
+  for (const auto& n : nodes_) {
+    node_index_[n.get()] = nodes_per_layer[n->layer.get()]++;
+    std::vector<Dims> shapes;
+    for (const KerasTensor& in : n->inputs) shapes.push_back(in.shape());
+    if (!n->inputs.empty()) n->layer->build_multi(shapes);
+  }
+
+  // Keras prints a model as a plain stack when each depth has one single-input node and no
+  // layer is shared.
+  std::map<int, int> nodes_at_depth;
+  for (const auto& n : nodes_) {
+    if (++nodes_at_depth[node_depth[n.get()]] > 1 || n->inputs.size() > 1) sequential_like_ = false;
+  }
+  for (const auto& [layer, count] : nodes_per_layer)
+    if (count > 1) sequential_like_ = false;
+}
+
+Tensor Functional::call(const Tensor& x, bool training) { return call_multi({x}, training); }
+
+Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) {
+  if (inputs.size() != inputs_.size())
+    KILN_THROW(ValueError, "[", name_, "] expected ", inputs_.size(), " inputs, received ", inputs.size(),
+               ". Hint: dataset elements are (x_1, ..., x_n, y) for a model with n inputs.");
+  std::map<const KerasNode*, Tensor> values;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const KerasTensor& spec = inputs_[i];
+    const Tensor& x = inputs[i];
+    if (x.rank() != static_cast<int>(spec.shape().size()) + 1 ||
+        !std::equal(spec.shape().begin(), spec.shape().end(), x.dims().begin() + 1))
+      KILN_THROW(ShapeError, "[", name_, "] input '", spec.layer().name(), "' expected shape ",
+                 shape_json(spec.shape()).dump(), " (batch first), received ", x.shape(), ".");
+    values[spec.node().get()] = cast(x, spec.dtype());  // Keras casts inputs to the Input dtype
+  }
+  for (const auto& n : nodes_) {
+    if (n->inputs.empty()) continue;
+    std::vector<Tensor> xs;
+    for (const KerasTensor& in : n->inputs) xs.push_back(values.at(in.node().get()));
+    values[n.get()] = (*n->layer)(xs, training, n->flags);
+  }
+  return values.at(output_.node().get());
+}
+
+std::vector<Dims> Functional::layer_output_shapes() const {
+  std::vector<Dims> out;
+  for (const LayerHandle& l : layers_) {
+    std::vector<Dims> shapes;
+    for (const auto& n : nodes_)
+      if (n->layer.get() == l.get()) shapes.push_back(n->shape);
+    const bool same = std::all_of(shapes.begin(), shapes.end(), [&](const Dims& d) { return d == shapes[0]; });
+    out.push_back(same ? shapes[0] : Dims{});  // a shared layer with several shapes: "multiple"
+  }
+  return out;
+}
+
+std::pair<std::string, int> Functional::node_ref(const KerasTensor& t) const {
+  return {t.layer().name(), node_index_.at(t.node().get())};
+}
+
+std::vector<Model::SummaryRow> Functional::summary_rows() const {
+  const std::vector<Dims> shapes = layer_output_shapes();
+  std::vector<SummaryRow> rows;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    SummaryRow row{.layer = layers_[i].get(), .output_shape = shapes[i],
+                   .list_shape = dynamic_cast<const InputLayer*>(layers_[i].get()) != nullptr};
+    for (const auto& n : nodes_)
+      if (n->layer.get() == layers_[i].get())
+        for (const KerasTensor& in : n->inputs) {
+          auto [name, index] = node_ref(in);
+          row.connected_to.push_back(str_cat(name, "[", index, "][0]"));
+        }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string Functional::to_json() const {
+  auto ref = [&](const KerasTensor& t) {
+    auto [name, index] = node_ref(t);
+    return nlohmann::json::array({name, index, 0});
+  };
+  nlohmann::json layers = nlohmann::json::array();
+  for (const LayerHandle& l : layers_) {
+    nlohmann::json config = nlohmann::json::parse(l->get_config());
+    nlohmann::json inbound = nlohmann::json::array();
+    for (const auto& n : nodes_) {
+      if (n->layer.get() != l.get()) continue;
+      if (n->inputs.empty()) {  // Keras 2's InputLayer config
+        config = {{"batch_input_shape", shape_json(n->shape)}, {"dtype", keras_dtype_name(n->dtype)},
+                  {"sparse", false}, {"ragged", false}, {"name", l->name()}};
+        continue;
+      }
+      // Keras Node.serialize: the first call argument's tensors each carry the kwargs (the
+      // later tensor arguments by name, and the flags).
+      const std::vector<std::string> arg_names = l->call_arg_names();
+      nlohmann::json kwargs = nlohmann::json::object();
+      for (const auto& [flag, value] : n->flags) kwargs[flag] = value;
+      size_t first_arg_count = n->inputs.size();
+      if (!arg_names.empty()) {
+        first_arg_count = 1;
+        for (size_t i = 1; i < n->inputs.size(); ++i) kwargs[arg_names.at(i - 1)] = ref(n->inputs[i]);
+      }
+      nlohmann::json node = nlohmann::json::array();
+      for (size_t i = 0; i < first_arg_count; ++i) {
+        nlohmann::json r = ref(n->inputs[i]);
+        r.push_back(kwargs);
+        node.push_back(r);
+      }
+      inbound.push_back(node);
+    }
+    layers.push_back({{"class_name", l->class_name()}, {"config", config}, {"name", l->name()}, {"inbound_nodes", inbound}});
+  }
+  nlohmann::json input_layers = nlohmann::json::array();
+  for (const KerasTensor& in : inputs_) input_layers.push_back(ref(in));
+  nlohmann::json j = {{"class_name", "Functional"},
+                      {"config", {{"name", name_}, {"layers", layers}, {"input_layers", input_layers},
+                                  {"output_layers", nlohmann::json::array({ref(output_)})}}}};
+  return j.dump();
+}
+
+namespace {
+
+bool is_tensor_ref(const nlohmann::json& j) { return j.is_array() && j.size() >= 3 && j[0].is_string() && j[1].is_number_integer(); }
+
+}  // namespace
+
+std::unique_ptr<Functional> Functional::from_json(const std::string& json) {
+  const char* where = "Functional.from_json";
+  nlohmann::json j = internal::parse(json, where);
+  const std::string class_name = j.value("class_name", "");
+  if (class_name != "Functional" && class_name != "Model")
+    KILN_THROW(ConfigError, "[", where, "] expected class_name \"Functional\" (or \"Model\"), received \"", class_name, "\".");
+  try {
+    const nlohmann::json& config = j.at("config");
+    std::map<std::string, LayerHandle> layers;
+    std::map<std::pair<std::string, int>, KerasTensor> tensors;  // (layer, node index) -> output
+    std::vector<std::pair<std::string, const nlohmann::json*>> pending;  // (layer, its node data) in order
+    for (const nlohmann::json& entry : config.at("layers")) {
+      const std::string layer_class = entry.at("class_name").get<std::string>();
+      const nlohmann::json& layer_config = entry.at("config");
+      const std::string name = entry.value("name", layer_config.value("name", ""));
+      if (layer_class == "InputLayer") {
+        DType dtype = layer_config.contains("dtype") ? parse_dtype(layer_config["dtype"].get<std::string>()) : DType::kF32;
+        tensors[{name, 0}] = Input(internal::input_shape_from(layer_config), {.name = name, .dtype = dtype});
+        continue;
+      }
+      layers[name] = layer_from_config(layer_class, layer_config.dump());
+      layers[name]->set_name(name);
+      for (const nlohmann::json& node : entry.at("inbound_nodes")) pending.emplace_back(name, &node);
+    }
+    // Nodes in file order; a node whose inputs are not made yet waits for a later round
+    // (Keras's deque), which terminates because each round makes at least one node.
+    std::map<std::string, int> made;
+    while (!pending.empty()) {
+      std::vector<std::pair<std::string, const nlohmann::json*>> waiting;
+      for (const auto& [name, node] : pending) {
+        std::vector<const nlohmann::json*> first_arg;
+        for (const nlohmann::json& r : *node) first_arg.push_back(&r);
+        if (is_tensor_ref(*node)) first_arg = {node};  // a bare reference (unnested single input)
+        std::vector<std::pair<std::string, int>> refs;
+        CallFlags flags;
+        std::map<std::string, std::pair<std::string, int>> kwarg_refs;
+        for (const nlohmann::json* r : first_arg) {
+          if (!is_tensor_ref(*r)) KILN_THROW(ConfigError, "[", where, "] layer '", name, "': malformed inbound node ", r->dump(), ".");
+          refs.emplace_back((*r)[0].get<std::string>(), (*r)[1].get<int>());
+          if (r->size() < 4) continue;
+          for (const auto& [key, value] : (*r)[3].items()) {
+            if (is_tensor_ref(value)) kwarg_refs[key] = {value[0].get<std::string>(), value[1].get<int>()};
+            else if (value.is_boolean()) flags[key] = value.get<bool>();
+            else if (!value.is_null())
+              KILN_THROW(ConfigError, "[", where, "] layer '", name, "': unsupported call argument ", key, "=", value.dump(), ".");
+          }
+        }
+        for (const std::string& arg : layers[name]->call_arg_names())
+          if (kwarg_refs.count(arg)) refs.push_back(kwarg_refs[arg]);
+        const bool ready = std::all_of(refs.begin(), refs.end(), [&](const auto& r) { return tensors.count(r) > 0; });
+        if (!ready) {
+          waiting.emplace_back(name, node);
+          continue;
+        }
+        std::vector<KerasTensor> inputs;
+        for (const auto& r : refs) inputs.push_back(tensors.at(r));
+        tensors[{name, made[name]++}] = internal::record_call(layers[name].shared(), inputs, flags);
+      }
+      if (waiting.size() == pending.size())
+        KILN_THROW(ConfigError, "[", where, "] layer '", waiting[0].first, "' refers to a layer output that no node makes.");
+      pending = std::move(waiting);
+    }
+    auto lookup = [&](const nlohmann::json& r) {
+      if (!is_tensor_ref(r) || !tensors.count({r[0].get<std::string>(), r[1].get<int>()}))
+        KILN_THROW(ConfigError, "[", where, "] unknown tensor reference ", r.dump(), ".");
+      return tensors.at({r[0].get<std::string>(), r[1].get<int>()});
+    };
+    std::vector<KerasTensor> inputs;
+    for (const nlohmann::json& r : config.at("input_layers")) inputs.push_back(lookup(r));
+    const nlohmann::json& outputs = config.at("output_layers");
+    if (is_tensor_ref(outputs)) return std::make_unique<Functional>(inputs, lookup(outputs), FunctionalOptions{config.value("name", "model")});
+    if (outputs.size() != 1)
+      KILN_THROW(ConfigError, "[", where, "] the config has ", outputs.size(), " outputs; Kiln's functional models have one.");
+    return std::make_unique<Functional>(inputs, lookup(outputs[0]), FunctionalOptions{config.value("name", "model")});
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed Functional config: ", e.what(), ".");
+  }
+}
+
+}  // namespace kiln::keras

@@ -1,0 +1,62 @@
+// Functional: a model made of the layer graph between keras::Input tensors and an output
+// (keras.Model(inputs, outputs)), for residual and multi-input models.
+//   KerasTensor x = Input({16});
+//   KerasTensor y = Add()({x, Dense(16, {.activation = "relu"})(x)});
+//   Functional model({x}, Dense(1)(y));
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kiln/keras/layers/keras_tensor.h"
+#include "kiln/keras/models/model.h"
+
+namespace kiln::keras {
+
+struct FunctionalOptions {
+  std::string name = "model";
+};
+
+class Functional : public Model {
+ public:
+  /// Collects the layers between `inputs` (keras::Input tensors) and `output` in Keras's order
+  /// (by depth from the inputs), names unnamed ones uniquely within the model (input_1, dense,
+  /// dense_1, ...) and builds them. ValueError when `output` needs an input not in `inputs`.
+  /// One output per model (multi-output models are not supported yet).
+  Functional(std::vector<KerasTensor> inputs, KerasTensor output, FunctionalOptions options = {});
+
+  Tensor call(const Tensor& x, bool training) override;
+  /// The forward pass on one tensor per input, in the order of `inputs`.
+  Tensor call_multi(const std::vector<Tensor>& inputs, bool training) override;
+  size_t num_inputs() const override { return inputs_.size(); }
+
+  /// Keras 2 {"class_name": "Functional", "config": {"name", "layers" (each with "name" and
+  /// "inbound_nodes"), "input_layers", "output_layers"}}.
+  std::string to_json() const override;
+  /// A new, built model from to_json() (or a tf.keras 2.x Functional/Model config).
+  static std::unique_ptr<Functional> from_json(const std::string& json);
+
+  const std::vector<KerasTensor>& inputs() const { return inputs_; }
+  const KerasTensor& output() const { return output_; }
+
+ protected:
+  std::vector<Dims> layer_output_shapes() const override;
+  std::vector<SummaryRow> summary_rows() const override;
+  bool summary_shows_connections() const override { return !sequential_like_; }
+
+ private:
+  /// "[name, node_index, 0]" reference parts for a tensor of this model.
+  std::pair<std::string, int> node_ref(const KerasTensor& t) const;
+
+  std::vector<KerasTensor> inputs_;
+  KerasTensor output_;
+  /// Every node between inputs and output, inputs first, each after its inputs.
+  std::vector<std::shared_ptr<internal::KerasNode>> nodes_;
+  /// A node's index among its layer's nodes in this model (Keras's node_index).
+  std::map<const internal::KerasNode*, int> node_index_;
+  bool sequential_like_ = true;
+};
+
+}  // namespace kiln::keras
