@@ -1,6 +1,6 @@
 // The seed's MNIST input pipeline (S7-S10), shared by the examples and bench/fit_mnist_mlp:
-// from_tensor_slices(u8 images, u8 labels) -> map(/255 to f32, labels to i32) -> shuffle ->
-// repeat -> batch(drop_remainder) -> prefetch.
+// from_tensor_slices(u8 images, u8 labels) -> map(/255 to f32, labels to i32, optionally a
+// channel dim) -> shuffle -> repeat -> batch(drop_remainder) -> prefetch.
 #pragma once
 
 #include "kiln/data/dataset.h"
@@ -15,16 +15,25 @@ inline data::Element normalize_mnist(data::Element e) {
   return {x, e[1].astype(DType::kI32)};
 }
 
+/// The same with the channel dim convnets take: (u8[28,28], u8[]) -> (f32[28,28,1], i32[]).
+inline data::Element normalize_mnist_image(data::Element e) {
+  data::Element out = normalize_mnist(std::move(e));
+  out[0] = out[0].reshape({28, 28, 1});
+  return out;
+}
+
 struct MnistPipelineOptions {
   int64_t batch_size = 128;
   bool shuffle = true;  // shuffle(10000, seed)
   uint64_t seed = 42;
   bool repeat = true;
+  bool channel_dim = false;  // images as (28, 28, 1): the seed's "add channel dim" for convnets
 };
 
 /// The pipeline over one split.
 inline data::Dataset mnist_pipeline(const datasets::mnist::Split& split, MnistPipelineOptions o = {}) {
-  data::Dataset ds = data::Dataset::from_tensor_slices({split.x, split.y}).map(normalize_mnist, data::kAutotune);
+  data::Dataset ds = data::Dataset::from_tensor_slices({split.x, split.y})
+                         .map(o.channel_dim ? normalize_mnist_image : normalize_mnist, data::kAutotune);
   if (o.shuffle) ds = ds.shuffle(10000, o.seed);
   if (o.repeat) ds = ds.repeat();
   return ds.batch(o.batch_size, /*drop_remainder=*/true).prefetch(data::kAutotune);

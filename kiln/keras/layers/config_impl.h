@@ -21,4 +21,28 @@ Dims input_shape_from(const nlohmann::json& config);
 /// Parses `text`, throwing ConfigError naming `where` on malformed JSON.
 nlohmann::json parse(const std::string& text, const char* where);
 
+/// The config fields of layers with a kernel (Dense, Conv2D): activation, use_bias, the two
+/// initializers, and the regularizers and constraints Kiln writes as null.
+template <typename Options>
+void put_kernel_fields(nlohmann::json& j, const Options& o) {
+  j["activation"] = o.activation.empty() ? "linear" : o.activation;
+  j["use_bias"] = o.use_bias;
+  j["kernel_initializer"] = initializer_json(o.kernel_initializer);
+  j["bias_initializer"] = initializer_json(o.bias_initializer);
+  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "bias_constraint"})
+    j[key] = nullptr;
+}
+/// Reads those fields (and input shape and name) back into `o`.
+template <typename Options>
+void get_kernel_fields(const nlohmann::json& j, Options& o) {
+  o.activation = j.value("activation", "linear");
+  if (o.activation == "linear") o.activation = "";
+  o.use_bias = j.value("use_bias", true);
+  if (j.contains("kernel_initializer")) o.kernel_initializer = initializer_from_json(j["kernel_initializer"]);
+  if (j.contains("bias_initializer")) o.bias_initializer = initializer_from_json(j["bias_initializer"]);
+  o.input_shape = input_shape_from(j);
+  o.name = j.value("name", "");
+}
+
 }  // namespace kiln::keras::internal

@@ -49,28 +49,14 @@ Tensor Dense::call(const Tensor& x, bool /*training*/) {
 std::string Dense::get_config() const {
   nlohmann::json j = internal::base_config(*this);
   j["units"] = units_;
-  j["activation"] = options_.activation.empty() ? "linear" : options_.activation;
-  j["use_bias"] = options_.use_bias;
-  j["kernel_initializer"] = internal::initializer_json(options_.kernel_initializer);
-  j["bias_initializer"] = internal::initializer_json(options_.bias_initializer);
-  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "bias_constraint"})
-    j[key] = nullptr;
+  internal::put_kernel_fields(j, options_);
   return j.dump();
 }
 
 Dense Dense::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Dense.from_config");
   DenseOptions o;
-  o.activation = j.value("activation", "linear");
-  if (o.activation == "linear") o.activation = "";
-  o.use_bias = j.value("use_bias", true);
-  if (j.contains("kernel_initializer"))
-    o.kernel_initializer = internal::initializer_from_json(j["kernel_initializer"]);
-  if (j.contains("bias_initializer"))
-    o.bias_initializer = internal::initializer_from_json(j["bias_initializer"]);
-  o.input_shape = internal::input_shape_from(j);
-  o.name = j.value("name", "");
+  internal::get_kernel_fields(j, o);
   Dense d(j.at("units").get<int64_t>(), o);
   d.set_trainable(j.value("trainable", true));
   return d;

@@ -7,10 +7,14 @@
 #include "kiln/keras/layers/embedding.h"
 #include "kiln/keras/layers/layer_normalization.h"
 #include "kiln/keras/layers/multi_head_attention.h"
+#include "kiln/keras/layers/batch_normalization.h"
+#include "kiln/keras/layers/conv2d.h"
 #include "kiln/keras/layers/dense.h"
 #include "kiln/keras/layers/dropout.h"
 #include "kiln/keras/layers/flatten.h"
+#include "kiln/keras/layers/global_average_pooling2d.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/pooling2d.h"
 #include "kiln/keras/layers/reshape.h"
 
 namespace kiln::keras {
@@ -27,8 +31,14 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
   if (class_name == "LayerNormalization") return LayerNormalization::from_config(config_json);
   if (class_name == "Embedding") return Embedding::from_config(config_json);
   if (class_name == "MultiHeadAttention") return MultiHeadAttention::from_config(config_json);
+  if (class_name == "Conv2D") return Conv2D::from_config(config_json);
+  if (class_name == "MaxPooling2D") return MaxPooling2D::from_config(config_json);
+  if (class_name == "AveragePooling2D") return AveragePooling2D::from_config(config_json);
+  if (class_name == "GlobalAveragePooling2D") return GlobalAveragePooling2D::from_config(config_json);
+  if (class_name == "BatchNormalization") return BatchNormalization::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
-             "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Add, Concatenate, ",
+             "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
+             "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
              "LayerNormalization, Embedding and MultiHeadAttention.");
 }
 

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/layer.h"
 
 #include <cctype>
+#include <regex>
 
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
@@ -17,14 +18,12 @@ std::string NameScope::unique(const std::string& base) {
   return candidate;
 }
 
+// Keras's two regex passes verbatim, so digits join like Keras: Conv2D -> conv2d,
+// MaxPooling2D -> max_pooling2d, Conv2DTranspose -> conv2d_transpose.
 std::string to_snake_case(const std::string& class_name) {
-  std::string out;
-  for (size_t i = 0; i < class_name.size(); ++i) {
-    const auto c = static_cast<unsigned char>(class_name[i]);
-    if (std::isupper(c) && i > 0 && !std::isupper(static_cast<unsigned char>(class_name[i - 1])))
-      out += '_';
-    out += static_cast<char>(std::tolower(c));
-  }
+  std::string out = std::regex_replace(class_name, std::regex("(.)([A-Z][a-z0-9]+)"), "$1_$2");
+  out = std::regex_replace(out, std::regex("([a-z])([A-Z])"), "$1_$2");
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
 }
 

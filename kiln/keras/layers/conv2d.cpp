@@ -1,0 +1,91 @@
+// Conv2D: argument checks (Keras's), weights (kh, kw, c / groups, filters), the forward chain
+// and the Keras config.
+#include "kiln/keras/layers/conv2d.h"
+
+#include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/layers/conv_utils_impl.h"
+#include "kiln/trace/ops/nn.h"
+
+namespace kiln::keras {
+
+Conv2D::Conv2D(int64_t filters, Dims kernel_size, Conv2DLayerOptions options)
+    : Layer(options.name, options.input_shape),
+      filters_(filters),
+      kernel_size_(std::move(kernel_size)),
+      options_(std::move(options)) {
+  const std::string at = where();
+  if (filters <= 0) KILN_THROW(ValueError, "[", at, "] expected filters > 0, received filters=", filters, ".");
+  internal::check_pair(at, "kernel_size", kernel_size_);
+  internal::check_pair(at, "strides", options_.strides);
+  internal::check_pair(at, "dilation_rate", options_.dilation_rate);
+  internal::check_padding(at, options_.padding);
+  internal::check_data_format(at, options_.data_format);
+  if (options_.groups < 1 || filters % options_.groups != 0)
+    KILN_THROW(ValueError, "[", at, "] the number of filters must be divisible by groups, received filters=",
+               filters, ", groups=", options_.groups, ".");
+  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+}
+
+Dims Conv2D::compute_output_shape(const Dims& input_shape) const {
+  Dims out = internal::spatial_output(where(), input_shape, kernel_size_, options_.padding, options_.strides,
+                                      options_.dilation_rate);
+  out.push_back(filters_);
+  return out;
+}
+
+void Conv2D::build_weights(const Dims& input_shape) {
+  compute_output_shape(input_shape);  // rank and window checks
+  const int64_t channels = input_shape[2];
+  if (channels % options_.groups != 0)
+    KILN_THROW(ShapeError, "[", name(), "] the input channels (", channels, ") must be divisible by groups=",
+               options_.groups, ". Hint: change groups or the previous layer's channels.");
+  kernel_ = add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels / options_.groups, filters_},
+                       options_.kernel_initializer);
+  if (options_.use_bias) bias_ = add_weight("bias", {filters_}, options_.bias_initializer);
+}
+
+// x: (N, H, W, C)  kernel: (KH, KW, C / groups, F)  ->  (N, OH, OW, F)
+Tensor Conv2D::call(const Tensor& x, bool /*training*/) {
+  const int64_t channels = kernel_.shape().dim(2) * options_.groups;
+  if (x.rank() != 4 || x.dim(-1) != channels)
+    KILN_THROW(ShapeError, "[", name(), "] expected input (batch, height, width, ", channels,
+               "), received ", x.shape(), ". Hint: check the previous layer's output shape (model.summary()).");
+  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+  Tensor y = conv2d(x, kernel_, {.strides = options_.strides,
+                                 .padding = options_.padding,
+                                 .dilation = options_.dilation_rate,
+                                 .groups = options_.groups});
+  if (options_.use_bias) y = y + bias_;
+  return activations::get(options_.activation)(y);
+}
+
+std::string Conv2D::get_config() const {
+  nlohmann::json j = internal::base_config(*this);
+  j["filters"] = filters_;
+  j["kernel_size"] = kernel_size_;
+  j["strides"] = options_.strides;
+  j["padding"] = options_.padding;
+  j["data_format"] = options_.data_format;
+  j["dilation_rate"] = options_.dilation_rate;
+  j["groups"] = options_.groups;
+  internal::put_kernel_fields(j, options_);
+  return j.dump();
+}
+
+Conv2D Conv2D::from_config(const std::string& config_json) {
+  nlohmann::json j = internal::parse(config_json, "Conv2D.from_config");
+  Conv2DLayerOptions o;
+  if (j.contains("strides")) o.strides = internal::pair_from_json(j["strides"]);
+  o.padding = j.value("padding", o.padding);
+  if (j.contains("data_format") && !j["data_format"].is_null()) o.data_format = j["data_format"];
+  if (j.contains("dilation_rate")) o.dilation_rate = internal::pair_from_json(j["dilation_rate"]);
+  o.groups = j.value("groups", o.groups);
+  internal::get_kernel_fields(j, o);
+  Conv2D c(j.at("filters").get<int64_t>(), internal::pair_from_json(j.at("kernel_size")), o);
+  c.set_trainable(j.value("trainable", true));
+  return c;
+}
+
+}  // namespace kiln::keras

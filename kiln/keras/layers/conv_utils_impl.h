@@ -1,0 +1,31 @@
+// Internal to keras/layers: the argument checks, output-length rule and (H, W) pair configs
+// that Conv2D and the 2-D pooling layers share (Keras's conv_utils).
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/shape.h"
+
+namespace kiln::keras::internal {
+
+/// Keras conv_utils.conv_output_length: "valid" floor((in - eff) / stride) + 1,
+/// "same" ceil(in / stride), with eff = (window - 1) * dilation + 1.
+int64_t conv_output_length(int64_t in, int64_t window, const std::string& padding, int64_t stride,
+                           int64_t dilation = 1);
+/// ValueError naming `layer` unless `value` holds two positive ints (`arg` = "strides", ...).
+void check_pair(const std::string& layer, const char* arg, const Dims& value);
+/// ValueError unless padding is "valid" or "same".
+void check_padding(const std::string& layer, const std::string& padding);
+/// ConfigError unless data_format is "channels_last" (Kiln's layers are NHWC).
+void check_data_format(const std::string& layer, const std::string& data_format);
+/// ShapeError unless the per-example input is (height, width, channels).
+void check_image_input(const std::string& layer, const Dims& input_shape);
+/// (OH, OW) of a window over the per-example (H, W, C) input; ShapeError when one is <= 0.
+Dims spatial_output(const std::string& layer, const Dims& input_shape, const Dims& window,
+                    const std::string& padding, const Dims& strides, const Dims& dilation);
+/// A Keras (h, w) config value: an int n means (n, n).
+Dims pair_from_json(const nlohmann::json& j);
+
+}  // namespace kiln::keras::internal

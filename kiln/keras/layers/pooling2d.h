@@ -1,0 +1,60 @@
+// MaxPooling2D and AveragePooling2D over NHWC images (keras.layers), sharing one base as in
+// Keras (Pooling2D): the two differ only in the window reduction, so they live together.
+#pragma once
+
+#include "kiln/keras/layers/layer.h"
+
+namespace kiln::keras {
+
+/// Keras pooling keyword arguments with their defaults.
+struct Pooling2DOptions {
+  Dims pool_size = {2, 2};
+  Dims strides = {};  // empty = pool_size (Keras strides=None)
+  std::string padding = "valid";  // "valid" or "same"
+  std::string data_format = "channels_last";  // the only one Kiln runs
+  Dims input_shape = {};
+  std::string name = "";
+};
+
+/// Input shape: (batch, height, width, channels). Output shape: (batch, out_h, out_w, channels)
+/// with out = ceil(in / stride) for "same", floor((in - pool) / stride) + 1 for "valid".
+/// "same" windows at the border average only the real pixels (TensorFlow's rule).
+class Pooling2D : public Layer {
+ public:
+  Dims compute_output_shape(const Dims& input_shape) const override;
+  std::string get_config() const override;
+  const Dims& pool_size() const { return options_.pool_size; }
+  const Dims& strides() const { return options_.strides; }
+
+ protected:
+  Pooling2D(const char* class_name, bool is_max, Pooling2DOptions options);
+  /// The options and `trainable` from a Keras config (`where` names the caller in errors).
+  static Pooling2DOptions options_from_config(const std::string& config_json, const char* where,
+                                              bool* trainable);
+  Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  std::string where() const;
+
+  bool is_max_;
+  Pooling2DOptions options_;  // strides resolved (never empty)
+};
+
+/// The maximum of each window.
+class MaxPooling2D : public Pooling2D {
+ public:
+  explicit MaxPooling2D(Pooling2DOptions options = {}) : Pooling2D("MaxPooling2D", true, std::move(options)) {}
+  static MaxPooling2D from_config(const std::string& config_json);
+  std::string class_name() const override { return "MaxPooling2D"; }
+};
+
+/// The mean of each window.
+class AveragePooling2D : public Pooling2D {
+ public:
+  explicit AveragePooling2D(Pooling2DOptions options = {})
+      : Pooling2D("AveragePooling2D", false, std::move(options)) {}
+  static AveragePooling2D from_config(const std::string& config_json);
+  std::string class_name() const override { return "AveragePooling2D"; }
+};
+
+}  // namespace kiln::keras
