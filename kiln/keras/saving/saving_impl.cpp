@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/training_config.h"
 
@@ -87,9 +88,10 @@ std::unique_ptr<Model> model_from_config(const std::string& config_json, const s
   try {
     nlohmann::json j = nlohmann::json::parse(config_json);
     const std::string cls = j.is_object() ? j.value("class_name", "") : "";
+    if (cls == "Functional" || cls == "Model") return Functional::from_json(config_json);
     if (cls != "Sequential")
       KILN_THROW(IOError, "[", path, "] model_config describes a '", cls.empty() ? "(no class_name)" : cls,
-                 "' model; Kiln loads Sequential models. Hint: rebuild the model in C++ and use load_weights.");
+                 "' model; Kiln loads Sequential and Functional models. Hint: rebuild the model in C++ and use load_weights.");
     return Sequential::from_json(config_json);
   } catch (const nlohmann::json::exception& e) {
     KILN_THROW(IOError, "[", path, "] model_config is malformed: ", e.what(), ".");

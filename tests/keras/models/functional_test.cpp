@@ -8,6 +8,7 @@
 
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
+#include "tests/testing/temp_dir.h"
 
 namespace kiln::keras {
 namespace {
@@ -92,6 +93,22 @@ TEST(FunctionalTest, ResidualModelTrainsAndItsConfigRoundTrips) {
   copy->set_weights(model->get_weights());
   HostTensor a = model->predict(x.slice_rows(0, 64)), b = copy->predict(x.slice_rows(0, 64));
   EXPECT_EQ(a.to_vector<float>(), b.to_vector<float>());
+}
+
+TEST(FunctionalTest, SavesAndLoadsInBothFormats) {
+  auto model = residual_model();
+  model->compile({.optimizer = Adam(), .loss = MeanSquaredError()});
+  HostTensor x = random_f32({4, 8}, 9);
+  const std::vector<float> want = model->predict(x).to_vector<float>();
+  kiln::testing::TempDir dir;
+  for (const std::string name : {"residual.h5", "residual_dir"}) {
+    const std::string path = (dir.path() / name).string();
+    model->save(path);
+    std::unique_ptr<Model> loaded = load_model(path);
+    ASSERT_NE(dynamic_cast<Functional*>(loaded.get()), nullptr) << name;
+    EXPECT_EQ(loaded->to_json(), model->to_json()) << name;
+    EXPECT_EQ(loaded->predict(x).to_vector<float>(), want) << name;
+  }
 }
 
 TEST(FunctionalTest, ConfigIsKeras2Functional) {
