@@ -31,6 +31,7 @@ bool ElementwiseFusionPass::run(ir::Module& module) {
     std::vector<const Instruction*> removed;  // the root among them: never dereference again
     Instruction* fusion = make_fusion(entry, region, root, ir::FusionKind::kLoop, {}, &removed);
     fused.insert(removed.begin(), removed.end());
+    for (const Instruction* r : removed) position.erase(r);  // a new instruction may reuse the address
     note(str_cat("fused ", what, " into ", fusion->attrs().body->name()));
     changed = true;
   }

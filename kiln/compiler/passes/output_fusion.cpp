@@ -108,10 +108,14 @@ std::optional<OutputFusionInfo> match_output_fusion(const ir::Computation& body)
 bool OutputFusionPass::run(ir::Module& module) {
   if (target_ != nullptr && !target_->wants_output_fusion()) return false;
   ir::Computation& entry = *module.entry();
-  std::vector<Instruction*> order = entry.post_order();
+  // Collect the contractions before fusing: make_fusion deletes the epilogue instructions, so
+  // a post order taken up front would hold dangling pointers (and a freed address may come
+  // back as a clone inside a fusion body). Each region holds exactly one contraction.
+  std::vector<Instruction*> contractions;
+  for (Instruction* inst : entry.post_order())
+    if (is_contraction(*inst)) contractions.push_back(inst);
   bool changed = false;
-  for (Instruction* dot : order) {
-    if (!is_contraction(*dot)) continue;
+  for (Instruction* dot : contractions) {
     std::string what = str_cat(opcode_name(dot->opcode()), " %", dot->id());
     if (dot->operand(0) == dot->operand(1)) {
       note(str_cat("not fused ", what, ": lhs and rhs are the same value"));

@@ -27,7 +27,11 @@ bool ReductionFusionPass::run(ir::Module& module) {
       continue;
     }
     int id = reduce->id();  // the reduce is deleted by make_fusion
-    Instruction* fusion = make_fusion(entry, region, reduce, ir::FusionKind::kReduction);
+    std::vector<const Instruction*> removed;
+    Instruction* fusion = make_fusion(entry, region, reduce, ir::FusionKind::kReduction, {}, &removed);
+    // Removed members precede `reduce` in post order, so the loop never meets them again, but
+    // their addresses may be reused by new instructions: keep `position` free of them.
+    for (const Instruction* r : removed) position.erase(r);
     note(str_cat("fused ", opcode_name(op), " %", id, " with ", region.size() - 1,
                  " producers into ", fusion->attrs().body->name()));
     changed = true;
