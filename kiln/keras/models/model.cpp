@@ -86,6 +86,21 @@ void Model::compile(CompileOptions options) {
   train_function_ = std::make_unique<Function>("train_step", [this, n](const std::vector<Tensor>& in) {
     return train_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
   });
+  multi_step_train_function_.reset();
+  if (const int k = compiled_.steps_per_execution; k > 1) {
+    // Inputs x_0, y_0, ..., x_{k-1}, y_{k-1}; outputs each step's metric results in order.
+    // Step j+1 reads the variables step j assigned, so this is k sequential steps.
+    multi_step_train_function_ = std::make_unique<Function>(
+        str_cat("train_step_x", k), [this, k, n](const std::vector<Tensor>& in) {
+          std::vector<Tensor> out;
+          for (int j = 0; j < k; ++j) {
+            const auto first = in.begin() + j * (n + 1);
+            std::vector<Tensor> step = train_step({first, first + n}, *(first + n));
+            out.insert(out.end(), step.begin(), step.end());
+          }
+          return out;
+        });
+  }
   test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
     return test_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
   });
@@ -121,6 +136,25 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   std::vector<Tensor> grads = tape.gradient(loss, vars);
   compiled_.optimizer->apply_gradients(grads, vars);
   return update_metrics(y, y_pred, loss);
+}
+
+std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batches) {
+  std::vector<Logs> logs;
+  if (multi_step_train_function_ && static_cast<int>(batches.size()) == compiled_.steps_per_execution) {
+    std::vector<HostTensor> args;
+    for (const data::Element& b : batches) {
+      std::vector<HostTensor> step = step_args(b);
+      args.insert(args.end(), step.begin(), step.end());
+    }
+    const std::vector<HostTensor> out = call_step(*multi_step_train_function_, args);
+    const size_t per_step = out.size() / batches.size();
+    for (size_t j = 0; j < batches.size(); ++j)
+      logs.push_back(logs_from({out.begin() + static_cast<std::ptrdiff_t>(j * per_step),
+                                out.begin() + static_cast<std::ptrdiff_t>((j + 1) * per_step)}));
+    return logs;
+  }
+  for (const data::Element& b : batches) logs.push_back(logs_from(call_step(*train_function_, step_args(b))));
+  return logs;
 }
 
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {

@@ -30,8 +30,9 @@ struct CompileOptions {
   OptimizerHandle optimizer = "rmsprop";  // the Keras default
   LossHandle loss = LossHandle();
   std::vector<MetricHandle> metrics = {};
-  /// Steps per host round trip. Today fit runs k compiled steps back to back and hands
-  /// callbacks their k buffered logs afterwards (see epoch_loop.cpp).
+  /// Steps per host round trip (S20): fit traces k train steps into one compiled program
+  /// (unrolled: the IR has no loop op) and hands callbacks the k buffered logs afterwards.
+  /// An epoch's last < k batches run through the one-step program.
   int steps_per_execution = 1;
 };
 
@@ -137,6 +138,8 @@ class Model {
   /// The arguments of the last compile (saving records them as Keras's training_config).
   const CompileOptions& compile_options() const { return compiled_; }
   const Function* train_function() const { return train_function_.get(); }
+  /// The k-step program of steps_per_execution = k > 1; null otherwise.
+  const Function* multi_step_train_function() const { return multi_step_train_function_.get(); }
   const EpochStats& last_epoch_stats() const { return epoch_stats_; }
 
  protected:
@@ -162,6 +165,9 @@ class Model {
 
  private:
   std::vector<Tensor> train_step(const std::vector<Tensor>& x, const Tensor& y);
+  /// Runs the compiled train steps on `batches` (one program when there are k of them) and
+  /// returns one Logs per batch.
+  std::vector<Logs> run_train_steps(const std::vector<data::Element>& batches);
   std::vector<Tensor> test_step(const std::vector<Tensor>& x, const Tensor& y);
   /// The first num_inputs() + 1 components of a batch (the inputs, then y).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
@@ -178,8 +184,11 @@ class Model {
   CompileOptions compiled_;
   bool is_compiled_ = false;
   std::unique_ptr<Mean> loss_tracker_;
-  std::unique_ptr<Function> train_function_, test_function_, predict_function_;
+  /// train_function_ runs one step; multi_step_train_function_ runs steps_per_execution
+  /// steps in one program (null when k = 1).
+  std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_, predict_function_;
   EpochStats epoch_stats_;
+  std::shared_ptr<distribute::Strategy> strategy_;
   // fit's position for training_state(); iterator is null outside fit.
   struct FitPosition {
     data::Iterator* iterator = nullptr;
@@ -189,7 +198,6 @@ class Model {
   };
   FitPosition fit_position_;
   std::optional<TrainingState> resume_;
-  std::shared_ptr<distribute::Strategy> strategy_;
 };
 
 }  // namespace kiln::keras

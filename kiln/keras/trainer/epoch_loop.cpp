@@ -58,7 +58,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                               .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
   CallbackList callbacks(std::move(list), this, params);
   const int k = compiled_.steps_per_execution;
-  std::vector<Logs> buffered(static_cast<size_t>(k));
+  std::vector<Logs> buffered;
   std::vector<data::Element> batches;
 
   stop_training = false;
@@ -98,8 +98,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     bool exhausted = false;
     Logs step_logs;
     while ((options.steps_per_epoch < 0 || step < options.steps_per_epoch) && !exhausted && !stop_training) {
-      // One execution: up to k batches, run back to back, then the k buffered logs go to the
-      // callbacks in order. (The k steps are k calls of the compiled step, not one program.)
+      // One execution: k batches through the k-step program (fewer at the end of the data or
+      // epoch: one-step calls), then the k buffered logs go to the callbacks in order.
       batches.clear();
       while (static_cast<int>(batches.size()) < k &&
              (options.steps_per_epoch < 0 || step + static_cast<int64_t>(batches.size()) < options.steps_per_epoch)) {
@@ -114,10 +114,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
-      for (size_t j = 0; j < batches.size(); ++j) {
-        buffered[j] = logs_from(call_step(*train_function_, step_args(batches[j])));
-        samples += batches[j][0].dims()[0];
-      }
+      buffered = run_train_steps(batches);
+      for (const data::Element& b : batches) samples += b[0].dims()[0];
       fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
                        .valid = !pending};
       for (size_t j = 0; j < batches.size(); ++j) {
