@@ -1,7 +1,7 @@
 // The seed's program in Kiln, step by step: find the devices and pick a strategy, build the
 // seed MLP, compile it with Adam and sparse categorical crossentropy, build the input
-// pipeline with the global batch, fit 5 epochs with validation, evaluate, save the weights,
-// load them into a fresh model and evaluate again.
+// pipeline with the global batch, fit 5 epochs with validation, evaluate, save the model,
+// load it back and evaluate again.
 //
 //   build/examples/mnist_mlp [epochs]
 #include <cmath>
@@ -13,6 +13,7 @@
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
 #include "kiln/distribute/cluster_resolver.h"
+#include "kiln/distribute/mpi/mpi_world.h"
 #include "kiln/keras/keras.h"
 #include "examples/mnist_pipeline.h"
 
@@ -71,15 +72,11 @@ int main(int argc, char** argv) try {
   // scope: the other workers are gone, so no collective may run).
   if (!strategy->is_chief()) return 0;
   auto local_scope = std::make_shared<distribute::DefaultStrategy>()->scope();
-  // 6. Save and load back. TODO(#7): model.save (HDF5 / directory format with architecture
-  // and optimizer state); here the weights go through save_weights / load_weights.
-  const std::string path = "mnist_mlp.weights.safetensors";
-  model->save_weights(path);
-  std::unique_ptr<Sequential> restored = make_model();
-  restored->load_weights(path);
-  restored->compile({.optimizer = Adam(),
-                     .loss = SparseCategoricalCrossentropy({.from_logits = true}),
-                     .metrics = {"accuracy"}});
+  // 6. Save the whole model (architecture, weights, compile arguments and optimizer state) in
+  // the Keras 2 HDF5 format tf.keras reads (S12), load it back and evaluate again.
+  const std::string path = "mnist_mlp.h5";
+  model->save(path);
+  std::unique_ptr<Model> restored = load_model(path);
   Logs again = restored->evaluate(test_ds, {.steps = 10000 / batch_size, .verbose = 0});
   // Equal up to float rounding: several replicas average their shards' accuracies.
   const bool same = std::abs(again.at("accuracy") - result.at("accuracy")) < 1e-6;
@@ -88,5 +85,6 @@ int main(int argc, char** argv) try {
   return same ? 0 : 1;
 } catch (const kiln::Error& e) {
   std::cerr << "mnist_mlp: " << e.kind() << ": " << e.what() << "\n";
+  distribute::mpi::abort_world_on_error(1);  // under mpirun, the other ranks must not wait forever
   return 1;
 }

@@ -3,7 +3,8 @@
 // fits it on global batches of 64 (its 32 rows of each) and, beside it, fits a copy with the
 // same initial weights on whole global batches without a strategy. It writes its distributed
 // weights to <dir>/rank<r>.bin and exits 1 when they differ from the local copy by more than
-// 1e-5 (relative L2), or when the two fits' losses differ.
+// 1e-5 (relative L2), or when the two fits' losses differ. Its CSVLogger and ModelCheckpoint
+// write <dir>/w<r>_*: the test checks that only worker 0 wrote.
 #include <cmath>
 #include <fstream>
 #include <iostream>
@@ -48,7 +49,14 @@ int main(int argc, char** argv) try {
   local->predict(x.slice_rows(0, 8));
   local->set_weights(distributed->get_weights());
 
-  History h = distributed->fit(ds, {.epochs = 2, .validation_data = ds, .verbose = 1});
+  // Each rank names its own files: only worker 0's may appear (one writer per cluster).
+  const std::string files = std::string(argv[1]) + "/w" + std::to_string(strategy->worker_index());
+  History h = distributed->fit(ds, {.epochs = 2,
+                                    .validation_data = ds,
+                                    .callbacks = {CSVLogger(files + "_history.csv"),
+                                                  ModelCheckpoint(files + "_{epoch:02d}.weights.h5",
+                                                                  {.save_weights_only = true})},
+                                    .verbose = 1});
   History l = local->fit(ds, {.epochs = 2, .verbose = 0});
   bool ok = true;
   for (size_t e = 0; e < 2; ++e) ok = ok && std::abs(h.history.at("loss")[e] - l.history.at("loss")[e]) < 1e-5;

@@ -1,6 +1,7 @@
 // Model::fit under MultiWorkerMirroredStrategy: `mpirun -np 2 multi_worker_fit_driver` fits the
 // seed Keras model on two processes; each rank matches a one-process fit on the same global
-// batches (the driver checks), the ranks end bit-identical, and only rank 0 prints progress.
+// batches (the driver checks), the ranks end bit-identical, and only rank 0 prints progress
+// and writes files.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -39,6 +40,11 @@ TEST(MultiWorkerFitTest, TwoRanksFitLikeOneProcessAndOnlyRankZeroPrints) {
   const std::string r0 = read(dir.path() / "rank0.bin"), r1 = read(dir.path() / "rank1.bin");
   ASSERT_FALSE(r0.empty());
   EXPECT_TRUE(r0 == r1) << "the ranks' weights differ";
+  // File-writing callbacks write on worker 0 only.
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "w0_history.csv"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "w0_02.weights.h5"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "w1_history.csv"));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "w1_02.weights.h5"));
 }
 
 }  // namespace

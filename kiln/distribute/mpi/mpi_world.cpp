@@ -82,6 +82,15 @@ void all_reduce_sum(DType dtype, void* data, int64_t count) {
 
 void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
+void abort_world_on_error(int exit_code) {
+  int initialized = 0, finalized = 0, size = 1;
+  MPI_Initialized(&initialized);
+  MPI_Finalized(&finalized);
+  if (!initialized || finalized) return;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (size > 1) MPI_Abort(MPI_COMM_WORLD, exit_code);
+}
+
 std::string library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
@@ -104,6 +113,7 @@ bool built_with_mpi() { return false; }
 World init() { no_mpi("MultiWorkerMirroredStrategy"); }
 void all_reduce_sum(DType, void*, int64_t) { no_mpi("all_reduce"); }
 void barrier() { no_mpi("barrier"); }
+void abort_world_on_error(int /*exit_code*/) {}
 std::string library_version() { return "none (built without MPI)"; }
 
 #endif

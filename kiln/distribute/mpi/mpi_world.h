@@ -27,6 +27,11 @@ World init();
 void all_reduce_sum(DType dtype, void* data, int64_t count);
 /// MPI_Barrier on MPI_COMM_WORLD.
 void barrier();
+/// When MPI is running with more than one rank, ends every rank with `exit_code`
+/// (MPI_Abort): a rank that fails alone would leave the others waiting forever in their next
+/// all-reduce, and itself in MPI_Finalize. Returns (doing nothing) otherwise, so a program's
+/// error handler can call it unconditionally before returning its error code.
+void abort_world_on_error(int exit_code);
 /// "Open MPI v4.1.4, ..." or why there is none.
 std::string library_version();
 

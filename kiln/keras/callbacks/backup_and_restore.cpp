@@ -35,7 +35,8 @@ void BackupAndRestore::on_train_begin(const Logs& /*logs*/) {
 
 void BackupAndRestore::backup(TrainingState state) {
   // Named by the optimizer's step, so later backups sort after earlier ones across epochs.
-  manager_->save(state);
+  // Every worker restores from the same directory; only worker 0 writes it.
+  if (model()->is_chief()) manager_->save(state);
 }
 
 void BackupAndRestore::on_train_batch_end(int64_t /*batch*/, const Logs& /*logs*/) {
@@ -52,7 +53,7 @@ void BackupAndRestore::on_epoch_end(int epoch, const Logs& /*logs*/) {
 }
 
 void BackupAndRestore::on_train_end(const Logs& /*logs*/) {
-  if (!options_.delete_checkpoint) return;
+  if (!options_.delete_checkpoint || !model()->is_chief()) return;
   for (const std::string& path : manager_->checkpoints()) std::filesystem::remove(path);
   std::error_code ec;
   std::filesystem::remove(dir_, ec);  // only when empty

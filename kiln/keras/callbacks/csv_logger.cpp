@@ -14,6 +14,8 @@ CSVLogger::CSVLogger(std::string filename, CSVLoggerOptions options)
     : filename_(std::move(filename)), o_(std::move(options)) {}
 
 void CSVLogger::on_train_begin(const Logs& /*logs*/) {
+  file_.reset();
+  if (!model()->is_chief()) return;  // one file per cluster: worker 0 writes it
   const bool had_rows = o_.append && std::filesystem::exists(filename_) && std::filesystem::file_size(filename_) > 0;
   file_ = std::make_shared<std::ofstream>(filename_, o_.append ? std::ios::app : std::ios::trunc);
   if (!*file_)
@@ -23,6 +25,7 @@ void CSVLogger::on_train_begin(const Logs& /*logs*/) {
 }
 
 void CSVLogger::on_epoch_end(int epoch, const Logs& logs) {
+  if (file_ == nullptr) return;
   if (keys_.empty() || (keys_.size() == 1 && keys_[0].empty())) {
     const bool write_header = keys_.empty();
     keys_.clear();

@@ -135,6 +135,8 @@ void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& 
   } else if (options_.verbose > 0) {
     std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
   }
+  // Every worker tracks the best value (they see the same averaged logs); only worker 0 writes.
+  if (!model()->is_chief()) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
