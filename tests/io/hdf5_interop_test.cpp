@@ -90,21 +90,8 @@ print('h5py read the Kiln file')
 TEST_F(Hdf5InteropTest, KilnReadsAKerasStyleFileWrittenByH5py) {
   std::string path = dir_.file("keras.h5");
   // Written the way tf.keras 2.x's hdf5_format.py writes, with h5py 3's string rules.
-  std::string script = R"PY(
+  std::string script = std::string(testing::kKerasSaveAttributesPy) + R"PY(
 import sys, json, h5py, numpy as np
-LIMIT = 64512
-def save_attributes(group, name, data):
-    data_npy = np.asarray(data)
-    n = 1
-    chunks = np.array_split(data_npy, n)
-    while any(x.nbytes > LIMIT for x in chunks):
-        n += 1
-        chunks = np.array_split(data_npy, n)
-    if n > 1:
-        for i, c in enumerate(chunks):
-            group.attrs['%s%d' % (name, i)] = c
-    else:
-        group.attrs[name] = data
 with h5py.File(sys.argv[1], 'w') as f:
     f.attrs['keras_version'] = '2.4.0'
     f.attrs['backend'] = 'tensorflow'

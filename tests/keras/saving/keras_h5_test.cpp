@@ -121,22 +121,9 @@ TEST_F(KerasH5PythonTest, KilnLoadsAFileWrittenAsTfKeras2Writes) {
   // ['accuracy'] after 7 steps: its hdf5_format.py attribute encodings and groups, the
   // InputLayer entry and the module/registered_name keys of its model_config, nested
   // MeanMetricWrapper metrics, and optimizer_v2 weights. NumPy computes the predictions.
-  const std::string script = R"PY(
+  const std::string script = std::string(io::testing::kKerasSaveAttributesPy) + R"PY(
 import sys, json, h5py, numpy as np
 d = sys.argv[1]
-LIMIT = 64512
-def save_attributes(group, name, data):  # hdf5_format.save_attributes_to_hdf5_group
-    data_npy = np.asarray(data)
-    n = 1
-    chunks = np.array_split(data_npy, n)
-    while any(x.nbytes > LIMIT for x in chunks):
-        n += 1
-        chunks = np.array_split(data_npy, n)
-    if n > 1:
-        for i, c in enumerate(chunks):
-            group.attrs['%s%d' % (name, i)] = c
-    else:
-        group.attrs[name] = data
 rng = np.random.default_rng(0)
 w = {'dense/kernel:0': rng.standard_normal((20, 8)).astype('f4'), 'dense/bias:0': rng.standard_normal(8).astype('f4'),
      'dense_1/kernel:0': rng.standard_normal((8, 3)).astype('f4'), 'dense_1/bias:0': rng.standard_normal(3).astype('f4')}
