@@ -40,7 +40,11 @@ Dataset Dataset::zip(std::vector<Dataset> datasets) {
 }
 
 Dataset Dataset::map(MapFn fn, int num_parallel_calls, bool deterministic) const {
-  return Dataset(make_map_node(node_, std::move(fn), num_parallel_calls, deterministic));
+  return map(std::move(fn), {.num_parallel_calls = num_parallel_calls, .deterministic = deterministic});
+}
+
+Dataset Dataset::map(MapFn fn, MapOptions options) const {
+  return Dataset(make_map_node(node_, std::move(fn), options));
 }
 
 Dataset Dataset::filter(Predicate predicate) const {
@@ -49,10 +53,14 @@ Dataset Dataset::filter(Predicate predicate) const {
 
 Dataset Dataset::shuffle(int64_t buffer_size, std::optional<uint64_t> seed,
                          bool reshuffle_each_iteration) const {
-  return Dataset(make_shuffle_node(node_, buffer_size, seed, reshuffle_each_iteration));
+  return Dataset(apply_before_stateless_map(node_, [&](NodePtr in) {
+    return make_shuffle_node(std::move(in), buffer_size, seed, reshuffle_each_iteration);
+  }));
 }
 
-Dataset Dataset::repeat(int64_t count) const { return Dataset(make_repeat_node(node_, count)); }
+Dataset Dataset::repeat(int64_t count) const {
+  return Dataset(apply_before_stateless_map(node_, [&](NodePtr in) { return make_repeat_node(std::move(in), count); }));
+}
 
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
   return Dataset(make_batch_node(node_, batch_size, drop_remainder));

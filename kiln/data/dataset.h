@@ -38,6 +38,20 @@ using GeneratorFactory = std::function<Generator()>;
 /// Element -> dataset (interleave): typically a file name to the records of that file.
 using InterleaveFn = std::function<Dataset(const Element&)>;
 
+/// How Dataset::map runs its function (the defaults: inline, in order, possibly stateful).
+struct MapOptions {
+  /// 0 runs inline; n > 0 or kAutotune runs on that many threads.
+  int num_parallel_calls = 0;
+  /// false lets a fast element overtake a slow one.
+  bool deterministic = true;
+  /// A promise that the function's output depends on its input alone (no random numbers,
+  /// counters or I/O). Kiln may then run the map after a shuffle or repeat that follows it:
+  /// the same elements in the same order, but the shuffle buffer holds the (usually smaller)
+  /// inputs and the map's outputs go to the next stage while hot in cache. (tf.data cannot see
+  /// into its map functions' state any better; Kiln asks.)
+  bool stateless = false;
+};
+
 /// An immutable input-pipeline recipe.
 class Dataset {
  public:
@@ -61,15 +75,18 @@ class Dataset {
   /// on that many threads. Order is kept unless deterministic is false, which lets a fast
   /// element overtake a slow one. Exceptions from fn arrive at next() as DataError("[map] ...").
   Dataset map(MapFn fn, int num_parallel_calls = 0, bool deterministic = true) const;
+  /// The same with every option named: map(fn, {.num_parallel_calls = kAutotune, .stateless = true}).
+  Dataset map(MapFn fn, MapOptions options) const;
   /// Keeps the elements for which `predicate` is true.
   Dataset filter(Predicate predicate) const;
   /// Uniformly shuffles through a buffer of `buffer_size` elements (tf.data's algorithm: a
   /// random buffer slot is emitted and refilled from the input). With a seed the order is
   /// reproducible; reshuffle_each_iteration mixes the epoch (repeat count or iterator(epoch))
-  /// into the seed.
+  /// into the seed. Directly after a stateless map, shuffles the map's input and maps after.
   Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
   /// Repeats the input `count` times; -1 repeats forever. An input that is empty ends it.
+  /// Directly after a stateless map, repeats the map's input and maps after.
   Dataset repeat(int64_t count = -1) const;
   /// Stacks `batch_size` consecutive elements along a new leading axis (one memcpy per
   /// component row). The last, smaller batch is kept unless drop_remainder.

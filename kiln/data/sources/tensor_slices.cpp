@@ -23,12 +23,15 @@ class TensorSlicesNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
   int64_t rows() const { return components_[0].dims()[0]; }
-  Element row(int64_t i) const {
+  Element row(int64_t i) const { return row_of(components_, i); }
+  /// Row i of `components` (the node's own, or handles to them as get_next_many makes).
+  Element row_of(const std::vector<HostTensor>& components, int64_t i) const {
     Element e;
-    for (size_t c = 0; c < components_.size(); ++c)
-      e.push_back(components_[c].view_at(row_shapes_[c], i * row_bytes_[c]));
+    for (size_t c = 0; c < components.size(); ++c)
+      e.push_back(components[c].view_at(row_shapes_[c], i * row_bytes_[c]));
     return e;
   }
+  const std::vector<HostTensor>& components() const { return components_; }
 
  private:
   std::vector<HostTensor> components_;
@@ -46,9 +49,19 @@ class TensorSlicesIterator : public IteratorBase {
     if (next_ >= node_.rows()) return std::nullopt;
     return node_.row(next_++);
   }
+  // The rows of one call share fresh handles on the components (a reference count of their
+  // own that keeps the components alive) instead of the components' count: every row takes a
+  // reference here and drops it on another thread (a map worker, batch), and one count for
+  // all rows would bounce its cache line between the cores on every element.
   void get_next_many(std::vector<Element>& out, size_t n) override {
     const int64_t end = std::min(node_.rows(), next_ + static_cast<int64_t>(n));
-    for (; next_ < end; ++next_) out.push_back(node_.row(next_));
+    if (next_ >= end) return;
+    handles_.clear();
+    for (const HostTensor& c : node_.components()) {
+      auto* data = static_cast<std::byte*>(const_cast<void*>(c.raw_data()));
+      handles_.push_back(HostTensor::from_storage(c.shape(), std::shared_ptr<std::byte>(data, [keep = c](std::byte*) {})));
+    }
+    for (; next_ < end; ++next_) out.push_back(node_.row_of(handles_, next_));
   }
   void save_state(StateWriter& w) override { w.write_i64(next_); }
   void restore_state(StateReader& r) override { next_ = r.read_i64(); }
@@ -56,6 +69,7 @@ class TensorSlicesIterator : public IteratorBase {
  private:
   const TensorSlicesNode& node_;
   int64_t next_ = 0;
+  std::vector<HostTensor> handles_;  // get_next_many's scratch
 };
 
 IteratorPtr TensorSlicesNode::make_iterator(const IteratorContext& ctx) const {

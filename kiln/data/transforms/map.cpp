@@ -14,20 +14,17 @@ namespace {
 
 class MapNode : public DatasetNode {
  public:
-  MapNode(NodePtr input, MapFn fn, int num_parallel_calls, bool deterministic)
-      : DatasetNode("map", {input}),
-        fn_(std::move(fn)),
-        num_parallel_calls_(num_parallel_calls),
-        deterministic_(deterministic) {}
+  MapNode(NodePtr input, MapFn fn, MapOptions options)
+      : DatasetNode("map", {input}), fn_(std::move(fn)), options_(options) {}
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
   const MapFn& fn() const { return fn_; }
+  const MapOptions& options() const { return options_; }
 
  private:
   MapFn fn_;
-  int num_parallel_calls_;
-  bool deterministic_;
+  MapOptions options_;
 };
 
 class MapIterator : public IteratorBase {
@@ -89,25 +86,31 @@ class MapIterator : public IteratorBase {
 };
 
 IteratorPtr MapNode::make_iterator(const IteratorContext& ctx) const {
-  if (num_parallel_calls_ == 0) return std::make_unique<MapIterator>(*this, ctx);
-  const int threads = resolve_parallelism(num_parallel_calls_, "map");
+  if (options_.num_parallel_calls == 0) return std::make_unique<MapIterator>(*this, ctx);
+  const int threads = resolve_parallelism(options_.num_parallel_calls, "map");
   return std::make_unique<RunnerIterator>(
       *this, ctx, fn_,
       RunnerOptions{.parallelism = threads,
                     .buffer_size = 2 * threads,
-                    .deterministic = deterministic_,
+                    .deterministic = options_.deterministic,
                     .buffer_follows_chunk = true,
-                    .parallelism_autotuned = num_parallel_calls_ == kAutotune});
+                    .parallelism_autotuned = options_.num_parallel_calls == kAutotune});
 }
 
 }  // namespace
 
-NodePtr make_map_node(NodePtr input, MapFn fn, int num_parallel_calls, bool deterministic) {
+NodePtr make_map_node(NodePtr input, MapFn fn, MapOptions options) {
   if (!fn) KILN_THROW(ValueError, "[map] the function is empty.");
-  if (num_parallel_calls < 0 && num_parallel_calls != kAutotune)
+  if (options.num_parallel_calls < 0 && options.num_parallel_calls != kAutotune)
     KILN_THROW(ValueError, "[map] num_parallel_calls must be 0 (inline), positive or kAutotune (-1), "
-               "received ", num_parallel_calls, ".");
-  return std::make_shared<MapNode>(std::move(input), std::move(fn), num_parallel_calls, deterministic);
+               "received ", options.num_parallel_calls, ".");
+  return std::make_shared<MapNode>(std::move(input), std::move(fn), options);
+}
+
+NodePtr apply_before_stateless_map(const NodePtr& node, const std::function<NodePtr(NodePtr)>& make_stage) {
+  const auto* map = dynamic_cast<const MapNode*>(node.get());
+  if (map == nullptr || !map->options().stateless) return make_stage(node);
+  return make_map_node(apply_before_stateless_map(map->inputs()[0], make_stage), map->fn(), map->options());
 }
 
 }  // namespace kiln::data

@@ -120,6 +120,42 @@ TEST(MapTest, DestroyingAnIteratorMidStreamJoinsItsThreads) {
   EXPECT_EQ(calls.load(), after);  // no worker survived its iterator
 }
 
+// A map promised stateless runs after the shuffle and repeat that follow it: the stream is
+// the same element for element (the shuffle's picks do not depend on the values), the running
+// stages show the new order, and a save mid-stream restores exactly.
+TEST(MapTest, StatelessMapRunsAfterShuffleAndRepeatWithTheSameStream) {
+  auto recipe = [](bool stateless) {
+    return range(50)
+        .map(testing::times(3), {.num_parallel_calls = 2, .stateless = stateless})
+        .shuffle(20, /*seed=*/7)
+        .repeat(3);
+  };
+  const std::vector<int64_t> as_written = collect(recipe(false));
+  ASSERT_EQ(as_written.size(), 150u);
+  EXPECT_EQ(collect(recipe(true)), as_written);
+
+  Iterator it = recipe(true).iterator();
+  std::vector<int64_t> head = testing::drain(it, 10);
+  std::vector<std::string> order;
+  for (const StageStats& s : it.stats().stages) order.push_back(s.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"tensor_slices", "shuffle", "repeat", "map"}));
+
+  const std::vector<uint8_t> state = it.save();
+  Iterator resumed = recipe(true).iterator();
+  resumed.restore(state);
+  std::vector<int64_t> rest = testing::drain(resumed);
+  head.insert(head.end(), rest.begin(), rest.end());
+  EXPECT_EQ(head, as_written);
+}
+
+TEST(MapTest, AStatefulMapStaysWhereItWasWritten) {
+  Iterator it = range(10).map(testing::times(2), {.num_parallel_calls = 0}).shuffle(4, 1).iterator();
+  testing::drain(it);
+  std::vector<std::string> order;
+  for (const StageStats& s : it.stats().stages) order.push_back(s.name);
+  EXPECT_EQ(order, (std::vector<std::string>{"tensor_slices", "map", "shuffle"}));
+}
+
 TEST(MapTest, RejectsBadParallelism) {
   KILN_EXPECT_ERROR(range(3).map(testing::times(1), -5), ValueError, "num_parallel_calls");
 }
