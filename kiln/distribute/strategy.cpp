@@ -96,13 +96,13 @@ void Strategy::check_per_replica(size_t n, const char* where) const {
 void Strategy::run_replicas(const std::function<void(int)>& body) {
   if (!pool_) {  // one local replica: the calling thread
     if (!replica_context_) return body(0);
-    trace::ReplicaScope scope(trace::ReplicaContext{0, 1, collectives_});
+    trace::ReplicaScope scope(trace::ReplicaContext{0, 1, collectives_, worker_index_});
     return body(0);
   }
   const int local = num_local_replicas();
   std::vector<std::exception_ptr> errors = pool_->run(
       [&](int r) {
-        trace::ReplicaScope scope(trace::ReplicaContext{r, local, collectives_});
+        trace::ReplicaScope scope(trace::ReplicaContext{r, local, collectives_, worker_index_ * local + r});
         body(r);
       },
       [this] { collectives_->abort(); });

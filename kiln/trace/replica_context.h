@@ -24,6 +24,9 @@ struct ReplicaContext {
   int num_local_replicas = 1;
   /// Where all_reduce meets every replica (all processes); null for one replica.
   std::shared_ptr<runtime::Collectives> collectives;
+  /// This replica's id among all replicas in sync (worker index x local replicas + replica_id):
+  /// its shard's place in the global batch.
+  int global_replica_id = 0;
   /// Replicas in sync across all processes.
   int num_replicas_in_sync() const { return collectives ? collectives->num_replicas() : 1; }
 };

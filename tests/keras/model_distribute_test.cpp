@@ -79,6 +79,28 @@ TEST_F(DistributedFitTest, TwoReplicasTrainLikeOneReplicaOnTheGlobalBatch) {
   EXPECT_NEAR(e2.at("accuracy"), e1.at("accuracy"), 1e-6);
 }
 
+TEST_F(DistributedFitTest, DropoutDrawsTheSameMasksOnAnyReplicaCount) {
+  auto [x, y] = synthetic(640);
+  data::Dataset train = testing::batches(x, y, 64);
+  auto with_dropout = [] {
+    auto m = std::make_unique<Sequential>(std::vector<LayerHandle>{
+        Flatten({.input_shape = {28, 28}}), Dense(64, {.activation = "relu"}), Dropout(0.5), Dense(10)});
+    compile_seed(*m);
+    return m;
+  };
+  auto single = with_dropout();
+  single->fit(train, {.epochs = 1, .verbose = 0});
+  std::unique_ptr<Sequential> mirrored;
+  {
+    auto scope = std::make_shared<distribute::MirroredStrategy>()->scope();
+    mirrored = with_dropout();
+  }
+  mirrored->fit(train, {.epochs = 1, .verbose = 0});
+  // Each replica's 32 rows got their rows of the 64-row mask; one replica drew it whole.
+  std::vector<HostTensor> w1 = single->get_weights(), w2 = mirrored->get_weights();
+  for (size_t i = 0; i < w1.size(); ++i) EXPECT_LT(kiln::testing::relative_l2_error(w2[i], w1[i]), 1e-5) << i;
+}
+
 TEST_F(DistributedFitTest, AModelSavedOnTwoReplicasResumesOnOneOrFour) {
   auto [x, y] = synthetic(640);
   data::Dataset train = testing::batches(x, y, 64);

@@ -5,6 +5,8 @@
 
 #include "kiln/trace/emit.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/shape.h"
+#include "kiln/trace/replica_context.h"
 
 namespace kiln {
 
@@ -32,7 +34,23 @@ Tensor dropout(const Tensor& x, double rate, const Tensor& key, bool training) {
     KILN_THROW(ValueError, "[", trace::where("dropout"), "] rate must be in [0, 1), received ",
                rate, ".");
   if (!training || rate == 0.0) return x;
-  Tensor keep = greater_equal(random_uniform(key, x.dims(), x.dtype()), rate);
+  Tensor u;
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  const int replicas = replica != nullptr ? replica->num_replicas_in_sync() : 1;
+  if (replicas > 1 && x.rank() > 0) {
+    // The mask of the whole global batch, then this replica's rows: a model gets the same
+    // masks on any replica count (R x the random bits per replica; an offset counter on
+    // rng_bits would avoid that, and these masks are small next to the layers around them).
+    Dims global = x.dims();
+    global[0] *= replicas;
+    Dims starts(x.dims().size(), 0), limits = x.dims();
+    starts[0] = x.dims()[0] * replica->global_replica_id;
+    limits[0] = starts[0] + x.dims()[0];
+    u = slice(random_uniform(key, global, x.dtype()), starts, limits);
+  } else {
+    u = random_uniform(key, x.dims(), x.dtype());
+  }
+  Tensor keep = greater_equal(u, rate);
   return where(keep, x * (1.0 / (1.0 - rate)), 0.0);
 }
 

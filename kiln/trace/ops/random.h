@@ -11,7 +11,9 @@ namespace kiln {
 Tensor random_uniform(const Tensor& key, const Dims& dims, DType dtype = DType::kF32,
                       double minval = 0.0, double maxval = 1.0);
 /// Inverted dropout: zeroes each element with probability `rate` and scales the rest by
-/// 1 / (1 - rate). Returns x unchanged when !training or rate == 0.
+/// 1 / (1 - rate). Returns x unchanged when !training or rate == 0. Under a strategy, x is a
+/// replica's shard of the global batch and gets its rows of the global batch's mask, so
+/// training with dropout gives the same result on any replica count.
 Tensor dropout(const Tensor& x, double rate, const Tensor& key, bool training = true);
 
 }  // namespace kiln
