@@ -58,8 +58,10 @@ void Optimizer::create_slots(const std::vector<Variable>& vars) {
 }
 
 std::string Optimizer::get_config() const {
-  // A schedule's current value stands in for it (schedules have no config yet).
-  nlohmann::json j = {{"name", name_}, {"learning_rate", learning_rate()}, {"decay", 0.0}};
+  LearningRate lr = learning_rate();
+  lr.schedule = schedule_;
+  nlohmann::json j = {{"name", name_}, {"learning_rate", nlohmann::json::parse(learning_rate_to_config(lr))},
+                      {"decay", 0.0}};
   return j.dump();
 }
 

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <numbers>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/core/check.h"
 #include "kiln/trace/ops/elementwise.h"
 
@@ -26,6 +28,11 @@ Tensor ExponentialDecay::operator()(const Tensor& step) const {
   return initial_ * exp(p * std::log(decay_rate_));
 }
 
+std::string ExponentialDecay::get_config() const {
+  return nlohmann::json{{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_}, {"decay_rate", decay_rate_},
+                        {"staircase", staircase_}, {"name", nullptr}}.dump();
+}
+
 PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<double> boundaries, std::vector<double> values)
     : boundaries_(std::move(boundaries)), values_(std::move(values)) {
   if (values_.size() != boundaries_.size() + 1)
@@ -40,10 +47,52 @@ Tensor PiecewiseConstantDecay::operator()(const Tensor& step) const {
   return lr;
 }
 
+std::string PiecewiseConstantDecay::get_config() const {
+  return nlohmann::json{{"boundaries", boundaries_}, {"values", values_}, {"name", nullptr}}.dump();
+}
+
 CosineDecay::CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha)
     : initial_(initial_learning_rate), alpha_(alpha), decay_steps_(decay_steps) {
   if (decay_steps <= 0)
     KILN_THROW(ValueError, "[CosineDecay] expected decay_steps > 0, received ", decay_steps, ".");
+}
+
+std::string CosineDecay::get_config() const {
+  return nlohmann::json{{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_}, {"alpha", alpha_},
+                        {"name", nullptr}}.dump();
+}
+
+LearningRate learning_rate_from_config(const std::string& text) {
+  const nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_number()) return j.get<double>();
+  if (!j.is_object() || !j.contains("class_name") || !j.contains("config") || !j["config"].is_object())
+    KILN_THROW(ConfigError, "[learning_rate] expected a number or {\"class_name\": ..., \"config\": {...}}, received ",
+               text.substr(0, 200), ".");
+  const std::string cls = j["class_name"].get<std::string>();
+  const nlohmann::json& c = j["config"];
+  try {
+    if (cls == "ExponentialDecay")
+      return ExponentialDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),
+                              c.at("decay_rate").get<double>(), c.value("staircase", false));
+    if (cls == "PiecewiseConstantDecay")
+      return PiecewiseConstantDecay(c.at("boundaries").get<std::vector<double>>(), c.at("values").get<std::vector<double>>());
+    if (cls == "CosineDecay")
+      return CosineDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),
+                         c.value("alpha", 0.0));
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[learning_rate] ", cls, " config ", c.dump().substr(0, 200), ": ", e.what(), ".");
+  }
+  KILN_THROW(ConfigError, "[learning_rate] unknown schedule class '", cls,
+             "'. Hint: Kiln has ExponentialDecay, PiecewiseConstantDecay and CosineDecay.");
+}
+
+std::string learning_rate_to_config(const LearningRate& learning_rate) {
+  if (!learning_rate.schedule) return nlohmann::json(learning_rate.constant).dump();
+  // tf.keras 2.13+'s serialize_keras_object layout (older versions omit module/registered_name).
+  return nlohmann::json{{"module", "keras.optimizers.schedules"},
+                        {"class_name", learning_rate.schedule->class_name()},
+                        {"config", nlohmann::json::parse(learning_rate.schedule->get_config())},
+                        {"registered_name", nullptr}}.dump();
 }
 
 Tensor CosineDecay::operator()(const Tensor& step) const {

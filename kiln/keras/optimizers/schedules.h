@@ -4,6 +4,7 @@
 
 #include <concepts>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/trace/tensor.h"
@@ -17,6 +18,10 @@ class LearningRateSchedule {
   virtual Tensor operator()(const Tensor& step) const = 0;
   /// Eager convenience: the rate at an integer step.
   double at(int64_t step) const;
+  /// Keras's class name ("ExponentialDecay") and config JSON, as saved in an optimizer's
+  /// learning_rate ({"class_name": ..., "config": ...}).
+  virtual std::string class_name() const = 0;
+  virtual std::string get_config() const = 0;
 };
 
 /// initial * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
@@ -24,6 +29,8 @@ class ExponentialDecay : public LearningRateSchedule {
  public:
   ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase = false);
   Tensor operator()(const Tensor& step) const override;
+  std::string class_name() const override { return "ExponentialDecay"; }
+  std::string get_config() const override;
 
  private:
   double initial_, decay_rate_;
@@ -37,6 +44,8 @@ class PiecewiseConstantDecay : public LearningRateSchedule {
  public:
   PiecewiseConstantDecay(std::vector<double> boundaries, std::vector<double> values);
   Tensor operator()(const Tensor& step) const override;
+  std::string class_name() const override { return "PiecewiseConstantDecay"; }
+  std::string get_config() const override;
 
  private:
   std::vector<double> boundaries_, values_;
@@ -47,6 +56,8 @@ class CosineDecay : public LearningRateSchedule {
  public:
   CosineDecay(double initial_learning_rate, int64_t decay_steps, double alpha = 0.0);
   Tensor operator()(const Tensor& step) const override;
+  std::string class_name() const override { return "CosineDecay"; }
+  std::string get_config() const override;
 
  private:
   double initial_, alpha_;
@@ -62,5 +73,12 @@ struct LearningRate {
   double constant = 0.0;
   std::shared_ptr<LearningRateSchedule> schedule;
 };
+
+/// The learning_rate entry of a Keras optimizer config: a number, or a serialized schedule
+/// ({"class_name": "ExponentialDecay", "config": {...}}, as tf.keras 2.x writes it).
+/// ConfigError naming the class for a schedule Kiln does not have.
+LearningRate learning_rate_from_config(const std::string& json);
+/// The inverse: a number for a constant, the serialized schedule otherwise.
+std::string learning_rate_to_config(const LearningRate& learning_rate);
 
 }  // namespace kiln::keras

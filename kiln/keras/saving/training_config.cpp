@@ -112,10 +112,12 @@ OptimizerHandle optimizer_from_config(const std::string& class_name, const std::
   if (c.value("decay", 0.0) != 0.0)
     KILN_THROW(ConfigError, "[optimizer_from_config] ", class_name, " with decay=", c.value("decay", 0.0),
                " (Keras 2's inverse time decay) is not supported. Hint: use a LearningRateSchedule.");
-  if (c.contains("learning_rate") && !c["learning_rate"].is_number())
-    KILN_THROW(ConfigError, "[optimizer_from_config] ", class_name, ": learning_rate ", c["learning_rate"].dump(),
-               " is a schedule; Kiln restores constant learning rates only. Hint: load with compile=false.");
-  const double lr = c.value("learning_rate", c.value("lr", 0.001));
+  // A number or a serialized schedule; Keras 1's "lr" spelling is read too.
+  auto rate = [&](double keras_default) {
+    const char* key = c.contains("learning_rate") ? "learning_rate" : "lr";
+    return c.contains(key) ? learning_rate_from_config(c[key].dump()) : LearningRate(keras_default);
+  };
+  const LearningRate lr = rate(0.001);
   // Lower-case spellings are what tf.keras's deserialize accepts too.
   std::string cls = class_name;
   for (char& ch : cls) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -127,7 +129,7 @@ OptimizerHandle optimizer_from_config(const std::string& class_name, const std::
                   .beta_1 = c.value("beta_1", 0.9), .beta_2 = c.value("beta_2", 0.999),
                   .epsilon = c.value("epsilon", 1e-7), .name = name});
   if (cls == "sgd")
-    return SGD({.learning_rate = c.value("learning_rate", c.value("lr", 0.01)), .momentum = c.value("momentum", 0.0),
+    return SGD({.learning_rate = rate(0.01), .momentum = c.value("momentum", 0.0),
                 .nesterov = c.value("nesterov", false), .name = name});
   if (cls == "rmsprop")
     return RMSprop({.learning_rate = lr, .rho = c.value("rho", 0.9), .momentum = c.value("momentum", 0.0),

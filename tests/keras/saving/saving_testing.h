@@ -73,6 +73,12 @@ inline std::vector<OptimizerCase> optimizer_cases() {
       {"SGDNesterov", [] { return OptimizerHandle(SGD({.learning_rate = 0.05, .momentum = 0.9, .nesterov = true})); }},
       {"RMSpropCenteredMomentum",
        [] { return OptimizerHandle(RMSprop({.learning_rate = 0.01, .momentum = 0.5, .centered = true})); }},
+      // Schedules are saved as their configs, so a loaded model keeps decaying from its step.
+      {"AdamExponentialDecayStaircase",
+       [] { return OptimizerHandle(Adam({.learning_rate = ExponentialDecay(0.02, 2, 0.5, /*staircase=*/true)})); }},
+      {"SGDPiecewiseConstantDecay",
+       [] { return OptimizerHandle(SGD({.learning_rate = PiecewiseConstantDecay({3, 4}, {0.05, 0.02, 0.01})})); }},
+      {"AdamWCosineDecay", [] { return OptimizerHandle(AdamW({.learning_rate = CosineDecay(0.01, 8, 0.1)})); }},
   };
 }
 
