@@ -47,4 +47,31 @@ TEST(MultiWorkerFitTest, TwoRanksFitLikeOneProcessAndOnlyRankZeroPrints) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "w1_02.weights.h5"));
 }
 
+// The seed program (examples/mnist_mlp, one epoch) on two ranks over loopback: auto_detect()
+// picks MultiWorkerMirroredStrategy, rank 0 alone reports, trains, saves and reloads.
+TEST(MultiWorkerFitTest, TheSeedExampleTrainsOnTwoRanks) {
+#ifndef KILN_MNIST_MLP_EXAMPLE
+  GTEST_SKIP() << "examples are not built (KILN_BUILD_EXAMPLES=OFF)";
+#else
+  const std::string mpiexec = KILN_MPIEXEC;
+  if (mpiexec.empty() || !std::filesystem::exists(mpiexec)) GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";
+  if (!KILN_HAS_MPI_BUILD) GTEST_SKIP() << "this build has no MPI (libopenmpi-dev)";
+  kiln::testing::TempDir dir;
+  const std::string cmd = "cd " + dir.path().string() + " && env OMPI_MCA_btl=self,vader OMP_NUM_THREADS=1 " + mpiexec +
+                          " --allow-run-as-root --oversubscribe -np 2 " KILN_MNIST_MLP_EXAMPLE " 1 > log.txt 2>&1";
+  const int rc = std::system(cmd.c_str());
+  const std::string log = read(dir.path() / "log.txt");
+  ASSERT_EQ(rc, 0) << cmd << "\n" << log;
+  EXPECT_NE(log.find("REPLICAS: 2"), std::string::npos) << log;
+  size_t reloads = 0;  // worker 0 alone saves and reloads
+  for (size_t at = log.find("Reloaded from"); at != std::string::npos; at = log.find("Reloaded from", at + 1)) ++reloads;
+  EXPECT_EQ(reloads, 1u) << log;
+  const size_t test = log.find("test accuracy ");
+  ASSERT_NE(test, std::string::npos) << log;
+  EXPECT_GT(std::stod(log.substr(test + 14, 6)), 0.9) << log;  // one epoch on 60,000 images
+  EXPECT_NE(log.find("(same)"), std::string::npos) << log;
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "mnist_mlp.h5"));
+#endif
+}
+
 }  // namespace
