@@ -10,6 +10,7 @@
 #include "kiln/data/transforms/filter.h"
 #include "kiln/data/transforms/interleave.h"
 #include "kiln/data/transforms/map.h"
+#include "kiln/data/transforms/map_and_batch.h"
 #include "kiln/data/transforms/prefetch.h"
 #include "kiln/data/transforms/repeat.h"
 #include "kiln/data/transforms/select.h"
@@ -63,6 +64,9 @@ Dataset Dataset::repeat(int64_t count) const {
 }
 
 Dataset Dataset::batch(int64_t batch_size, bool drop_remainder) const {
+  // A parallel stateless map right before the batch runs fused with it (map_and_batch.h).
+  if (std::optional<StatelessMap> map = as_stateless_map(node_); map && map->options.num_parallel_calls != 0)
+    return Dataset(make_map_and_batch_node(map->input, map->fn, map->options, batch_size, drop_remainder));
   return Dataset(make_batch_node(node_, batch_size, drop_remainder));
 }
 

@@ -89,7 +89,8 @@ class Dataset {
   /// Directly after a stateless map, repeats the map's input and maps after.
   Dataset repeat(int64_t count = -1) const;
   /// Stacks `batch_size` consecutive elements along a new leading axis (one memcpy per
-  /// component row). The last, smaller batch is kept unless drop_remainder.
+  /// component row). The last, smaller batch is kept unless drop_remainder. Directly after a
+  /// parallel stateless map, runs fused with it as one stage, "map_and_batch".
   Dataset batch(int64_t batch_size, bool drop_remainder = false) const;
   /// Splits each element along its leading axis (the inverse of batch).
   Dataset unbatch() const;

@@ -22,6 +22,53 @@ constexpr int kMaxIdleBatchBuffers = 16;
 /// Rows batch fetches ahead of the one it copies.
 constexpr int64_t kRowLookahead = 4;
 
+}  // namespace
+
+bool BatchRows::pull(IteratorBase& input, std::vector<Element>& rows) {
+  rows.clear();
+  if (done_) return false;
+  const auto n = static_cast<size_t>(batch_size_);
+  if (input.next_many(rows, n) < n) done_ = true;
+  return !rows.empty() && (rows.size() == n || !drop_remainder_);
+}
+
+BatchAssembler::BatchAssembler(std::string stage)
+    : stage_(std::move(stage)), pool_(BufferPool::create(kMaxIdleBatchBuffers)) {}
+
+Element BatchAssembler::allocate(const Element& first, int64_t batch_size) const {
+  Element batch;
+  for (const HostTensor& c : first) {
+    Dims dims{batch_size};
+    dims.insert(dims.end(), c.dims().begin(), c.dims().end());
+    batch.push_back(pool_->acquire(Shape(c.dtype(), std::move(dims))));
+  }
+  return batch;
+}
+
+void BatchAssembler::copy_row(const Element& first, const Element& e, int64_t row, Element& batch) const {
+  if (e.size() != first.size())
+    KILN_THROW(DataError, "[", stage_, "] element ", row, " of a batch has ", e.size(), " components ",
+               e.shapes_string(), ", but element 0 has ", first.size(), " ", first.shapes_string(), ".");
+  for (size_t c = 0; c < e.size(); ++c) {
+    if (!(e[c].shape() == first[c].shape()))
+      KILN_THROW(DataError, "[", stage_, "] element ", row, " of a batch has component ", c, " of shape ",
+                 e[c].shape(), ", but element 0 has ", first[c].shape(),
+                 ". Hint: batch needs equal shapes; resize or pad them in a map() first.");
+    const int64_t bytes = e[c].byte_size();
+    if (bytes > 0)
+      std::memcpy(static_cast<std::byte*>(batch[c].raw_data()) + row * bytes, e[c].raw_data(),
+                  static_cast<size_t>(bytes));
+  }
+}
+
+Element BatchAssembler::first_rows(Element batch, int64_t rows) {
+  if (!batch.empty() && batch[0].dims()[0] == rows) return batch;
+  for (HostTensor& c : batch) c = c.slice_rows(0, rows);
+  return batch;
+}
+
+namespace {
+
 class BatchNode : public DatasetNode {
  public:
   BatchNode(NodePtr input, int64_t batch_size, bool drop_remainder)
@@ -39,65 +86,35 @@ class BatchNode : public DatasetNode {
 class BatchIterator : public UnaryIterator {
  public:
   BatchIterator(const BatchNode& node, const IteratorContext& ctx)
-      : UnaryIterator(node, ctx), node_(node), pool_(BufferPool::create(kMaxIdleBatchBuffers)) {}
+      : UnaryIterator(node, ctx), rows_of_(node.batch_size(), node.drop_remainder()), assembler_(stage()) {}
 
  protected:
   std::optional<Element> get_next() override {
-    if (done_) return std::nullopt;
-    const int64_t n = node_.batch_size();
-    rows_.clear();
-    if (static_cast<int64_t>(input_->next_many(rows_, static_cast<size_t>(n))) < n) done_ = true;
-    if (rows_.empty()) return std::nullopt;
-    const int64_t rows = static_cast<int64_t>(rows_.size());
-    if (rows < n && node_.drop_remainder()) return std::nullopt;
+    if (!rows_of_.pull(*input_, rows_)) return std::nullopt;
+    const auto rows = static_cast<int64_t>(rows_.size());
     const Element& first = rows_[0];
-    Element batch;
-    for (const HostTensor& c : first) {
-      Dims dims{n};
-      dims.insert(dims.end(), c.dims().begin(), c.dims().end());
-      batch.push_back(pool_->acquire(Shape(c.dtype(), std::move(dims))));
-    }
+    Element batch = assembler_.allocate(first, rows_of_.batch_size());
     // The rows' bytes are usually cold (a shuffle buffer is far larger than the caches):
     // fetch a few rows ahead of the copy.
     for (int64_t r = 0; r < std::min(rows, kRowLookahead); ++r) prefetch_row(rows_[r]);
     for (int64_t r = 0; r < rows; ++r) {
       if (r + kRowLookahead < rows) prefetch_row(rows_[r + kRowLookahead]);
-      copy_row(first, rows_[r], r, batch);
+      assembler_.copy_row(first, rows_[r], r, batch);
     }
     rows_.clear();  // drop the rows' storage now, not at the next call
-    if (rows == n) return batch;
-    for (HostTensor& c : batch) c = c.slice_rows(0, rows);
-    return batch;
+    return BatchAssembler::first_rows(std::move(batch), rows);
   }
 
   void save_state(StateWriter& w) override {
-    w.write_bool(done_);
+    rows_of_.save(w);
     input_->save(w);
   }
   void restore_state(StateReader& r) override {
-    done_ = r.read_bool();
+    rows_of_.restore(r);
     input_->restore(r);
   }
 
  private:
-  // Copies element `e` into row `row` of `batch`, after checking it matches the first.
-  void copy_row(const Element& first, const Element& e, int64_t row, Element& batch) const {
-    if (e.size() != first.size())
-      KILN_THROW(DataError, "[", stage(), "] element ", row, " of a batch has ", e.size(),
-                 " components ", e.shapes_string(), ", but element 0 has ", first.size(), " ",
-                 first.shapes_string(), ".");
-    for (size_t c = 0; c < e.size(); ++c) {
-      if (!(e[c].shape() == first[c].shape()))
-        KILN_THROW(DataError, "[", stage(), "] element ", row, " of a batch has component ", c,
-                   " of shape ", e[c].shape(), ", but element 0 has ", first[c].shape(),
-                   ". Hint: batch needs equal shapes; resize or pad them in a map() first.");
-      const int64_t bytes = e[c].byte_size();
-      if (bytes > 0)
-        std::memcpy(static_cast<std::byte*>(batch[c].raw_data()) + row * bytes, e[c].raw_data(),
-                    static_cast<size_t>(bytes));
-    }
-  }
-
   static void prefetch_row(const Element& e) {
     for (const HostTensor& c : e) {
       prefetch_bytes(c.dims().data(), c.dims().size() * sizeof(int64_t));  // for the shape check
@@ -105,9 +122,8 @@ class BatchIterator : public UnaryIterator {
     }
   }
 
-  const BatchNode& node_;
-  std::shared_ptr<BufferPool> pool_;  // buffers out with consumers keep it alive
-  bool done_ = false;
+  BatchRows rows_of_;
+  BatchAssembler assembler_;
   std::vector<Element> rows_;  // the elements of the batch being built
 };
 

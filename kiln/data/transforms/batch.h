@@ -1,9 +1,52 @@
 // batch and unbatch: stack consecutive elements along a new leading axis, and split them again.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "kiln/data/dataset.h"
 
 namespace kiln::data {
+
+class BufferPool;
+
+/// Pulls the rows of one batch at a time and remembers where the input ended (batch and
+/// map_and_batch); its state is that flag.
+class BatchRows {
+ public:
+  BatchRows(int64_t batch_size, bool drop_remainder) : batch_size_(batch_size), drop_remainder_(drop_remainder) {}
+  /// The next batch's rows into `rows` (cleared first): batch_size of them, or fewer at the end
+  /// unless drop_remainder. False when there is no batch left.
+  bool pull(IteratorBase& input, std::vector<Element>& rows);
+  int64_t batch_size() const { return batch_size_; }
+  void save(StateWriter& w) const { w.write_bool(done_); }
+  void restore(StateReader& r) { done_ = r.read_bool(); }
+
+ private:
+  int64_t batch_size_;
+  bool drop_remainder_;
+  bool done_ = false;
+};
+
+/// Stacks rows into batch tensors whose storage comes from a BufferPool (uninitialized: every
+/// row is written), so a steady pipeline reuses the storage of batches its consumer dropped.
+/// Shared by batch and map_and_batch; thread-safe (the pool is).
+class BatchAssembler {
+ public:
+  /// `stage` names the stage in errors.
+  explicit BatchAssembler(std::string stage);
+  /// Tensors for `batch_size` rows shaped like `first`'s components.
+  Element allocate(const Element& first, int64_t batch_size) const;
+  /// Copies `row` into row `r` of `batch`; DataError when its components or shapes differ
+  /// from `first`'s.
+  void copy_row(const Element& first, const Element& row, int64_t r, Element& batch) const;
+  /// The first `rows` rows of `batch` (a short last batch), as views.
+  static Element first_rows(Element batch, int64_t rows);
+
+ private:
+  std::string stage_;
+  std::shared_ptr<BufferPool> pool_;  // buffers out with consumers keep it alive
+};
 
 /// The recipe step of Dataset::batch (see there).
 NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder);

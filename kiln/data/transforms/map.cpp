@@ -107,10 +107,16 @@ NodePtr make_map_node(NodePtr input, MapFn fn, MapOptions options) {
   return std::make_shared<MapNode>(std::move(input), std::move(fn), options);
 }
 
-NodePtr apply_before_stateless_map(const NodePtr& node, const std::function<NodePtr(NodePtr)>& make_stage) {
+std::optional<StatelessMap> as_stateless_map(const NodePtr& node) {
   const auto* map = dynamic_cast<const MapNode*>(node.get());
-  if (map == nullptr || !map->options().stateless) return make_stage(node);
-  return make_map_node(apply_before_stateless_map(map->inputs()[0], make_stage), map->fn(), map->options());
+  if (map == nullptr || !map->options().stateless) return std::nullopt;
+  return StatelessMap{map->inputs()[0], map->fn(), map->options()};
+}
+
+NodePtr apply_before_stateless_map(const NodePtr& node, const std::function<NodePtr(NodePtr)>& make_stage) {
+  std::optional<StatelessMap> map = as_stateless_map(node);
+  if (!map) return make_stage(node);
+  return make_map_node(apply_before_stateless_map(map->input, make_stage), map->fn, map->options);
 }
 
 }  // namespace kiln::data

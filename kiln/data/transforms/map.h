@@ -1,12 +1,22 @@
 // map: applies a function to each element, inline or on a ParallelRunner.
 #pragma once
 
+#include <optional>
+
 #include "kiln/data/dataset.h"
 
 namespace kiln::data {
 
 /// The recipe step of Dataset::map (see there for the arguments).
 NodePtr make_map_node(NodePtr input, MapFn fn, MapOptions options);
+
+/// A map's parts, when `node` is a map whose function was declared stateless.
+struct StatelessMap {
+  NodePtr input;
+  MapFn fn;
+  MapOptions options;
+};
+std::optional<StatelessMap> as_stateless_map(const NodePtr& node);
 
 /// `make_stage(node)`, except when `node` is a stateless map: then the same map over
 /// `make_stage(map's input)`. For stages that only reorder or repeat elements (shuffle,

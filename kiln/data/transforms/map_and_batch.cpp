@@ -1,0 +1,129 @@
+// map_and_batch: rows of a batch travel to a runner worker as one element, the fused function
+// maps and stacks them. Its position is the runner's (input position plus finished batches).
+#include "kiln/data/transforms/map_and_batch.h"
+
+#include "kiln/core/check.h"
+#include "kiln/data/transforms/batch.h"
+#include "kiln/data/transforms/parallel_runner.h"
+
+namespace kiln::data {
+namespace {
+
+// The rows of one batch as one element: their components in order, then an i64 scalar with
+// the number of rows.
+class RowGroupNode : public DatasetNode {
+ public:
+  RowGroupNode(NodePtr input, int64_t batch_size, bool drop_remainder)
+      : DatasetNode("map_and_batch.rows", {std::move(input)}),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder) {}
+
+  IteratorPtr make_iterator(const IteratorContext& ctx) const override;
+  int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
+
+ private:
+  int64_t batch_size_;
+  bool drop_remainder_;
+};
+
+class RowGroupIterator : public IteratorBase {
+ public:
+  // Not a stage of its own in the stats (null registry); its input is.
+  RowGroupIterator(const RowGroupNode& node, const IteratorContext& ctx)
+      : IteratorBase(node, IteratorContext{.epoch = ctx.epoch, .stats = nullptr}),
+        input_(node.inputs()[0]->make_iterator(ctx)),
+        rows_of_(node.batch_size(), node.drop_remainder()) {}
+
+ protected:
+  std::optional<Element> get_next() override {
+    if (!rows_of_.pull(*input_, rows_)) return std::nullopt;
+    const auto rows = static_cast<int64_t>(rows_.size());
+    const size_t k = rows_[0].size();
+    Element group;
+    for (int64_t r = 0; r < rows; ++r) {
+      Element& row = rows_[static_cast<size_t>(r)];
+      if (row.size() != k)
+        KILN_THROW(DataError, "[map_and_batch] element ", r, " of a batch has ", row.size(), " components ",
+                   row.shapes_string(), ", but element 0 has ", k, " ", rows_[0].shapes_string(), ".");
+      for (HostTensor& c : row) group.push_back(std::move(c));
+    }
+    group.push_back(HostTensor::scalar<int64_t>(rows));
+    rows_.clear();
+    return group;
+  }
+
+  void save_state(StateWriter& w) override {
+    rows_of_.save(w);
+    input_->save(w);
+  }
+  void restore_state(StateReader& r) override {
+    rows_of_.restore(r);
+    input_->restore(r);
+  }
+
+ private:
+  IteratorPtr input_;
+  BatchRows rows_of_;
+  std::vector<Element> rows_;
+};
+
+IteratorPtr RowGroupNode::make_iterator(const IteratorContext& ctx) const {
+  return std::make_unique<RowGroupIterator>(*this, ctx);
+}
+
+class MapAndBatchNode : public DatasetNode {
+ public:
+  MapAndBatchNode(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size, bool drop_remainder)
+      : DatasetNode("map_and_batch", {std::make_shared<RowGroupNode>(std::move(input), batch_size, drop_remainder)}),
+        fn_(std::move(fn)),
+        options_(options),
+        batch_size_(batch_size) {}
+
+  IteratorPtr make_iterator(const IteratorContext& ctx) const override {
+    const int threads = resolve_parallelism(options_.num_parallel_calls, "map");
+    auto assembler = std::make_shared<BatchAssembler>(stage());
+    ParallelRunner::Fn fused = [fn = fn_, assembler, n = batch_size_](Element group) {
+      const int64_t rows = group[group.size() - 1].data<int64_t>()[0];
+      const size_t k = (group.size() - 1) / static_cast<size_t>(rows);
+      Element first, batch;
+      for (int64_t r = 0; r < rows; ++r) {
+        Element row;
+        for (size_t c = 0; c < k; ++c) row.push_back(std::move(group[static_cast<size_t>(r) * k + c]));
+        Element mapped = fn(std::move(row));
+        if (r == 0) {
+          batch = assembler->allocate(mapped, n);
+          first = std::move(mapped);
+          assembler->copy_row(first, first, 0, batch);
+        } else {
+          assembler->copy_row(first, mapped, r, batch);  // `mapped` dies hot: the next row reuses it
+        }
+      }
+      return BatchAssembler::first_rows(std::move(batch), rows);
+    };
+    // A batch is a large element: a small buffer (2 per worker) and hand-offs of a few batches.
+    return std::make_unique<RunnerIterator>(
+        *this, ctx, std::move(fused),
+        RunnerOptions{.parallelism = threads,
+                      .buffer_size = 2 * threads,
+                      .deterministic = options_.deterministic,
+                      .parallelism_autotuned = options_.num_parallel_calls == kAutotune});
+  }
+
+ private:
+  MapFn fn_;
+  MapOptions options_;
+  int64_t batch_size_;
+};
+
+}  // namespace
+
+NodePtr make_map_and_batch_node(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size,
+                                bool drop_remainder) {
+  if (batch_size <= 0)
+    KILN_THROW(ValueError, "[batch] batch_size must be positive, received ", batch_size, ".");
+  KILN_CHECK(options.num_parallel_calls != 0, "map_and_batch runs a parallel map");
+  return std::make_shared<MapAndBatchNode>(std::move(input), std::move(fn), options, batch_size, drop_remainder);
+}
+
+}  // namespace kiln::data
