@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
 
 namespace kiln::keras {
 namespace {
@@ -93,6 +94,22 @@ TEST(SchedulesTest, OptimizerEvaluatesTheScheduleAtIterationsBeforeTheIncrement)
   SGD sgd({.learning_rate = PiecewiseConstantDecay({0}, {1.0, 0.5})});
   EXPECT_NEAR(run(sgd, 0.0f, 1.0f, 2), -1.5, 1e-6);
   EXPECT_THROW(sgd.set_learning_rate(0.1), ValueError);
+}
+
+TEST(SchedulesTest, ConfigsRoundTripAsKerasSerializesThem) {
+  const LearningRate decay = ExponentialDecay(0.1, 10, 0.5, /*staircase=*/true);
+  const std::string json = learning_rate_to_config(decay);
+  EXPECT_NE(json.find("\"class_name\":\"ExponentialDecay\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"module\":\"keras.optimizers.schedules\""), std::string::npos) << json;
+  const LearningRate back = learning_rate_from_config(json);
+  ASSERT_TRUE(back.schedule);
+  for (int64_t step : {0, 9, 10, 25}) EXPECT_DOUBLE_EQ(back.schedule->at(step), decay.schedule->at(step)) << step;
+  EXPECT_EQ(learning_rate_from_config("0.25").constant, 0.25);
+  EXPECT_FALSE(learning_rate_from_config("0.25").schedule);
+  KILN_EXPECT_ERROR(learning_rate_from_config(R"({"class_name": "InverseTimeDecay", "config": {}})"), ConfigError,
+                    "unknown schedule class 'InverseTimeDecay'");
+  KILN_EXPECT_ERROR(learning_rate_from_config(R"({"class_name": "CosineDecay", "config": {"alpha": 0}})"),
+                    ConfigError, "CosineDecay config");
 }
 
 TEST(OptimizerTest, SlotsAreCreatedAtTheFirstApply) {
