@@ -175,6 +175,13 @@ std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred,
   return results;
 }
 
+std::vector<Variable> Model::metric_variables() const {
+  if (!loss_tracker_) return {};
+  std::vector<Variable> out = loss_tracker_->variables();
+  for (const MetricHandle& m : compiled_.metrics) out.insert(out.end(), m->variables().begin(), m->variables().end());
+  return out;
+}
+
 void Model::reset_metrics() {
   loss_tracker_->reset_state();
   for (const MetricHandle& m : compiled_.metrics) m->reset_state();

@@ -132,6 +132,9 @@ class Model {
   /// and the input iterator's position after the last completed execution (what
   /// BackupAndRestore saves). ValueError elsewhere.
   TrainingState training_state();
+  /// The metric accumulators fit updates (the loss tracker's, then each metric's), which
+  /// checkpoints carry so a resumed epoch reports the averages an uninterrupted one would.
+  std::vector<Variable> metric_variables() const;
   /// From on_train_begin: continue this fit at `state` (the variables already restored)
   /// instead of its start: epoch, step in epoch and the input's position (BackupAndRestore).
   void resume_training_from(TrainingState state) { resume_ = std::move(state); }

@@ -1,4 +1,5 @@
-// Checkpoint contents: tensors "model/<weight>", "optimizer/<variable>", "rng/<variable>";
+// Checkpoint contents: tensors "model/<weight>", "optimizer/<variable>", "rng/<variable>",
+// "metrics/<variable>" (the epoch's running metric accumulators);
 // metadata "format", "model_config" (for messages), "epoch", "step_in_epoch", "iterator".
 #include "kiln/keras/saving/checkpoint.h"
 
@@ -70,6 +71,7 @@ void Checkpoint::write(const std::string& path, const TrainingState& state) cons
   if (model_->is_compiled() && model_->optimizer()->slots_created())
     add_tensors("optimizer/", model_->optimizer()->variables(), &c);
   add_tensors("rng/", random_state(*model_), &c);
+  add_tensors("metrics/", model_->metric_variables(), &c);
   io::write_checkpoint(path, c);
 }
 
@@ -98,6 +100,16 @@ TrainingState Checkpoint::read(const std::string& path) const {
     collect(c, "optimizer/", opt, path, &vars, &values, &where);
   }
   collect(c, "rng/", random_state(*model_), path, &vars, &values, &where);
+  // Metric accumulators are restored by name where the checkpoint has them: a model compiled
+  // with other metrics (or a checkpoint from before metrics were saved) still loads, and the
+  // accumulators it lacks start empty.
+  for (const Variable& m : model_->metric_variables()) {
+    if (const HostTensor* t = io::find_tensor(c.tensors, "metrics/" + m.name())) {
+      vars.push_back(m);
+      values.push_back(*t);
+      where.push_back("tensor 'metrics/" + m.name() + "'");
+    }
+  }
   TrainingState state;
   state.epoch = static_cast<int>(metadata_int(c, "epoch", path));
   state.step_in_epoch = metadata_int(c, "step_in_epoch", path);

@@ -86,7 +86,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   }
   Logs epoch_logs;
   for (int epoch = first_epoch; epoch < options.epochs && !stop_training; ++epoch) {
-    reset_metrics();
+    // A resumed epoch goes on with the accumulators its checkpoint restored.
+    if (epoch != first_epoch || first_step == 0) reset_metrics();
     callbacks.call(&Callback::on_epoch_begin, epoch, Logs{});
     if (options.steps_per_epoch < 0 && epoch > first_epoch) {
       it = dataset.iterator(static_cast<uint64_t>(epoch));  // one pass of the dataset per epoch

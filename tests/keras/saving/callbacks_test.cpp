@@ -84,7 +84,7 @@ TEST(BackupAndRestoreTest, AFitStoppedMidEpochResumesToTheUninterruptedWeights) 
   data::Dataset ds = data::Dataset::from_tensor_slices({x, y}).shuffle(40, /*seed=*/3).batch(4, true);  // 10 steps
   auto reference = build_model(c);
   compile_model(*reference, "adam");
-  reference->fit(ds, {.epochs = 3, .verbose = 0});
+  const History expected = reference->fit(ds, {.epochs = 3, .verbose = 0});
 
   kiln::testing::TempDir dir;
   const std::string backup = dir.file("backup");
@@ -105,10 +105,17 @@ TEST(BackupAndRestoreTest, AFitStoppedMidEpochResumesToTheUninterruptedWeights) 
   int64_t resumed_steps = 0;
   auto count = std::make_shared<LambdaCallback>(
       LambdaCallbackOptions{.on_train_batch_end = [&](int64_t, const Logs&) { ++resumed_steps; }});
-  second->fit(ds, {.epochs = 3, .callbacks = {restore, count}, .verbose = 0});
+  const History resumed = second->fit(ds, {.epochs = 3, .callbacks = {restore, count}, .verbose = 0});
   EXPECT_TRUE(restore->restored());
   EXPECT_EQ(resumed_steps, 30 - 12);  // the last backup was after step 12
   expect_same_tensors(second->get_weights(), reference->get_weights(), "weight");
+  // The metric accumulators came back too: the resumed epoch 2 reports the uninterrupted
+  // run's averages over all of its steps, not over the steps after the resume.
+  for (const std::string key : {"loss", "accuracy"}) {
+    ASSERT_EQ(resumed.history.at(key).size(), 2u) << key;  // epochs 2 and 3
+    EXPECT_EQ(resumed.history.at(key)[0], expected.history.at(key)[1]) << key;
+    EXPECT_EQ(resumed.history.at(key)[1], expected.history.at(key)[2]) << key;
+  }
   EXPECT_FALSE(fs::exists(backup)) << "deleted after a completed fit";
 }
 
