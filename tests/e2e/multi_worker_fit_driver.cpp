@@ -55,7 +55,7 @@ int main(int argc, char** argv) try {
                                     .validation_data = ds,
                                     .callbacks = {CSVLogger(files + "_history.csv"),
                                                   ModelCheckpoint(files + "_{epoch:02d}.weights.h5",
-                                                                  {.save_weights_only = true})},
+                                                                  {.verbose = 1, .save_weights_only = true})},
                                     .verbose = 1});
   History l = local->fit(ds, {.epochs = 2, .verbose = 0});
   bool ok = true;

@@ -40,7 +40,10 @@ TEST(MultiWorkerFitTest, TwoRanksFitLikeOneProcessAndOnlyRankZeroPrints) {
   const std::string r0 = read(dir.path() / "rank0.bin"), r1 = read(dir.path() / "rank1.bin");
   ASSERT_FALSE(r0.empty());
   EXPECT_TRUE(r0 == r1) << "the ranks' weights differ";
-  // File-writing callbacks write on worker 0 only.
+  // File-writing callbacks write (and report) on worker 0 only: one line per epoch.
+  size_t saves = 0;
+  for (size_t at = log.find("saving model to"); at != std::string::npos; at = log.find("saving model to", at + 1)) ++saves;
+  EXPECT_EQ(saves, 2u) << log;
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "w0_history.csv"));
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "w0_02.weights.h5"));
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "w1_history.csv"));

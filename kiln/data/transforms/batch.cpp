@@ -29,7 +29,11 @@ bool BatchRows::pull(IteratorBase& input, std::vector<Element>& rows) {
   if (done_) return false;
   const auto n = static_cast<size_t>(batch_size_);
   if (input.next_many(rows, n) < n) done_ = true;
-  return !rows.empty() && (rows.size() == n || !drop_remainder_);
+  if (rows.empty() || (rows.size() < n && drop_remainder_)) {
+    rows.clear();  // a dropped remainder
+    return false;
+  }
+  return true;
 }
 
 BatchAssembler::BatchAssembler(std::string stage)

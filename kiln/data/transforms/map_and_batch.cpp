@@ -10,30 +10,14 @@ namespace kiln::data {
 namespace {
 
 // The rows of one batch as one element: their components in order, then an i64 scalar with
-// the number of rows.
-class RowGroupNode : public DatasetNode {
- public:
-  RowGroupNode(NodePtr input, int64_t batch_size, bool drop_remainder)
-      : DatasetNode("map_and_batch.rows", {std::move(input)}),
-        batch_size_(batch_size),
-        drop_remainder_(drop_remainder) {}
-
-  IteratorPtr make_iterator(const IteratorContext& ctx) const override;
-  int64_t batch_size() const { return batch_size_; }
-  bool drop_remainder() const { return drop_remainder_; }
-
- private:
-  int64_t batch_size_;
-  bool drop_remainder_;
-};
-
+// the number of rows. It runs under the map_and_batch node (its save tag) but is not a stage
+// of its own in the stats (null registry); its input is.
 class RowGroupIterator : public IteratorBase {
  public:
-  // Not a stage of its own in the stats (null registry); its input is.
-  RowGroupIterator(const RowGroupNode& node, const IteratorContext& ctx)
+  RowGroupIterator(const DatasetNode& node, const IteratorContext& ctx, BatchRows rows_of)
       : IteratorBase(node, IteratorContext{.epoch = ctx.epoch, .stats = nullptr}),
         input_(node.inputs()[0]->make_iterator(ctx)),
-        rows_of_(node.batch_size(), node.drop_remainder()) {}
+        rows_of_(rows_of) {}
 
  protected:
   std::optional<Element> get_next() override {
@@ -68,22 +52,18 @@ class RowGroupIterator : public IteratorBase {
   std::vector<Element> rows_;
 };
 
-IteratorPtr RowGroupNode::make_iterator(const IteratorContext& ctx) const {
-  return std::make_unique<RowGroupIterator>(*this, ctx);
-}
-
 class MapAndBatchNode : public DatasetNode {
  public:
   MapAndBatchNode(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size, bool drop_remainder)
-      : DatasetNode("map_and_batch", {std::make_shared<RowGroupNode>(std::move(input), batch_size, drop_remainder)}),
+      : DatasetNode("map_and_batch", {std::move(input)}),
         fn_(std::move(fn)),
         options_(options),
-        batch_size_(batch_size) {}
+        rows_of_(batch_size, drop_remainder) {}
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override {
     const int threads = resolve_parallelism(options_.num_parallel_calls, "map");
     auto assembler = std::make_shared<BatchAssembler>(stage());
-    ParallelRunner::Fn fused = [fn = fn_, assembler, n = batch_size_](Element group) {
+    ParallelRunner::Fn fused = [fn = fn_, assembler, n = rows_of_.batch_size()](Element group) {
       const int64_t rows = group[group.size() - 1].data<int64_t>()[0];
       const size_t k = (group.size() - 1) / static_cast<size_t>(rows);
       Element first, batch;
@@ -103,7 +83,8 @@ class MapAndBatchNode : public DatasetNode {
     };
     // A batch is a large element: a small buffer (2 per worker) and hand-offs of a few batches.
     return std::make_unique<RunnerIterator>(
-        *this, ctx, std::move(fused),
+        *this, ctx, [&]() -> IteratorPtr { return std::make_unique<RowGroupIterator>(*this, ctx, rows_of_); },
+        std::move(fused),
         RunnerOptions{.parallelism = threads,
                       .buffer_size = 2 * threads,
                       .deterministic = options_.deterministic,
@@ -113,7 +94,7 @@ class MapAndBatchNode : public DatasetNode {
  private:
   MapFn fn_;
   MapOptions options_;
-  int64_t batch_size_;
+  BatchRows rows_of_;  // a fresh one (nothing pulled yet) for each iterator
 };
 
 }  // namespace

@@ -286,7 +286,13 @@ void ParallelRunner::restore(StateReader& r) {
 
 RunnerIterator::RunnerIterator(const DatasetNode& node, const IteratorContext& ctx,
                                ParallelRunner::Fn fn, RunnerOptions options)
-    : IteratorBase(node, ctx), input_(node.inputs().at(0)->make_iterator(ctx)) {
+    : RunnerIterator(node, ctx, [&] { return node.inputs().at(0)->make_iterator(ctx); }, std::move(fn),
+                     std::move(options)) {}
+
+RunnerIterator::RunnerIterator(const DatasetNode& node, const IteratorContext& ctx,
+                               const std::function<IteratorPtr()>& make_input, ParallelRunner::Fn fn,
+                               RunnerOptions options)
+    : IteratorBase(node, ctx), input_(make_input()) {
   options.stage = stage();
   runner_ = std::make_unique<ParallelRunner>(*input_, std::move(fn), std::move(options), counters());
 }

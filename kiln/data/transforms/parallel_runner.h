@@ -120,6 +120,11 @@ class RunnerIterator : public IteratorBase {
   /// `options.stage` is filled in from the node.
   RunnerIterator(const DatasetNode& node, const IteratorContext& ctx, ParallelRunner::Fn fn,
                  RunnerOptions options);
+  /// The same over the iterator `make_input` builds instead of the node's input's (a stage
+  /// that first regroups its input's elements, as map_and_batch does). It is called after this
+  /// stage registers its stats, so stages stay in data order.
+  RunnerIterator(const DatasetNode& node, const IteratorContext& ctx,
+                 const std::function<IteratorPtr()>& make_input, ParallelRunner::Fn fn, RunnerOptions options);
 
  protected:
   std::optional<Element> get_next() override { return runner_->next(); }

@@ -115,6 +115,10 @@ void ModelCheckpoint::on_epoch_end(int epoch, const Logs& logs) {
 
 void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& logs) {
   const std::string path = format_checkpoint_path(filepath_, epoch, batch, logs);
+  // Every worker tracks the best value (they see the same averaged logs); only worker 0
+  // reports and writes, as only it prints progress.
+  const bool chief = model()->is_chief();
+  const bool verbose = options_.verbose > 0 && chief;
   if (options_.save_best_only) {
     if (!logs.contains(options_.monitor)) {
       log(LogLevel::kWarning, str_cat("[ModelCheckpoint] can save the best model only with ", options_.monitor,
@@ -124,19 +128,18 @@ void ModelCheckpoint::save(int epoch, std::optional<int64_t> batch, const Logs& 
     const double current = logs.at(options_.monitor);
     const bool improved = maximize_ ? current > best_ : current < best_;
     if (!improved) {
-      if (options_.verbose > 0)
+      if (verbose)
         std::printf("\nEpoch %d: %s did not improve from %.5f\n", epoch + 1, options_.monitor.c_str(), best_);
       return;
     }
-    if (options_.verbose > 0)
+    if (verbose)
       std::printf("\nEpoch %d: %s improved from %.5f to %.5f, saving model to %s\n", epoch + 1,
                   options_.monitor.c_str(), best_, current, path.c_str());
     best_ = current;
-  } else if (options_.verbose > 0) {
+  } else if (verbose) {
     std::printf("\nEpoch %d: saving model to %s\n", epoch + 1, path.c_str());
   }
-  // Every worker tracks the best value (they see the same averaged logs); only worker 0 writes.
-  if (!model()->is_chief()) return;
+  if (!chief) return;
   const std::filesystem::path parent = std::filesystem::path(path).parent_path();
   std::error_code ec;
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);

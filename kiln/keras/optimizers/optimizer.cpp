@@ -58,7 +58,8 @@ void Optimizer::create_slots(const std::vector<Variable>& vars) {
 }
 
 std::string Optimizer::get_config() const {
-  LearningRate lr = learning_rate();
+  // A schedule is saved as its config (not evaluated); a constant as its current value.
+  LearningRate lr = schedule_ ? LearningRate(0.0) : LearningRate(learning_rate());
   lr.schedule = schedule_;
   nlohmann::json j = {{"name", name_}, {"learning_rate", nlohmann::json::parse(learning_rate_to_config(lr))},
                       {"decay", 0.0}};
