@@ -83,6 +83,8 @@ class Dataset {
   /// random buffer slot is emitted and refilled from the input). With a seed the order is
   /// reproducible; reshuffle_each_iteration mixes the epoch (repeat count or iterator(epoch))
   /// into the seed. Directly after a stateless map, shuffles the map's input and maps after.
+  /// Directly after from_tensor_slices, buffers row indices and makes the rows it emits (the
+  /// same stream; a buffer of 8-byte indices stays in the caches).
   Dataset shuffle(int64_t buffer_size, std::optional<uint64_t> seed = std::nullopt,
                   bool reshuffle_each_iteration = true) const;
   /// Repeats the input `count` times; -1 repeats forever. An input that is empty ends it.
@@ -95,7 +97,8 @@ class Dataset {
   /// Splits each element along its leading axis (the inverse of batch).
   Dataset unbatch() const;
   /// Produces up to `buffer_size` elements ahead on a background thread; kAutotune grows the
-  /// buffer as autotune.h explains.
+  /// buffer as autotune.h explains. After a stage that runs on workers of its own (a parallel
+  /// map, map_and_batch), adds its buffer to that stage's instead of running a thread.
   Dataset prefetch(int buffer_size = kAutotune) const;
   /// The first `count` elements (-1: all).
   Dataset take(int64_t count) const;

@@ -62,21 +62,28 @@ class Element {
 };
 
 /// Asks the CPU to start loading [p, p + bytes) into its caches, for data a stage will touch
-/// soon (shuffle's slots, batch's rows). A hint only: no effect on results.
-inline void prefetch_bytes(const void* p, size_t bytes) {
+/// soon (shuffle's slots, batch's rows): for reading, or `for_write` for a destination about to
+/// be overwritten (the line arrives owned, so the stores do not stall on it). A hint only: no
+/// effect on results.
+inline void prefetch_bytes(const void* p, size_t bytes, bool for_write = false) {
 #if defined(__GNUC__)
   if (bytes == 0) return;
   const auto* c = static_cast<const char*>(p);
   for (size_t off = 0; off < bytes; off += 64) {
-    __builtin_prefetch(c + off);
+    if (for_write) {
+      __builtin_prefetch(c + off, 1);
+    } else {
+      __builtin_prefetch(c + off);
+    }
     // GCC deletes a loop whose only statements are prefetches (they have no side effects);
     // the empty volatile asm keeps it.
     asm volatile("");
   }
-  __builtin_prefetch(c + bytes - 1);  // the last line, when p is not line-aligned
+  __builtin_prefetch(c + bytes - 1, for_write ? 1 : 0);  // the last line, when p is not line-aligned
 #else
   (void)p;
   (void)bytes;
+  (void)for_write;
 #endif
 }
 

@@ -90,13 +90,15 @@ class IteratorBase {
 
   StageCounters* counters() const { return counters_; }
   const IteratorContext& context() const { return ctx_; }
-
- private:
+  /// Adds the time since `t0` (stage_clock_ticks) and `elements` to this stage's counters,
+  /// for work done outside next() and next_many() (RowIndexSource's calls).
   void count_many(int64_t t0, size_t elements) {
+    if (counters_ == nullptr) return;
     counters_->inclusive_ticks.fetch_add(stage_clock_ticks() - t0, std::memory_order_relaxed);
     counters_->elements.fetch_add(static_cast<int64_t>(elements), std::memory_order_relaxed);
   }
 
+ private:
   std::string stage_;
   IteratorContext ctx_;
   StageCounters* counters_ = nullptr;
@@ -104,6 +106,21 @@ class IteratorBase {
 };
 
 using IteratorPtr = std::unique_ptr<IteratorBase>;
+
+/// A stage whose elements are rows it can make on demand from an index (from_tensor_slices).
+/// A shuffle reading such a stage buffers 8-byte row indices instead of elements and makes
+/// the rows it emits: the same stream, with a buffer that fits in the caches.
+class RowIndexSource {
+ public:
+  /// Appends up to `n` next row indices to `out` and returns how many; fewer only at the end.
+  /// The position advances as if those rows had been pulled.
+  virtual size_t next_row_indices(std::vector<int64_t>& out, size_t n) = 0;
+  /// Appends the rows at `indices` (each one returned by next_row_indices) to `out`.
+  virtual void rows_at(const std::vector<int64_t>& indices, std::vector<Element>& out) = 0;
+
+ protected:
+  ~RowIndexSource() = default;
+};
 
 /// A stage with a single input, built from the node's first input.
 class UnaryIterator : public IteratorBase {

@@ -44,6 +44,7 @@ PipelineStats StatsRegistry::snapshot(double wall_seconds) const {
     s.parallelism = c->parallelism.load(std::memory_order_relaxed);
     s.buffer_size = c->buffer_size.load(std::memory_order_relaxed);
     s.autotuned = c->autotuned.load(std::memory_order_relaxed);
+    s.buffer_lent_to_input = c->buffer_lent_to_input.load(std::memory_order_relaxed);
     double own_ns = 0;
     if (c->async.load(std::memory_order_relaxed)) {
       own_ns = static_cast<double>(c->work_ns.load(std::memory_order_relaxed)) /
@@ -83,7 +84,8 @@ std::string PipelineStats::to_string() const {
     os << std::left << std::setw(16) << s.name << std::right << std::setw(12) << s.elements
        << std::setw(14) << std::setprecision(0) << s.elements_per_second << std::setw(10)
        << std::setprecision(3) << s.busy_seconds << std::setw(9) << s.parallelism << std::setw(8)
-       << s.buffer_size << (s.autotuned ? " (autotuned)" : "") << (&s == slowest ? "  <- slowest" : "")
+       << s.buffer_size << (s.autotuned ? " (autotuned)" : "")
+       << (s.buffer_lent_to_input ? " (lent to its input)" : "") << (&s == slowest ? "  <- slowest" : "")
        << "\n";
   }
   return os.str();

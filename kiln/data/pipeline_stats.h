@@ -43,6 +43,8 @@ struct StageStats {
   int parallelism = 0;  // threads working on the stage; 0 when it runs inline
   int buffer_size = 0;  // elements it may hold ahead of its consumer; 0 when none
   bool autotuned = false;
+  /// A prefetch whose input runs ahead on its own threads: its buffer is part of the input's.
+  bool buffer_lent_to_input = false;
 };
 
 /// A snapshot of Iterator::stats().
@@ -70,6 +72,7 @@ struct StageCounters {
   /// Async stages (parallel map, prefetch) report work_ns / parallelism as busy time; their
   /// inclusive time is their consumer's wait, which belongs to the stages upstream.
   std::atomic<bool> async{false};
+  std::atomic<bool> buffer_lent_to_input{false};
 };
 
 /// Owns the counters of one Iterator's stages, keyed by recipe node.

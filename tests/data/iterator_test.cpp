@@ -67,6 +67,16 @@ TEST(IteratorTest, RestoreContinuesThroughShuffleParallelMapAndPrefetch) {
   expect_resumes_exactly(d, 130, 50);  // past the first epoch: reshuffled order
 }
 
+TEST(IteratorTest, RestoreContinuesThroughAShuffleOfRowIndices) {
+  // Over from_tensor_slices the shuffle buffers row indices (shuffle.cpp); its state is those.
+  Dataset d = range(300).shuffle(64, /*seed=*/5).repeat(3);
+  expect_resumes_exactly(d, 0, 10);
+  expect_resumes_exactly(d, 100, 150);
+  expect_resumes_exactly(d, 280, 200);   // the buffer drains at the end of an epoch
+  expect_resumes_exactly(d, 330, 300);   // inside the second, reshuffled epoch
+  expect_resumes_exactly(range(40).shuffle(1000, 9), 10, 30);  // a buffer larger than the data
+}
+
 TEST(IteratorTest, RestoreContinuesWithElementsBufferedInMapAndPrefetch) {
   // A slow consumer lets the workers fill every buffer before the save.
   Dataset d = range(200).map(testing::times(3), 4).prefetch(16).map(testing::times(1), 2).prefetch(8);

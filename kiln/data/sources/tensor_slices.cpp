@@ -1,6 +1,6 @@
 // from_tensor_slices: element i is row i of every component, as views that share the
 // components' storage (no copy; one Shape copy and one reference count per component).
-// Position = the next row index.
+// Position = the next row index. A RowIndexSource, so a shuffle after it buffers indices.
 #include "kiln/data/sources/tensor_slices.h"
 
 #include <algorithm>
@@ -39,37 +39,57 @@ class TensorSlicesNode : public DatasetNode {
   std::vector<int64_t> row_bytes_;
 };
 
-class TensorSlicesIterator : public IteratorBase {
+class TensorSlicesIterator : public IteratorBase, public RowIndexSource {
  public:
   TensorSlicesIterator(const TensorSlicesNode& node, const IteratorContext& ctx)
       : IteratorBase(node, ctx), node_(node) {}
+
+  size_t next_row_indices(std::vector<int64_t>& out, size_t n) override {
+    const int64_t t0 = stage_clock_ticks();
+    const int64_t end = std::min(node_.rows(), next_ + static_cast<int64_t>(n));
+    const size_t pulled = static_cast<size_t>(std::max<int64_t>(0, end - next_));
+    for (; next_ < end; ++next_) out.push_back(next_);
+    count_many(t0, pulled);
+    return pulled;
+  }
+  void rows_at(const std::vector<int64_t>& indices, std::vector<Element>& out) override {
+    if (indices.empty()) return;
+    const int64_t t0 = stage_clock_ticks();
+    refresh_handles();
+    for (int64_t i : indices) out.push_back(node_.row_of(handles_, i));
+    count_many(t0, 0);  // counted as produced when their indices were pulled
+  }
 
  protected:
   std::optional<Element> get_next() override {
     if (next_ >= node_.rows()) return std::nullopt;
     return node_.row(next_++);
   }
-  // The rows of one call share fresh handles on the components (a reference count of their
-  // own that keeps the components alive) instead of the components' count: every row takes a
-  // reference here and drops it on another thread (a map worker, batch), and one count for
-  // all rows would bounce its cache line between the cores on every element.
   void get_next_many(std::vector<Element>& out, size_t n) override {
     const int64_t end = std::min(node_.rows(), next_ + static_cast<int64_t>(n));
     if (next_ >= end) return;
-    handles_.clear();
-    for (const HostTensor& c : node_.components()) {
-      auto* data = static_cast<std::byte*>(const_cast<void*>(c.raw_data()));
-      handles_.push_back(HostTensor::from_storage(c.shape(), std::shared_ptr<std::byte>(data, [keep = c](std::byte*) {})));
-    }
+    refresh_handles();
     for (; next_ < end; ++next_) out.push_back(node_.row_of(handles_, next_));
   }
   void save_state(StateWriter& w) override { w.write_i64(next_); }
   void restore_state(StateReader& r) override { next_ = r.read_i64(); }
 
  private:
+  // The rows of one call share fresh handles on the components (a reference count of their
+  // own that keeps the components alive) instead of the components' count: every row takes a
+  // reference here and drops it on another thread (a map worker, batch), and one count for
+  // all rows would bounce its cache line between the cores on every element.
+  void refresh_handles() {
+    handles_.clear();
+    for (const HostTensor& c : node_.components()) {
+      auto* data = static_cast<std::byte*>(const_cast<void*>(c.raw_data()));
+      handles_.push_back(HostTensor::from_storage(c.shape(), std::shared_ptr<std::byte>(data, [keep = c](std::byte*) {})));
+    }
+  }
+
   const TensorSlicesNode& node_;
   int64_t next_ = 0;
-  std::vector<HostTensor> handles_;  // get_next_many's scratch
+  std::vector<HostTensor> handles_;  // scratch of the bulk calls
 };
 
 IteratorPtr TensorSlicesNode::make_iterator(const IteratorContext& ctx) const {

@@ -19,8 +19,6 @@ namespace {
 /// Idle batch buffers a batch stage keeps (all components together): enough to absorb the
 /// jitter between producing and dropping batches, at most a few MB for MNIST-sized batches.
 constexpr int kMaxIdleBatchBuffers = 16;
-/// Rows batch fetches ahead of the one it copies.
-constexpr int64_t kRowLookahead = 4;
 
 }  // namespace
 
@@ -65,6 +63,15 @@ void BatchAssembler::copy_row(const Element& first, const Element& e, int64_t ro
   }
 }
 
+void BatchAssembler::prefetch_destination(const Element& batch, int64_t r) {
+  for (const HostTensor& c : batch) {
+    if (r >= c.dims()[0]) return;
+    const int64_t bytes = c.byte_size() / c.dims()[0];
+    prefetch_bytes(static_cast<const std::byte*>(c.raw_data()) + r * bytes, static_cast<size_t>(bytes),
+                   /*for_write=*/true);
+  }
+}
+
 Element BatchAssembler::first_rows(Element batch, int64_t rows) {
   if (!batch.empty() && batch[0].dims()[0] == rows) return batch;
   for (HostTensor& c : batch) c = c.slice_rows(0, rows);
@@ -100,9 +107,13 @@ class BatchIterator : public UnaryIterator {
     Element batch = assembler_.allocate(first, rows_of_.batch_size());
     // The rows' bytes are usually cold (a shuffle buffer is far larger than the caches):
     // fetch a few rows ahead of the copy.
-    for (int64_t r = 0; r < std::min(rows, kRowLookahead); ++r) prefetch_row(rows_[r]);
+    for (int64_t r = 0; r < std::min(rows, kBatchRowLookahead); ++r) {
+      prefetch_row(rows_[r]);
+      BatchAssembler::prefetch_destination(batch, r);
+    }
     for (int64_t r = 0; r < rows; ++r) {
-      if (r + kRowLookahead < rows) prefetch_row(rows_[r + kRowLookahead]);
+      if (r + kBatchRowLookahead < rows) prefetch_row(rows_[r + kBatchRowLookahead]);
+      BatchAssembler::prefetch_destination(batch, r + kBatchRowLookahead);
       assembler_.copy_row(first, rows_[r], r, batch);
     }
     rows_.clear();  // drop the rows' storage now, not at the next call

@@ -28,6 +28,10 @@ class BatchRows {
   bool done_ = false;
 };
 
+/// How many rows ahead batch and map_and_batch fetch a row's bytes and its place in the batch:
+/// enough to cover a DRAM latency with the copies of the rows in between.
+inline constexpr int64_t kBatchRowLookahead = 4;
+
 /// Stacks rows into batch tensors whose storage comes from a BufferPool (uninitialized: every
 /// row is written), so a steady pipeline reuses the storage of batches its consumer dropped.
 /// Shared by batch and map_and_batch; thread-safe (the pool is).
@@ -40,6 +44,9 @@ class BatchAssembler {
   /// Copies `row` into row `r` of `batch`; DataError when its components or shapes differ
   /// from `first`'s.
   void copy_row(const Element& first, const Element& row, int64_t r, Element& batch) const;
+  /// Fetches row `r` of `batch` into the caches ahead of its copy_row (batch buffers come back
+  /// from the pool cold). A hint only; `r` past the batch is ignored.
+  static void prefetch_destination(const Element& batch, int64_t r);
   /// The first `rows` rows of `batch` (a short last batch), as views.
   static Element first_rows(Element batch, int64_t rows);
 

@@ -284,6 +284,14 @@ void ParallelRunner::restore(StateReader& r) {
   reserved_ = static_cast<int>(local_.size());  // restored results occupy buffer room too
 }
 
+void ParallelRunner::add_buffer(int elements, bool autotune) {
+  std::lock_guard lock(mu_);
+  KILN_CHECK(!started_ && elements > 0, "add_buffer(", elements, ") after next() on stage ", opt_.stage);
+  buffer_ = BufferTuner(buffer_.size() + elements, buffer_.enabled() || autotune);
+  if (autotune && counters_ != nullptr) counters_->autotuned = true;
+  publish_sizes_locked();
+}
+
 RunnerIterator::RunnerIterator(const DatasetNode& node, const IteratorContext& ctx,
                                ParallelRunner::Fn fn, RunnerOptions options)
     : RunnerIterator(node, ctx, [&] { return node.inputs().at(0)->make_iterator(ctx); }, std::move(fn),

@@ -53,6 +53,10 @@ class ParallelRunner {
   void save(StateWriter& w);
   /// Restores what save() wrote; only before the first next().
   void restore(StateReader& r);
+  /// Holds `elements` more results ahead of the consumer, and with `autotune` grows the buffer
+  /// as autotune.h says (a prefetch after this stage lends its buffer instead of running a
+  /// thread of its own). Only before the first next().
+  void add_buffer(int elements, bool autotune);
 
  private:
   struct Result {
@@ -131,6 +135,10 @@ class RunnerIterator : public IteratorBase {
   void get_next_many(std::vector<Element>& out, size_t n) override { runner_->next_many(out, n); }
   void save_state(StateWriter& w) override { runner_->save(w); }
   void restore_state(StateReader& r) override { runner_->restore(r); }
+
+ public:
+  /// ParallelRunner::add_buffer.
+  void add_buffer(int elements, bool autotune) { runner_->add_buffer(elements, autotune); }
 
  private:
   IteratorPtr input_;                       // declared first: destroyed after the runner

@@ -57,6 +57,36 @@ TEST(ShuffleTest, IteratorEpochReshuffles) {
   EXPECT_NE(a, c);
 }
 
+TEST(ShuffleTest, OverSlicesBuffersRowIndicesAndGivesTheElementBuffersStream) {
+  // range() is from_tensor_slices, so its shuffle buffers row indices; a map in between (not
+  // declared stateless) makes the shuffle buffer elements. The streams must agree, over a
+  // reshuffled repeat, one element at a time and in batches, and with a buffer larger than
+  // the data (the end of the input inside the first fill).
+  auto elements_first = [](Dataset d) { return d.map([](Element e) { return e; }); };
+  for (int64_t buffer : {1, 7, 100, 5000}) {
+    EXPECT_EQ(collect(range(1000).shuffle(buffer, 5).repeat(3)),
+              collect(elements_first(range(1000)).shuffle(buffer, 5).repeat(3)))
+        << "buffer " << buffer;
+    EXPECT_EQ(collect(range(1000).shuffle(buffer, 5).repeat(2).batch(64).unbatch()),
+              collect(elements_first(range(1000)).shuffle(buffer, 5).repeat(2).batch(64).unbatch()))
+        << "buffer " << buffer;
+  }
+}
+
+TEST(ShuffleTest, OverSlicesMakesEveryComponentOfTheRows) {
+  HostTensor x = HostTensor::from_vector<float>({6, 2}, {0, 1, 10, 11, 20, 21, 30, 31, 40, 41, 50, 51});
+  HostTensor y = HostTensor::from_vector<int64_t>({6}, {0, 1, 2, 3, 4, 5});
+  Iterator it = Dataset::from_tensor_slices({x, y}).shuffle(6, 2).iterator();
+  std::vector<int64_t> seen;
+  while (std::optional<Element> e = it.next()) {
+    const int64_t row = testing::scalar(*e, 1);
+    EXPECT_EQ(e->at(0).to_vector<float>(), (std::vector<float>{10.0f * row, 10.0f * row + 1}));
+    seen.push_back(row);
+  }
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(seen, iota(0, 6));
+}
+
 // The stream with -1 where next() failed.
 std::vector<int64_t> drain_with_errors(Iterator& it) {
   std::vector<int64_t> out;
