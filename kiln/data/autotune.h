@@ -17,6 +17,8 @@
 //   kTargetChunkSeconds of work, so the cost of a hand-off (a lock, and often a futex wake-up
 //   of the other side: several microseconds on a VM) stays a few percent of the work even for
 //   cheap per-element functions, while slow functions still go one by one.
+// - Prefetch after a stage with workers of its own (parallel map, map_and_batch): no thread;
+//   its buffer (autotuned as above) is added to that stage's, which already runs ahead.
 #pragma once
 
 #include <algorithm>
