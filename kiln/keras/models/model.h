@@ -62,6 +62,17 @@ struct SaveOptions {
   bool include_optimizer = true;  // the optimizer's state and the compile arguments
 };
 
+/// Model::load_weights options (Keras load_weights(filepath, by_name, skip_mismatch)).
+struct LoadWeightsOptions {
+  /// Match by layer name (.h5) or variable name (safetensors) instead of by position: the
+  /// model's layers the file lacks keep their values, the file's layers the model lacks are
+  /// ignored (transfer learning into a model that shares some layers).
+  bool by_name = false;
+  /// With by_name: a layer whose weight count or shapes differ from the file's is skipped with
+  /// a warning instead of failing the load. Without by_name it is a ValueError, as in Keras.
+  bool skip_mismatch = false;
+};
+
 /// What the last training epoch measured (read by ProgbarLogger).
 struct EpochStats {
   double train_seconds = 0;
@@ -98,9 +109,10 @@ class Model {
   int64_t count_params() const;
   /// The weights alone, by file extension: .h5/.hdf5/.keras-h5 in the Keras 2 HDF5 layout
   /// (matched layer by layer, as Keras's topological load), otherwise safetensors by variable
-  /// name; and back into the same architecture, built. See keras/saving and docs/saving.md.
+  /// name; and back into the same architecture, built (or by name, LoadWeightsOptions). The
+  /// load is all or nothing: on an error no weight has changed. See docs/saving.md.
   void save_weights(const std::string& path) const;
-  void load_weights(const std::string& path);
+  void load_weights(const std::string& path, LoadWeightsOptions options = {});
   /// The whole model (architecture, weights, compile arguments and optimizer state):
   /// .h5/.hdf5/.keras-h5 in the Keras 2 HDF5 format, any other path as the directory format
   /// (model.json + weights.safetensors + optimizer.safetensors). load_model reads both.

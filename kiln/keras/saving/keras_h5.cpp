@@ -10,6 +10,7 @@
 #include <filesystem>
 
 #include "kiln/core/check.h"
+#include "kiln/core/logging.h"
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
@@ -78,14 +79,16 @@ void write_weights(Hdf5Group& g, const Model& model) {
 }
 
 // Keras's load_weights_from_hdf5_group: topological, weightless layers skipped on both sides.
-void read_weights(const Hdf5Group& g, Model& model, const std::string& path) {
+struct FileLayer {
+  std::string name;
+  std::vector<std::string> weight_names;
+};
+
+// The layers of `g` that hold weights, in layer_names order.
+std::vector<FileLayer> file_layers_of(const Hdf5Group& g, const std::string& path) {
   if (!g.has_keras_string_list("layer_names"))
     KILN_THROW(IOError, "[", path, "] ", g.path(), " has no layer_names attribute, so it holds no Keras weights. "
                "Hint: pass a file written by save_weights or model.save.");
-  struct FileLayer {
-    std::string name;
-    std::vector<std::string> weight_names;
-  };
   std::vector<FileLayer> file_layers;
   for (const std::string& name : g.read_keras_string_list("layer_names")) {
     if (!g.has_group(name))
@@ -94,36 +97,69 @@ void read_weights(const Hdf5Group& g, Model& model, const std::string& path) {
     std::vector<std::string> wn = g.open_group(name).read_keras_string_list("weight_names");
     if (!wn.empty()) file_layers.push_back({name, std::move(wn)});
   }
+  return file_layers;
+}
+
+// Pairs file layers with model layers (by position, or by name when options.by_name), reads
+// every pair's values and assigns them only once all are read and checked: a failed load
+// changes nothing. With skip_mismatch a pair whose weight count or shapes differ is skipped.
+void read_weights(const Hdf5Group& g, Model& model, const std::string& path, LoadWeightsOptions options) {
+  const std::vector<FileLayer> file_layers = file_layers_of(g, path);
   std::vector<const Layer*> layers;
   for (const LayerHandle& l : model.layers())
     if (!internal::saved_weights(*l).empty()) layers.push_back(l.get());
-  if (layers.size() != file_layers.size()) {
-    std::string file_names, model_names;
-    for (const FileLayer& f : file_layers) file_names += (file_names.empty() ? "" : ", ") + f.name;
-    for (const Layer* l : layers) model_names += (model_names.empty() ? "" : ", ") + l->name();
-    KILN_THROW(IOError, "[", path, "] holds weights for ", file_layers.size(), " layers (", file_names,
-               "), but model '", model.name(), "' has ", layers.size(), " layers with weights (", model_names,
-               "). Hint: build the model (declare input_shape) and load into the architecture that was saved.");
+  std::vector<std::pair<const FileLayer*, const Layer*>> pairs;
+  if (options.by_name) {
+    for (const Layer* l : layers) {
+      auto f = std::find_if(file_layers.begin(), file_layers.end(), [&](const FileLayer& fl) { return fl.name == l->name(); });
+      if (f != file_layers.end()) pairs.emplace_back(&*f, l);  // layers the file lacks keep their values
+    }
+  } else {
+    if (layers.size() != file_layers.size()) {
+      std::string file_names, model_names;
+      for (const FileLayer& f : file_layers) file_names += (file_names.empty() ? "" : ", ") + f.name;
+      for (const Layer* l : layers) model_names += (model_names.empty() ? "" : ", ") + l->name();
+      KILN_THROW(IOError, "[", path, "] holds weights for ", file_layers.size(), " layers (", file_names,
+                 "), but model '", model.name(), "' has ", layers.size(), " layers with weights (", model_names,
+                 "). Hint: build the model (declare input_shape) and load into the architecture that was saved, "
+                 "or pass by_name to load the layers whose names match.");
+    }
+    for (size_t k = 0; k < layers.size(); ++k) pairs.emplace_back(&file_layers[k], layers[k]);
   }
   std::vector<Variable> vars;
   std::vector<HostTensor> values;
   std::vector<std::string> where;
-  for (size_t k = 0; k < layers.size(); ++k) {
-    std::vector<Variable> weights = internal::saved_weights(*layers[k]);
-    const FileLayer& f = file_layers[k];
-    if (weights.size() != f.weight_names.size())
-      KILN_THROW(IOError, "[", path, "] layer '", f.name, "' holds ", f.weight_names.size(),
-                 " weights, but layer '", layers[k]->name(), "' of the model has ", weights.size(),
+  for (const auto& [f, layer] : pairs) {
+    std::vector<Variable> weights = internal::saved_weights(*layer);
+    auto skip = [&, f = f, layer = layer](const std::string& why) {
+      if (!options.skip_mismatch) return false;
+      log(LogLevel::kWarning, str_cat("load_weights: skipping layer '", layer->name(), "' (file layer '", f->name,
+                                      "' of ", path, "): ", why));
+      return true;
+    };
+    if (weights.size() != f->weight_names.size()) {
+      const std::string why = str_cat("the file's holds ", f->weight_names.size(), " weights, the model's ",
+                                      weights.size());
+      if (skip(why)) continue;
+      KILN_THROW(IOError, "[", path, "] layer '", f->name, "' holds ", f->weight_names.size(),
+                 " weights, but layer '", layer->name(), "' of the model has ", weights.size(),
                  ". Hint: load into the architecture that was saved.");
-    Hdf5Group lg = g.open_group(f.name);
-    for (size_t i = 0; i < weights.size(); ++i) {
-      const std::string& wn = f.weight_names[i];
+    }
+    Hdf5Group lg = g.open_group(f->name);
+    std::vector<HostTensor> layer_values;
+    for (const std::string& wn : f->weight_names) {
       if (!lg.has_dataset(wn))
         KILN_THROW(IOError, "[", path, "] missing dataset ", lg.path(), "/", wn,
                    " (listed in weight_names). Hint: the file is damaged or truncated.");
+      layer_values.push_back(lg.read_dataset(wn));
+    }
+    bool shapes_match = true;
+    for (size_t i = 0; i < weights.size(); ++i) shapes_match &= layer_values[i].dims() == weights[i].shape().dims();
+    if (!shapes_match && skip("weight shapes differ")) continue;
+    for (size_t i = 0; i < weights.size(); ++i) {
       vars.push_back(weights[i]);
-      values.push_back(lg.read_dataset(wn));
-      where.push_back(str_cat(lg.path(), "/", wn));
+      values.push_back(std::move(layer_values[i]));
+      where.push_back(str_cat(lg.path(), "/", f->weight_names[i]));
     }
   }
   internal::assign_checked(vars, values, path, where);
@@ -192,7 +228,7 @@ std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile) {
   std::unique_ptr<Model> model = internal::model_from_config(root.read_string_attribute("model_config"), path);
   if (!root.has_group("model_weights"))
     KILN_THROW(IOError, "[", path, "] has no model_weights group. Hint: the file is damaged or truncated.");
-  read_weights(root.open_group("model_weights"), *model, path);
+  read_weights(root.open_group("model_weights"), *model, path, {});
   if (compile && root.has_attribute("training_config")) {
     internal::compile_from_training_config(*model, root.read_string_attribute("training_config"), path);
     if (root.has_group("optimizer_weights")) read_optimizer_weights(root, *model, path);
@@ -204,14 +240,14 @@ void save_weights_h5(const Model& model, const std::string& path) {
   write_h5_atomically(path, [&](Hdf5Group& root) { write_weights(root, model); });
 }
 
-void load_weights_h5(Model& model, const std::string& path) {
+void load_weights_h5(Model& model, const std::string& path, LoadWeightsOptions options) {
   Hdf5File file = Hdf5File::open(path);
   const Hdf5Group& root = file.root();
   // Keras descends into model_weights only when the root has no layer_names.
   if (!root.has_keras_string_list("layer_names") && root.has_group("model_weights"))
-    read_weights(root.open_group("model_weights"), model, path);
+    read_weights(root.open_group("model_weights"), model, path, options);
   else
-    read_weights(root, model, path);
+    read_weights(root, model, path, options);
 }
 
 }  // namespace kiln::keras

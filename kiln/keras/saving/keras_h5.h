@@ -28,7 +28,8 @@ std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile = tru
 /// keras_version at the root, one group per layer.
 void save_weights_h5(const Model& model, const std::string& path);
 /// Loads .h5 weights layer by layer (the k-th layer with weights in the file into the k-th
-/// in the model), from the root or from a whole-model file's model_weights group.
-void load_weights_h5(Model& model, const std::string& path);
+/// in the model), or by layer name (options.by_name), from the root or from a whole-model
+/// file's model_weights group.
+void load_weights_h5(Model& model, const std::string& path, LoadWeightsOptions options = {});
 
 }  // namespace kiln::keras

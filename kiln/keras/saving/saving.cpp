@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "kiln/core/check.h"
+#include "kiln/core/logging.h"
 #include "kiln/io/safetensors.h"
 #include "kiln/keras/saving/keras_h5.h"
 #include "kiln/keras/saving/model_directory.h"
@@ -33,18 +34,33 @@ void Model::save_weights(const std::string& path) const {
   io::write_safetensors(path, tensors, {{"format", "kiln.weights"}, {"model", name_}});
 }
 
-void Model::load_weights(const std::string& path) {
-  if (internal::is_h5_path(path)) return load_weights_h5(*this, path);
+void Model::load_weights(const std::string& path, LoadWeightsOptions options) {
+  if (options.skip_mismatch && !options.by_name)
+    KILN_THROW(ValueError, "[load_weights] skip_mismatch can only be set when by_name is set (", path, ").");
+  if (internal::is_h5_path(path)) return load_weights_h5(*this, path, options);
   io::SafetensorsFile file = io::read_safetensors(path);
+  std::vector<Variable> vars;
   std::vector<HostTensor> values;
+  std::vector<std::string> where;
   for (const Variable& v : weights()) {
     const HostTensor* t = io::find_tensor(file.tensors, v.name());
-    if (t == nullptr)
+    if (t == nullptr) {
+      if (options.by_name) continue;  // keeps its value
       KILN_THROW(IOError, "[", path, "] has no weight named ", v.name(),
-                 ". Hint: load weights saved from the same architecture (and build the model first).");
+                 ". Hint: load weights saved from the same architecture (and build the model first), or pass "
+                 "by_name to load the weights the file has.");
+    }
+    if (options.skip_mismatch && t->dims() != v.shape().dims()) {
+      log(LogLevel::kWarning, str_cat("load_weights: skipping ", v.name(), " of ", path, ": the file's is ",
+                                      internal::shape_text(t->shape()), ", the model's ",
+                                      internal::shape_text(v.shape())));
+      continue;
+    }
+    vars.push_back(v);
     values.push_back(*t);
+    where.push_back(v.name());
   }
-  set_weights(values);
+  internal::assign_checked(vars, values, path, where);
 }
 
 }  // namespace kiln::keras
