@@ -82,6 +82,78 @@ TEST(ModelTest, FitOnAnMnistSubsetReachesTheSetAccuracyAndPredictMatchesEvaluate
   EXPECT_EQ(model->predict(mnist->x_test.slice_rows(0, 100), {.batch_size = 64}).dims(), (Dims{100, 10}));
 }
 
+// Counts the train batches of each epoch.
+class BatchCounter : public Callback {
+ public:
+  void on_epoch_begin(int /*epoch*/, const Logs& /*logs*/) override { per_epoch.push_back(0); }
+  void on_train_batch_end(int64_t /*batch*/, const Logs& /*logs*/) override { ++per_epoch.back(); }
+  std::vector<int64_t> per_epoch;
+};
+
+TEST(ModelTest, FitOnArraysTrainsOnEveryRowAndValidatesOnTheLastRows) {
+  auto mnist = testing::load_mnist_subset(1000, 0);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  auto model = seed_model();
+  compile_seed(*model);
+  auto counter = std::make_shared<BatchCounter>();
+  // Keras: fit(x, y, batch_size=64, epochs=2, validation_split=0.1).
+  History h = model->fit(mnist->x_train, mnist->y_train,
+                         {.batch_size = 64, .epochs = 2, .validation_split = 0.1, .callbacks = {counter}, .verbose = 0});
+  // 900 training rows: 14 batches of 64 and a last one of 4.
+  EXPECT_EQ(counter->per_epoch, (std::vector<int64_t>{15, 15}));
+  ASSERT_EQ(h.history.at("val_accuracy").size(), 2u);
+  EXPECT_GE(h.history.at("val_accuracy")[1], 0.7);  // chance is 0.1; 30 steps on 900 rows
+  // The validation rows are the last 100, cut before shuffling.
+  Logs last_rows = model->evaluate(mnist->x_train.slice_rows(900, 1000), mnist->y_train.slice_rows(900, 1000), 64,
+                                   {.verbose = 0});
+  EXPECT_DOUBLE_EQ(last_rows.at("accuracy"), h.history.at("val_accuracy")[1]);
+  EXPECT_DOUBLE_EQ(last_rows.at("loss"), h.history.at("val_loss")[1]);
+}
+
+TEST(ModelTest, FitOnArraysShufflesReproduciblyFromItsSeed) {
+  auto mnist = testing::load_mnist_subset(256, 0);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  auto weights_after = [&](ArrayFitOptions o) {
+    auto model = seed_model();
+    compile_seed(*model);
+    o.verbose = 0;
+    model->fit(mnist->x_train, mnist->y_train, o);
+    return model->get_weights();
+  };
+  auto same = [](const std::vector<HostTensor>& a, const std::vector<HostTensor>& b) {
+    for (size_t i = 0; i < a.size(); ++i)
+      if (a[i].to_vector<float>() != b[i].to_vector<float>()) return false;
+    return true;
+  };
+  const std::vector<HostTensor> seed_1 = weights_after({.batch_size = 32, .seed = 1});
+  EXPECT_TRUE(same(seed_1, weights_after({.batch_size = 32, .seed = 1})));
+  EXPECT_FALSE(same(seed_1, weights_after({.batch_size = 32, .seed = 2})));
+  EXPECT_FALSE(same(seed_1, weights_after({.batch_size = 32, .shuffle = false})));
+}
+
+TEST(ModelTest, EvaluateOnArraysWeighsAShortLastBatchByItsRows) {
+  auto mnist = testing::load_mnist_subset(100, 0);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  auto model = seed_model();
+  compile_seed(*model);
+  model->fit(mnist->x_train, mnist->y_train, {.verbose = 0});
+  Logs whole = model->evaluate(mnist->x_train, mnist->y_train, 100, {.verbose = 0});
+  Logs sevens = model->evaluate(mnist->x_train, mnist->y_train, 7, {.verbose = 0});  // 14 of 7, one of 2
+  EXPECT_NEAR(sevens.at("loss"), whole.at("loss"), 1e-5);
+  EXPECT_NEAR(sevens.at("accuracy"), whole.at("accuracy"), 1e-9);
+}
+
+TEST(ModelTest, FitOnArraysRejectsMismatchedRowsAndBadSplits) {
+  auto model = seed_model();
+  compile_seed(*model);
+  HostTensor x(Shape(DType::kF32, {10, 28, 28})), y(Shape(DType::kI32, {9}));
+  KILN_EXPECT_ERROR(model->fit(x, y), ShapeError, "10 rows of x");
+  HostTensor y10(Shape(DType::kI32, {10}));
+  KILN_EXPECT_ERROR(model->fit(x, y10, {.validation_split = 1.0}), ValueError, "validation_split must be in [0, 1)");
+  KILN_EXPECT_ERROR(model->fit(x, y10, {.batch_size = 0}), ValueError, "batch_size must be positive");
+  KILN_EXPECT_ERROR(model->evaluate(x, y, 4), ShapeError, "9 of y");
+}
+
 TEST(ModelTest, StepsPerExecutionGivesTheSameWeightsAndCallbacksSeeEveryStep) {
   auto mnist = testing::load_mnist_subset(640, 1);
   if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";

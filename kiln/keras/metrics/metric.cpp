@@ -23,10 +23,13 @@ Mean::Mean(std::string name) : Metric(std::move(name)) {
   count_ = add_variable("count");
 }
 
-void Mean::update(const Tensor& values) {
+void Mean::update(const Tensor& values) { update(values, 1.0); }
+
+void Mean::update(const Tensor& values, double sample_weight) {
   Tensor v = cast(values, DType::kF32);
-  total_.assign(total_.read() + reduce_sum(v));
-  count_.assign(count_.read() + static_cast<double>(v.shape().num_elements()));
+  Tensor sum = reduce_sum(v);
+  total_.assign(total_.read() + (sample_weight == 1.0 ? sum : sum * sample_weight));
+  count_.assign(count_.read() + static_cast<double>(v.shape().num_elements()) * sample_weight);
 }
 
 // Keras divide_no_nan: 0 before any update.

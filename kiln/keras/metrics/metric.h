@@ -41,6 +41,9 @@ class Mean : public Metric {
   explicit Mean(std::string name = "mean");
   /// Adds sum(values) to total and their count to count.
   void update(const Tensor& values);
+  /// The same with every value weighted by `sample_weight`: sum(values) * w and count * w
+  /// (Keras's update_state(values, sample_weight) with a scalar weight).
+  void update(const Tensor& values, double sample_weight);
   void update_state(const Tensor& /*y_true*/, const Tensor& y_pred) override { update(y_pred); }
   Tensor result() const override;
 

@@ -163,7 +163,9 @@ std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor&
 }
 
 std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss) {
-  loss_tracker_->update(loss);
+  // Keras weighs each batch's mean loss by its rows, so a short last batch counts for what it
+  // holds and the epoch's loss is the mean over samples, as the other metrics are.
+  loss_tracker_->update(loss, y.rank() > 0 ? static_cast<double>(y.dims()[0]) : 1.0);
   std::vector<Tensor> results{loss_tracker_->result()};
   for (const MetricHandle& m : compiled_.metrics) {
     m->update_state(y, y_pred);

@@ -46,6 +46,22 @@ struct FitOptions {
   int initial_epoch = 0;
 };
 
+/// Model::fit(x, y) options: Keras's fit on in-memory arrays, with its defaults.
+struct ArrayFitOptions {
+  int64_t batch_size = 32;
+  int epochs = 1;
+  /// The last fraction of the rows, taken before any shuffling, validates instead of training.
+  double validation_split = 0.0;
+  /// (x, y) to validate on after each epoch; overrides validation_split.
+  std::optional<std::pair<HostTensor, HostTensor>> validation_data = std::nullopt;
+  /// Reshuffles the training rows before each epoch (a full shuffle, seeded by `seed`).
+  bool shuffle = true;
+  uint64_t seed = 0;
+  std::vector<CallbackHandle> callbacks = {};
+  int verbose = 1;
+  int initial_epoch = 0;
+};
+
 struct EvaluateOptions {
   int64_t steps = -1;
   std::vector<CallbackHandle> callbacks = {};
@@ -121,8 +137,14 @@ class Model {
   void compile(CompileOptions options);
   /// Trains on (x, y) batches of a fixed shape (batch with drop_remainder=true).
   History fit(const data::Dataset& dataset, FitOptions options = {});
+  /// Trains on in-memory rows, as Keras's fit(x, y, batch_size, epochs, validation_split, ...):
+  /// every row once per epoch, the last batch short when batch_size does not divide them (one
+  /// more compiled program for its shape).
+  History fit(const HostTensor& x, const HostTensor& y, ArrayFitOptions options = {});
   /// Loss and metrics over the dataset (or `steps` batches of it).
   Logs evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
+  /// The same over in-memory rows in batches of `batch_size` (Keras's default 32).
+  Logs evaluate(const HostTensor& x, const HostTensor& y, int64_t batch_size = 32, EvaluateOptions options = {});
   /// Model outputs for every batch (elements (x) or (x, y)), concatenated along the batch.
   HostTensor predict(const data::Dataset& dataset, PredictOptions options = {});
   HostTensor predict(const HostTensor& x, PredictOptions options = {});
