@@ -1,10 +1,13 @@
-// Callbacks: EarlyStopping on a plateau, CSVLogger rows, LearningRateScheduler, Progbar text.
+// Callbacks: EarlyStopping on a plateau, ReduceLROnPlateau against Keras's rule by hand,
+// TerminateOnNaN, CSVLogger rows, LearningRateScheduler, Progbar text.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
 
 namespace kiln::keras {
 namespace {
@@ -53,6 +56,62 @@ TEST(EarlyStoppingTest, MonitoringAMissingValueNamesWhatIsThere) {
   } catch (const ValueError& e) {
     EXPECT_NE(std::string(e.what()).find("the logs hold: loss"), std::string::npos) << e.what();
   }
+}
+
+TEST(ReduceLROnPlateauTest, FollowsKerasRuleWithPatienceCooldownAndMinLr) {
+  auto model = linear_model(0.1);
+  ReduceLROnPlateau reduce({.factor = 0.5, .patience = 2, .cooldown = 1, .min_lr = 0.02});
+  reduce.set_model(model.get());
+  reduce.on_train_begin(Logs{});
+  // Worked by hand from Keras 2's on_epoch_end: a reduction at the 2nd epoch without
+  // improvement, one cooldown epoch that still counts once it has ended (epochs 3-4), an
+  // improvement resetting the wait (epoch 5), min_lr clamping (epoch 7) and then holding.
+  const std::vector<double> val_loss = {1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 0.5, 0.5, 0.5};
+  const std::vector<double> expected = {0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.025, 0.02, 0.02, 0.02};
+  for (size_t epoch = 0; epoch < val_loss.size(); ++epoch) {
+    Logs logs;
+    logs.set("val_loss", val_loss[epoch]);
+    reduce.on_epoch_end(static_cast<int>(epoch), logs);
+    EXPECT_NEAR(model->optimizer()->learning_rate(), expected[epoch], 1e-8) << "after epoch " << epoch;  // an f32 variable
+  }
+  EXPECT_EQ(reduce.best(), 0.5);
+}
+
+TEST(ReduceLROnPlateauTest, ReducesTheRateTheCompiledStepUsesInFit) {
+  auto model = linear_model(1e-9);  // the loss barely moves: a plateau from the start
+  auto reduce = std::make_shared<ReduceLROnPlateau>(ReduceLROnPlateauOptions{.monitor = "loss", .patience = 1});
+  model->fit(linear_data(), {.epochs = 3, .callbacks = {reduce}, .verbose = 0});
+  EXPECT_NEAR(model->optimizer()->learning_rate(), 1e-11, 1e-15);
+  // The step reads the rate each call: with it at 0 the weights stop moving.
+  model->optimizer()->set_learning_rate(0.0);
+  const std::vector<HostTensor> before = model->get_weights();
+  model->fit(linear_data(), {.epochs = 1, .verbose = 0});
+  EXPECT_EQ(model->get_weights()[0].to_vector<float>(), before[0].to_vector<float>());
+}
+
+TEST(ReduceLROnPlateauTest, RejectsAFactorOfOneAndASchedule) {
+  KILN_EXPECT_ERROR(ReduceLROnPlateau({.factor = 1.0}), ValueError, "factor must be below 1.0");
+  auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{Dense(1, {.input_shape = {1}})});
+  model->compile({.optimizer = SGD({.learning_rate = CosineDecay(1e-9, 100)}), .loss = "mse"});  // a plateau
+  auto reduce = std::make_shared<ReduceLROnPlateau>(ReduceLROnPlateauOptions{.monitor = "loss", .patience = 0});
+  KILN_EXPECT_ERROR(model->fit(linear_data(), {.epochs = 2, .callbacks = {reduce}, .verbose = 0}), ValueError,
+                    "uses a LearningRateSchedule");
+}
+
+TEST(TerminateOnNaNTest, StopsAfterTheFirstBatchWithANonFiniteLoss) {
+  std::vector<float> xs(64, 0.5f), ys(64, 1.0f);
+  xs[20] = std::numeric_limits<float>::quiet_NaN();  // in batch 2 of 8 rows
+  data::Dataset d = data::Dataset::from_tensor_slices({HostTensor::from_vector<float>({64, 1}, xs),
+                                                       HostTensor::from_vector<float>({64, 1}, ys)})
+                        .batch(8, /*drop_remainder=*/true);
+  auto model = linear_model(0.1);
+  int64_t batches = 0;
+  History h = model->fit(d, {.epochs = 3,
+                             .callbacks = {std::make_shared<TerminateOnNaN>(),
+                                           LambdaCallback({.on_train_batch_end = [&](int64_t, const Logs&) { ++batches; }})},
+                             .verbose = 0});
+  EXPECT_EQ(batches, 3);
+  EXPECT_EQ(h.epoch.size(), 1u);
 }
 
 TEST(CSVLoggerTest, WritesOneRowPerEpochWithSortedColumns) {

@@ -3,7 +3,6 @@
 #include "kiln/keras/callbacks/early_stopping.h"
 
 #include <cmath>
-#include <limits>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -12,22 +11,12 @@
 
 namespace kiln::keras {
 
-EarlyStopping::EarlyStopping(EarlyStoppingOptions options) : o_(std::move(options)) {
-  if (o_.mode == "max") maximize_ = true;
-  else if (o_.mode == "auto")
-    maximize_ = o_.monitor.find("acc") != std::string::npos || o_.monitor.find("auc") != std::string::npos;
-  else if (o_.mode != "min")
-    KILN_THROW(ConfigError, "[EarlyStopping] unknown mode '", o_.mode, "'. Hint: use min, max or auto.");
-  o_.min_delta = std::fabs(o_.min_delta);
-}
-
-bool EarlyStopping::improved(double current, double reference) const {
-  return maximize_ ? current - o_.min_delta > reference : current + o_.min_delta < reference;
-}
+EarlyStopping::EarlyStopping(EarlyStoppingOptions options)
+    : o_(std::move(options)), monitor_(o_.monitor, o_.mode, o_.min_delta, "EarlyStopping") {}
 
 void EarlyStopping::on_train_begin(const Logs& /*logs*/) {
   wait_ = stopped_epoch_ = best_epoch_ = 0;
-  best_ = maximize_ ? -std::numeric_limits<double>::infinity() : std::numeric_limits<double>::infinity();
+  best_ = monitor_.worst();
   best_weights_.clear();
 }
 
@@ -36,11 +25,11 @@ void EarlyStopping::on_epoch_end(int epoch, const Logs& logs) {
   const double current = logs.at(o_.monitor);
   if (o_.restore_best_weights && best_weights_.empty()) best_weights_ = model_->get_weights();
   ++wait_;
-  if (improved(current, best_)) {
+  if (monitor_.improved(current, best_)) {
     best_ = current;
     best_epoch_ = epoch;
     if (o_.restore_best_weights) best_weights_ = model_->get_weights();
-    if (!o_.baseline || improved(current, *o_.baseline)) wait_ = 0;
+    if (!o_.baseline || monitor_.improved(current, *o_.baseline)) wait_ = 0;
     return;
   }
   if (wait_ >= o_.patience && epoch > 0) {
@@ -54,6 +43,12 @@ void EarlyStopping::on_train_end(const Logs& /*logs*/) {
   if (stopped_epoch_ > 0 && params_.verbose > 0)
     log(LogLevel::kInfo, str_cat("Epoch ", stopped_epoch_ + 1, ": early stopping (best ", o_.monitor, " ",
                                  best_, " at epoch ", best_epoch_ + 1, ")"));
+}
+
+void TerminateOnNaN::on_train_batch_end(int64_t batch, const Logs& logs) {
+  if (!logs.contains("loss") || std::isfinite(logs.at("loss"))) return;
+  log(LogLevel::kWarning, str_cat("Batch ", batch, ": invalid loss ", logs.at("loss"), ", terminating training"));
+  model_->stop_training = true;
 }
 
 }  // namespace kiln::keras

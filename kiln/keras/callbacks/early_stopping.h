@@ -1,4 +1,5 @@
-// EarlyStopping: stops fit when a monitored value stops improving (keras.callbacks.EarlyStopping).
+// EarlyStopping: stops fit when a monitored value stops improving (keras.callbacks.EarlyStopping);
+// TerminateOnNaN: stops it at the first non-finite loss.
 #pragma once
 
 #include <optional>
@@ -7,6 +8,7 @@
 
 #include "kiln/core/host_tensor.h"
 #include "kiln/keras/callbacks/callback.h"
+#include "kiln/keras/callbacks/monitor.h"
 
 namespace kiln::keras {
 
@@ -32,12 +34,17 @@ class EarlyStopping : public Callback {
   double best() const { return best_; }
 
  private:
-  bool improved(double current, double reference) const;
   EarlyStoppingOptions o_;
-  bool maximize_ = false;
+  Monitor monitor_;
   int wait_ = 0, stopped_epoch_ = 0, best_epoch_ = 0;
   double best_ = 0;
   std::vector<HostTensor> best_weights_;
+};
+
+/// keras.callbacks.TerminateOnNaN: ends fit after the first batch whose loss is NaN or infinite.
+class TerminateOnNaN : public Callback {
+ public:
+  void on_train_batch_end(int64_t batch, const Logs& logs) override;
 };
 
 }  // namespace kiln::keras
