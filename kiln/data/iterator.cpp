@@ -17,7 +17,21 @@ Iterator::Iterator(NodePtr recipe, uint64_t epoch)
 
 Iterator::~Iterator() = default;
 Iterator::Iterator(Iterator&&) noexcept = default;
-Iterator& Iterator::operator=(Iterator&&) noexcept = default;
+// Not defaulted: member-wise assignment would replace registry_ (declared first) while the old
+// root_'s workers still count into it, a use-after-free write (fit reassigns its iterator each
+// epoch and on resume). The old stages, threads joined, go first.
+Iterator& Iterator::operator=(Iterator&& other) noexcept {
+  if (this == &other) return *this;
+  root_.reset();
+  recipe_ = std::move(other.recipe_);
+  epoch_ = other.epoch_;
+  registry_ = std::move(other.registry_);
+  root_ = std::move(other.root_);
+  started_ = other.started_;
+  wait_ns_ = other.wait_ns_;
+  consumed_ = other.consumed_;
+  return *this;
+}
 
 std::optional<Element> Iterator::next() {
   KILN_CHECK(root_ != nullptr, "next() on a moved-from Iterator");

@@ -77,6 +77,20 @@ TEST(IteratorTest, RestoreContinuesThroughAShuffleOfRowIndices) {
   expect_resumes_exactly(range(40).shuffle(1000, 9), 10, 30);  // a buffer larger than the data
 }
 
+TEST(IteratorTest, ReassigningARunningIteratorJoinsItsWorkersBeforeDroppingItsStats) {
+  // fit reassigns its iterator each epoch and on resume while the old one's workers are
+  // mid-stream, counting into the old stats: they must stop before those stats go (under
+  // ASan or TSan a wrong order fails here; without them it corrupted the heap at random).
+  Dataset d = range(100000).map(testing::times(2), 2).prefetch(8);
+  Iterator it = d.iterator();
+  for (int round = 0; round < 20; ++round) {
+    ASSERT_TRUE(it.next());
+    it = d.iterator();
+  }
+  ASSERT_TRUE(it.next());
+  EXPECT_EQ(it.stats().consumer_elements, 1);
+}
+
 TEST(IteratorTest, RestoreContinuesWithElementsBufferedInMapAndPrefetch) {
   // A slow consumer lets the workers fill every buffer before the save.
   Dataset d = range(200).map(testing::times(3), 4).prefetch(16).map(testing::times(1), 2).prefetch(8);
