@@ -72,6 +72,13 @@ void BatchAssembler::prefetch_destination(const Element& batch, int64_t r) {
   }
 }
 
+void BatchAssembler::prefetch_source(std::span<const HostTensor> row) {
+  for (const HostTensor& c : row) {
+    prefetch_bytes(c.dims().data(), c.dims().size() * sizeof(int64_t));  // for the shape check
+    if (c.defined()) prefetch_bytes(c.raw_data(), static_cast<size_t>(c.byte_size()));
+  }
+}
+
 Element BatchAssembler::first_rows(Element batch, int64_t rows) {
   if (!batch.empty() && batch[0].dims()[0] == rows) return batch;
   for (HostTensor& c : batch) c = c.slice_rows(0, rows);
@@ -108,11 +115,14 @@ class BatchIterator : public UnaryIterator {
     // The rows' bytes are usually cold (a shuffle buffer is far larger than the caches):
     // fetch a few rows ahead of the copy.
     for (int64_t r = 0; r < std::min(rows, kBatchRowLookahead); ++r) {
-      prefetch_row(rows_[r]);
+      BatchAssembler::prefetch_source({rows_[r].begin(), rows_[r].size()});
       BatchAssembler::prefetch_destination(batch, r);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      if (r + kBatchRowLookahead < rows) prefetch_row(rows_[r + kBatchRowLookahead]);
+      if (r + kBatchRowLookahead < rows) {
+        const Element& ahead = rows_[r + kBatchRowLookahead];
+        BatchAssembler::prefetch_source({ahead.begin(), ahead.size()});
+      }
       BatchAssembler::prefetch_destination(batch, r + kBatchRowLookahead);
       assembler_.copy_row(first, rows_[r], r, batch);
     }
@@ -130,13 +140,6 @@ class BatchIterator : public UnaryIterator {
   }
 
  private:
-  static void prefetch_row(const Element& e) {
-    for (const HostTensor& c : e) {
-      prefetch_bytes(c.dims().data(), c.dims().size() * sizeof(int64_t));  // for the shape check
-      if (c.defined()) prefetch_bytes(c.raw_data(), static_cast<size_t>(c.byte_size()));
-    }
-  }
-
   BatchRows rows_of_;
   BatchAssembler assembler_;
   std::vector<Element> rows_;  // the elements of the batch being built

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "kiln/data/dataset.h"
@@ -47,6 +48,9 @@ class BatchAssembler {
   /// Fetches row `r` of `batch` into the caches ahead of its copy_row (batch buffers come back
   /// from the pool cold). A hint only; `r` past the batch is ignored.
   static void prefetch_destination(const Element& batch, int64_t r);
+  /// Fetches a row's components (their shapes and bytes) into the caches ahead of their use:
+  /// rows are often cold, views into a source a shuffle visits at random. A hint only.
+  static void prefetch_source(std::span<const HostTensor> row);
   /// The first `rows` rows of `batch` (a short last batch), as views.
   static Element first_rows(Element batch, int64_t rows);
 

@@ -66,14 +66,9 @@ class MapAndBatchNode : public DatasetNode {
     ParallelRunner::Fn fused = [fn = fn_, assembler, n = rows_of_.batch_size()](Element group) {
       const int64_t rows = group[group.size() - 1].data<int64_t>()[0];
       const size_t k = (group.size() - 1) / static_cast<size_t>(rows);
-      // The rows are views into a source the shuffle visits at random, so each row's bytes
-      // are a cache miss: fetch a few rows ahead of the function that reads them.
+      // Rows are fetched a few ahead of the function that reads them, as batch does.
       auto prefetch_row = [&](int64_t r) {
-        if (r >= rows) return;
-        for (size_t c = 0; c < k; ++c) {
-          const HostTensor& t = group[static_cast<size_t>(r) * k + c];
-          if (t.defined()) prefetch_bytes(t.raw_data(), static_cast<size_t>(t.byte_size()));
-        }
+        if (r < rows) BatchAssembler::prefetch_source({&group[static_cast<size_t>(r) * k], k});
       };
       for (int64_t r = 0; r < kBatchRowLookahead; ++r) prefetch_row(r);
       Element first, batch;

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <random>
+#include <type_traits>
 
 #include "kiln/core/check.h"
 
@@ -129,8 +130,10 @@ class ShuffleIterator : public UnaryIterator {
     for (size_t k = 0; k < picks_n; ++k)
       picks_[k] = static_cast<size_t>(rng_.below(k < refilled ? size : size - (k - refilled)));
     // Emitting touches only the slots (moves); the consumer fetches the bytes.
+    // An index buffer stays in the caches: only element buffers are fetched ahead.
     auto prefetch_slot = [&](size_t i) {
-      if (i < buffer.size()) prefetch_bytes(&buffer[i], sizeof(T));
+      if constexpr (std::is_same_v<T, Element>)
+        if (i < buffer.size()) prefetch_bytes(&buffer[i], sizeof(T));
     };
     for (size_t k = 0; k < std::min(picks_n, kLookahead); ++k) prefetch_slot(picks_[k]);
     for (size_t k = 0; k < picks_n; ++k) {
