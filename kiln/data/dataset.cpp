@@ -45,6 +45,10 @@ Dataset Dataset::map(MapFn fn, int num_parallel_calls, bool deterministic) const
 }
 
 Dataset Dataset::map(MapFn fn, MapOptions options) const {
+  return map(MapFunction{.fn = std::move(fn)}, options);
+}
+
+Dataset Dataset::map(MapFunction fn, MapOptions options) const {
   return Dataset(make_map_node(node_, std::move(fn), options));
 }
 

@@ -15,6 +15,9 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/host_tensor.h"
@@ -22,13 +25,12 @@
 #include "kiln/data/element.h"
 #include "kiln/data/iterator.h"
 #include "kiln/data/iterator_base.h"
+#include "kiln/data/map_function.h"
 
 namespace kiln::data {
 
 class Dataset;
 
-/// Element -> element (map). May return a HostTensor for a one-component element.
-using MapFn = std::function<Element(Element)>;
 /// Keeps an element when true (filter).
 using Predicate = std::function<bool(const Element&)>;
 /// Yields elements until nullopt (one pass of from_generator).
@@ -50,6 +52,8 @@ struct MapOptions {
   /// inputs and the map's outputs go to the next stage while hot in cache. (tf.data cannot see
   /// into its map functions' state any better; Kiln asks.)
   bool stateless = false;
+  /// Names the function in errors ("[map 'preprocess'] ..."); tf.data's name=.
+  std::string name = "";
 };
 
 /// An immutable input-pipeline recipe.
@@ -77,6 +81,21 @@ class Dataset {
   Dataset map(MapFn fn, int num_parallel_calls = 0, bool deterministic = true) const;
   /// The same with every option named: map(fn, {.num_parallel_calls = kAutotune, .stateless = true}).
   Dataset map(MapFn fn, MapOptions options) const;
+  /// A map function with its batched form (see MapFunction).
+  Dataset map(MapFunction fn, MapOptions options) const;
+  /// A function of the element's components, as tf.data calls `lambda image, label: ...`:
+  /// `map([](HostTensor image, HostTensor label) { return std::tuple{...}; })`, returning a
+  /// tuple, a pair, one tensor or an Element. With kiln::Tensor parameters (include
+  /// kiln/trace/traced_map.h, or kiln/kiln.h) the function is written with Kiln ops, traced
+  /// once per element shape into a compiled program and run over whole batches.
+  template <typename F>
+    requires(!std::is_convertible_v<F, MapFn> && !std::is_same_v<std::decay_t<F>, MapFunction>)
+  Dataset map(F&& fn, MapOptions options = {}) const;
+  template <typename F>
+    requires(!std::is_convertible_v<F, MapFn> && !std::is_same_v<std::decay_t<F>, MapFunction>)
+  Dataset map(F&& fn, int num_parallel_calls, bool deterministic = true) const {
+    return map(std::forward<F>(fn), MapOptions{.num_parallel_calls = num_parallel_calls, .deterministic = deterministic});
+  }
   /// Keeps the elements for which `predicate` is true.
   Dataset filter(Predicate predicate) const;
   /// Uniformly shuffles through a buffer of `buffer_size` elements (tf.data's algorithm: a
@@ -126,5 +145,15 @@ class Dataset {
  private:
   NodePtr node_;
 };
+
+}  // namespace kiln::data
+
+namespace kiln::data {
+
+template <typename F>
+  requires(!std::is_convertible_v<F, MapFn> && !std::is_same_v<std::decay_t<F>, MapFunction>)
+Dataset Dataset::map(F&& fn, MapOptions options) const {
+  return map(make_map_function(std::forward<F>(fn), options.name), options);
+}
 
 }  // namespace kiln::data

@@ -53,11 +53,13 @@ void Element::append(Element other) {
   for (HostTensor& t : other) push_back(std::move(t));
 }
 
-std::string Element::shapes_string() const {
+std::string Element::shapes_string() const { return kiln::data::shapes_string({begin(), end()}); }
+
+std::string shapes_string(std::span<const HostTensor> components) {
   std::string s = "(";
-  for (size_t i = 0; i < size_; ++i) {
+  for (size_t i = 0; i < components.size(); ++i) {
     if (i > 0) s += ", ";
-    s += (*this)[i].defined() ? (*this)[i].shape().to_string() : std::string("undefined");
+    s += components[i].defined() ? components[i].shape().to_string() : std::string("undefined");
   }
   return s + ")";
 }

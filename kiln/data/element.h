@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,6 +87,9 @@ inline void prefetch_bytes(const void* p, size_t bytes, bool for_write = false) 
   (void)for_write;
 #endif
 }
+
+/// "(u8[28,28], u8[])" for any list of components.
+std::string shapes_string(std::span<const HostTensor> components);
 
 /// Kiln has no string dtype: a string travels as a u8[n] tensor of its bytes.
 HostTensor string_tensor(std::string_view text);

@@ -11,7 +11,8 @@ ALLOWED = {
     "ir": {"core"},
     "compiler": {"core", "ir"},
     "runtime": {"core", "ir", "compiler"},
-    "trace": {"core", "ir", "compiler", "runtime"},
+    # trace/ traces dataset map functions (traced_map.h), as tf.function does for tf.data.
+    "trace": {"core", "ir", "compiler", "runtime", "data"},
     "distribute": {"core", "ir", "compiler", "runtime", "trace", "data"},
     "keras": {"core", "ir", "compiler", "runtime", "trace", "distribute", "data", "io"},
     "data": {"core"},

@@ -37,7 +37,7 @@ bool BatchRows::pull(IteratorBase& input, std::vector<Element>& rows) {
 BatchAssembler::BatchAssembler(std::string stage)
     : stage_(std::move(stage)), pool_(BufferPool::create(kMaxIdleBatchBuffers)) {}
 
-Element BatchAssembler::allocate(const Element& first, int64_t batch_size) const {
+Element BatchAssembler::allocate(std::span<const HostTensor> first, int64_t batch_size) const {
   Element batch;
   for (const HostTensor& c : first) {
     Dims dims{batch_size};
@@ -47,10 +47,11 @@ Element BatchAssembler::allocate(const Element& first, int64_t batch_size) const
   return batch;
 }
 
-void BatchAssembler::copy_row(const Element& first, const Element& e, int64_t row, Element& batch) const {
+void BatchAssembler::copy_row(std::span<const HostTensor> first, std::span<const HostTensor> e, int64_t row,
+                              Element& batch) const {
   if (e.size() != first.size())
     KILN_THROW(DataError, "[", stage_, "] element ", row, " of a batch has ", e.size(), " components ",
-               e.shapes_string(), ", but element 0 has ", first.size(), " ", first.shapes_string(), ".");
+               shapes_string(e), ", but element 0 has ", first.size(), " ", shapes_string(first), ".");
   for (size_t c = 0; c < e.size(); ++c) {
     if (!(e[c].shape() == first[c].shape()))
       KILN_THROW(DataError, "[", stage_, "] element ", row, " of a batch has component ", c, " of shape ",

@@ -41,10 +41,10 @@ class BatchAssembler {
   /// `stage` names the stage in errors.
   explicit BatchAssembler(std::string stage);
   /// Tensors for `batch_size` rows shaped like `first`'s components.
-  Element allocate(const Element& first, int64_t batch_size) const;
+  Element allocate(std::span<const HostTensor> first, int64_t batch_size) const;
   /// Copies `row` into row `r` of `batch`; DataError when its components or shapes differ
   /// from `first`'s.
-  void copy_row(const Element& first, const Element& row, int64_t r, Element& batch) const;
+  void copy_row(std::span<const HostTensor> first, std::span<const HostTensor> row, int64_t r, Element& batch) const;
   /// Fetches row `r` of `batch` into the caches ahead of its copy_row (batch buffers come back
   /// from the pool cold). A hint only; `r` past the batch is ignored.
   static void prefetch_destination(const Element& batch, int64_t r);

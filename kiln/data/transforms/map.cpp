@@ -14,16 +14,16 @@ namespace {
 
 class MapNode : public DatasetNode {
  public:
-  MapNode(NodePtr input, MapFn fn, MapOptions options)
+  MapNode(NodePtr input, MapFunction fn, MapOptions options)
       : DatasetNode("map", {input}), fn_(std::move(fn)), options_(options) {}
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
-  const MapFn& fn() const { return fn_; }
+  const MapFunction& fn() const { return fn_; }
   const MapOptions& options() const { return options_; }
 
  private:
-  MapFn fn_;
+  MapFunction fn_;
   MapOptions options_;
 };
 
@@ -55,7 +55,7 @@ class MapIterator : public IteratorBase {
       }
       Element& e = in_[next_in_++];
       try {
-        out.push_back(node_.fn()(std::move(e)));
+        out.push_back(node_.fn().fn(std::move(e)));
       } catch (...) {
         rethrow_as_data_error(stage(), "the function failed", ErrorSource::kUserFunction);
       }
@@ -89,7 +89,7 @@ IteratorPtr MapNode::make_iterator(const IteratorContext& ctx) const {
   if (options_.num_parallel_calls == 0) return std::make_unique<MapIterator>(*this, ctx);
   const int threads = resolve_parallelism(options_.num_parallel_calls, "map");
   return std::make_unique<RunnerIterator>(
-      *this, ctx, fn_,
+      *this, ctx, fn_.fn,
       RunnerOptions{.parallelism = threads,
                     .buffer_size = 2 * threads,
                     .deterministic = options_.deterministic,
@@ -99,8 +99,19 @@ IteratorPtr MapNode::make_iterator(const IteratorContext& ctx) const {
 
 }  // namespace
 
-NodePtr make_map_node(NodePtr input, MapFn fn, MapOptions options) {
-  if (!fn) KILN_THROW(ValueError, "[map] the function is empty.");
+std::string map_stage_name(const std::string& name) { return name.empty() ? "[map]" : "[map '" + name + "']"; }
+
+void check_map_arity(const std::string& name, size_t arity, const Element& element) {
+  if (element.size() == arity) return;
+  KILN_THROW(DataError, map_stage_name(name), " the function takes ", arity, arity == 1 ? " component" : " components",
+             " as arguments, but the element ", element.shapes_string(), " has ", element.size(), ". Hint: take one "
+             "argument per component of the element (from_tensor_slices({x, y}) gives two), or take the whole "
+             "data::Element.");
+}
+
+NodePtr make_map_node(NodePtr input, MapFunction fn, MapOptions options) {
+  if (!fn.fn) KILN_THROW(ValueError, "[map] the function is empty.");
+  options.stateless = options.stateless || fn.stateless;
   if (options.num_parallel_calls < 0 && options.num_parallel_calls != kAutotune)
     KILN_THROW(ValueError, "[map] num_parallel_calls must be 0 (inline), positive or kAutotune (-1), "
                "received ", options.num_parallel_calls, ".");

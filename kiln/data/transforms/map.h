@@ -8,12 +8,12 @@
 namespace kiln::data {
 
 /// The recipe step of Dataset::map (see there for the arguments).
-NodePtr make_map_node(NodePtr input, MapFn fn, MapOptions options);
+NodePtr make_map_node(NodePtr input, MapFunction fn, MapOptions options);
 
 /// A map's parts, when `node` is a map whose function was declared stateless.
 struct StatelessMap {
   NodePtr input;
-  MapFn fn;
+  MapFunction fn;
   MapOptions options;
 };
 std::optional<StatelessMap> as_stateless_map(const NodePtr& node);

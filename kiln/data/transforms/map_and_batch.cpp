@@ -2,6 +2,9 @@
 // maps and stacks them. Its position is the runner's (input position plus finished batches).
 #include "kiln/data/transforms/map_and_batch.h"
 
+#include <algorithm>
+#include <span>
+
 #include "kiln/core/check.h"
 #include "kiln/data/transforms/batch.h"
 #include "kiln/data/transforms/parallel_runner.h"
@@ -54,7 +57,7 @@ class RowGroupIterator : public IteratorBase {
 
 class MapAndBatchNode : public DatasetNode {
  public:
-  MapAndBatchNode(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size, bool drop_remainder)
+  MapAndBatchNode(NodePtr input, MapFunction fn, MapOptions options, int64_t batch_size, bool drop_remainder)
       : DatasetNode("map_and_batch", {std::move(input)}),
         fn_(std::move(fn)),
         options_(options),
@@ -63,7 +66,21 @@ class MapAndBatchNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override {
     const int threads = resolve_parallelism(options_.num_parallel_calls, "map");
     auto assembler = std::make_shared<BatchAssembler>(stage());
-    ParallelRunner::Fn fused = [fn = fn_, assembler, n = rows_of_.batch_size()](Element group) {
+    ParallelRunner::Fn fused = fn_.batched ? stack_then_map(assembler) : map_then_stack(assembler);
+    // A batch is a large element: a small buffer (2 per worker) and hand-offs of a few batches.
+    return std::make_unique<RunnerIterator>(
+        *this, ctx, [&]() -> IteratorPtr { return std::make_unique<RowGroupIterator>(*this, ctx, rows_of_); },
+        std::move(fused),
+        RunnerOptions{.parallelism = threads,
+                      .buffer_size = 2 * threads,
+                      .deterministic = options_.deterministic,
+                      .parallelism_autotuned = options_.num_parallel_calls == kAutotune});
+  }
+
+ private:
+  // Maps the rows one by one and copies every result into the batch while it is hot.
+  ParallelRunner::Fn map_then_stack(std::shared_ptr<BatchAssembler> assembler) const {
+    return [fn = fn_.fn, assembler, n = rows_of_.batch_size()](Element group) {
       const int64_t rows = group[group.size() - 1].data<int64_t>()[0];
       const size_t k = (group.size() - 1) / static_cast<size_t>(rows);
       // Rows are fetched a few ahead of the function that reads them, as batch does.
@@ -89,25 +106,35 @@ class MapAndBatchNode : public DatasetNode {
       }
       return BatchAssembler::first_rows(std::move(batch), rows);
     };
-    // A batch is a large element: a small buffer (2 per worker) and hand-offs of a few batches.
-    return std::make_unique<RunnerIterator>(
-        *this, ctx, [&]() -> IteratorPtr { return std::make_unique<RowGroupIterator>(*this, ctx, rows_of_); },
-        std::move(fused),
-        RunnerOptions{.parallelism = threads,
-                      .buffer_size = 2 * threads,
-                      .deterministic = options_.deterministic,
-                      .parallelism_autotuned = options_.num_parallel_calls == kAutotune});
   }
 
- private:
-  MapFn fn_;
+  // Stacks the input rows (as batch does) and maps the whole batch with one call of the
+  // function's batched form. A short last batch is stacked at its own size.
+  ParallelRunner::Fn stack_then_map(std::shared_ptr<BatchAssembler> assembler) const {
+    return [batched = fn_.batched, assembler](Element group) {
+      const int64_t rows = group[group.size() - 1].data<int64_t>()[0];
+      const size_t k = (group.size() - 1) / static_cast<size_t>(rows);
+      auto row_at = [&](int64_t r) { return std::span<HostTensor>(&group[static_cast<size_t>(r) * k], k); };
+      for (int64_t r = 0; r < std::min(rows, kBatchRowLookahead); ++r) BatchAssembler::prefetch_source(row_at(r));
+      const std::span<const HostTensor> first = row_at(0);
+      Element inputs = assembler->allocate(first, rows);
+      for (int64_t r = 0; r < rows; ++r) {
+        if (r + kBatchRowLookahead < rows) BatchAssembler::prefetch_source(row_at(r + kBatchRowLookahead));
+        BatchAssembler::prefetch_destination(inputs, r + kBatchRowLookahead);
+        assembler->copy_row(first, row_at(r), r, inputs);
+      }
+      return batched(std::move(inputs));
+    };
+  }
+
+  MapFunction fn_;
   MapOptions options_;
   BatchRows rows_of_;  // a fresh one (nothing pulled yet) for each iterator
 };
 
 }  // namespace
 
-NodePtr make_map_and_batch_node(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size,
+NodePtr make_map_and_batch_node(NodePtr input, MapFunction fn, MapOptions options, int64_t batch_size,
                                 bool drop_remainder) {
   if (batch_size <= 0)
     KILN_THROW(ValueError, "[batch] batch_size must be positive, received ", batch_size, ".");

@@ -10,9 +10,10 @@
 namespace kiln::data {
 
 /// map(fn, options) then batch(batch_size, drop_remainder), as one stage "map_and_batch" with
-/// the map's parallelism and order. A function failure loses the batch it was in (the stream
+/// the map's parallelism and order. When `fn` has a batched form, a worker stacks the batch's
+/// input rows and calls it once per batch. A function failure loses the batch it was in (the stream
 /// goes on with the next batch), as an unfused batch loses the rows it had pulled.
-NodePtr make_map_and_batch_node(NodePtr input, MapFn fn, MapOptions options, int64_t batch_size,
+NodePtr make_map_and_batch_node(NodePtr input, MapFunction fn, MapOptions options, int64_t batch_size,
                                 bool drop_remainder);
 
 }  // namespace kiln::data

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <tuple>
 
 #include "tests/data/dataset_testing.h"
 #include "tests/testing/expect_error.h"
@@ -154,6 +155,33 @@ TEST(MapTest, AStatefulMapStaysWhereItWasWritten) {
   std::vector<std::string> order;
   for (const StageStats& s : it.stats().stages) order.push_back(s.name);
   EXPECT_EQ(order, (std::vector<std::string>{"tensor_slices", "map", "shuffle"}));
+}
+
+// tf.data's `map(lambda x, y: (...))`: the components as arguments, a tuple back.
+TEST(MapTest, TakesTheComponentsAsArgumentsAndReturnsATuple) {
+  Dataset ds = Dataset::from_tensor_slices({HostTensor::from_vector<int64_t>({3}, {1, 2, 3}),
+                                            HostTensor::from_vector<float>({3}, {0.5f, 1.5f, 2.5f})})
+                   .map([](HostTensor x, HostTensor y) {
+                     return std::tuple{y, HostTensor::scalar<int64_t>(10 * x.data<int64_t>()[0])};
+                   });
+  Iterator it = ds.iterator();
+  std::vector<float> ys;
+  std::vector<int64_t> xs;
+  while (std::optional<Element> e = it.next()) {
+    ASSERT_EQ(e->size(), 2u);
+    ys.push_back((*e)[0].data<float>()[0]);
+    xs.push_back((*e)[1].data<int64_t>()[0]);
+  }
+  EXPECT_EQ(ys, (std::vector<float>{0.5f, 1.5f, 2.5f}));
+  EXPECT_EQ(xs, (std::vector<int64_t>{10, 20, 30}));
+  // One argument, one tensor back, in parallel.
+  EXPECT_EQ(collect(range(4).map([](HostTensor x) { return HostTensor::scalar<int64_t>(x.data<int64_t>()[0] + 1); }, 2)),
+            (std::vector<int64_t>{1, 2, 3, 4}));
+}
+
+TEST(MapTest, AFunctionOfTheWrongArityIsAnErrorNamingItAndTheElement) {
+  Iterator it = range(3).map([](HostTensor x, HostTensor) { return x; }, {.name = "pairs"}).iterator();
+  KILN_EXPECT_ERROR(it.next(), DataError, "[map 'pairs'] the function takes 2 components as arguments, but the element (i64[]) has 1");
 }
 
 TEST(MapTest, RejectsBadParallelism) {
