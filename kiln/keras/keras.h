@@ -1,4 +1,5 @@
-// The Keras API in one include: layers, models, losses, metrics, optimizers, callbacks.
+// The Keras API in one include: layers, models, losses, metrics, optimizers, callbacks, with
+// tf.keras's namespaces (namespaces.h).
 #pragma once
 
 #include "kiln/keras/activations.h"
@@ -29,6 +30,7 @@
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
 #include "kiln/keras/metrics/metric.h"
+#include "kiln/keras/namespaces.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/optimizers/adam.h"

@@ -1,9 +1,12 @@
-// Helpers shared by the Keras tests: scalar reads and a small MNIST subset pipeline.
+// Helpers shared by the Keras tests: scalar reads, a small MNIST subset pipeline and synthetic
+// MNIST-shaped data.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <optional>
+#include <random>
+#include <utility>
 
 #include "kiln/core/error.h"
 #include "kiln/data/dataset.h"
@@ -33,6 +36,17 @@ inline std::optional<MnistSubset> load_mnist_subset(int64_t train_n, int64_t tes
   } catch (const DataError&) {
     return std::nullopt;
   }
+}
+
+/// n MNIST-shaped examples: f32[n,28,28] uniform in [0,1) and i32[n] labels in 0..9.
+inline std::pair<HostTensor, HostTensor> synthetic_mnist(int64_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> pixel(0.f, 1.f);
+  std::uniform_int_distribution<int32_t> label(0, 9);
+  HostTensor x(Shape(DType::kF32, {n, 28, 28})), y(Shape(DType::kI32, {n}));
+  for (float& v : x.data<float>()) v = pixel(rng);
+  for (int32_t& v : y.data<int32_t>()) v = label(rng);
+  return {x, y};
 }
 
 /// (x, y) batches of `batch` rows, in order, dropping the remainder.

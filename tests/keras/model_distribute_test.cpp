@@ -28,16 +28,7 @@ void compile_seed(Model& model) {
                  .metrics = {"accuracy"}});
 }
 
-// n MNIST-shaped examples: f32[n,28,28] in [0,1), i32[n] labels.
-std::pair<HostTensor, HostTensor> synthetic(int64_t n) {
-  std::mt19937 rng(3);
-  std::uniform_real_distribution<float> pixel(0.f, 1.f);
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  HostTensor x(Shape(DType::kF32, {n, 28, 28})), y(Shape(DType::kI32, {n}));
-  for (float& v : x.data<float>()) v = pixel(rng);
-  for (int32_t& v : y.data<int32_t>()) v = label(rng);
-  return {x, y};
-}
+std::pair<HostTensor, HostTensor> synthetic(int64_t n) { return testing::synthetic_mnist(n, 3); }
 
 class DistributedFitTest : public ::testing::Test {
  protected:

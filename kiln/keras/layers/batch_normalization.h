@@ -30,9 +30,18 @@ struct BatchNormalizationOptions {
 /// other ranks feed the biased variance. Inference (and a layer with trainable = false, as in
 /// Keras 2) uses the moving statistics. Weights, in Keras order: gamma, beta (trainable),
 /// moving_mean, moving_variance (non-trainable), each of shape (features).
+/// `options` with the axis given positionally.
+inline BatchNormalizationOptions with_axis(int axis, BatchNormalizationOptions options) {
+  options.axis = axis;
+  return options;
+}
+
 class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});
+  /// Keras's positional axis: BatchNormalization(-1).
+  explicit BatchNormalization(int axis, BatchNormalizationOptions options = {})
+      : BatchNormalization(with_axis(axis, std::move(options))) {}
   static BatchNormalization from_config(const std::string& config_json);
   std::string class_name() const override { return "BatchNormalization"; }
   std::string get_config() const override;

@@ -18,9 +18,18 @@ struct LayerNormalizationOptions {
 };
 
 /// Input: (batch, ...). Output: the same shape. Weights gamma and beta of shape (dim of axis).
+/// `options` with the axis given positionally.
+inline LayerNormalizationOptions with_axis(int axis, LayerNormalizationOptions options) {
+  options.axis = axis;
+  return options;
+}
+
 class LayerNormalization : public Layer {
  public:
   explicit LayerNormalization(LayerNormalizationOptions options = {});
+  /// Keras's positional axis: LayerNormalization(-1).
+  explicit LayerNormalization(int axis, LayerNormalizationOptions options = {})
+      : LayerNormalization(with_axis(axis, std::move(options))) {}
   static LayerNormalization from_config(const std::string& config_json);
   std::string class_name() const override { return "LayerNormalization"; }
   std::string get_config() const override;

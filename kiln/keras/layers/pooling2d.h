@@ -40,10 +40,27 @@ class Pooling2D : public Layer {
   Pooling2DOptions options_;  // strides resolved (never empty)
 };
 
+/// A window size as Keras takes it positionally: one int for both dims (2) or two ({2, 2}).
+/// (A class, not Dims: GCC 12 would find `{.pool_size = ...}` ambiguous against a vector.)
+struct WindowSize {
+  WindowSize(int64_t both) : dims{both, both} {}  // NOLINT: implicit on purpose
+  WindowSize(int64_t rows, int64_t cols) : dims{rows, cols} {}
+  Dims dims;
+};
+
+/// `options` with the pool size given positionally.
+inline Pooling2DOptions with_pool_size(WindowSize pool_size, Pooling2DOptions options) {
+  options.pool_size = std::move(pool_size.dims);
+  return options;
+}
+
 /// The maximum of each window.
 class MaxPooling2D : public Pooling2D {
  public:
   explicit MaxPooling2D(Pooling2DOptions options = {}) : Pooling2D("MaxPooling2D", true, std::move(options)) {}
+  /// Keras's positional pool_size: MaxPooling2D({2, 2}), MaxPooling2D(2) (a square window).
+  explicit MaxPooling2D(WindowSize pool_size, Pooling2DOptions options = {})
+      : MaxPooling2D(with_pool_size(std::move(pool_size), std::move(options))) {}
   static MaxPooling2D from_config(const std::string& config_json);
   std::string class_name() const override { return "MaxPooling2D"; }
 };
@@ -53,6 +70,9 @@ class AveragePooling2D : public Pooling2D {
  public:
   explicit AveragePooling2D(Pooling2DOptions options = {})
       : Pooling2D("AveragePooling2D", false, std::move(options)) {}
+  /// Keras's positional pool_size, as MaxPooling2D's.
+  explicit AveragePooling2D(WindowSize pool_size, Pooling2DOptions options = {})
+      : AveragePooling2D(with_pool_size(std::move(pool_size), std::move(options))) {}
   static AveragePooling2D from_config(const std::string& config_json);
   std::string class_name() const override { return "AveragePooling2D"; }
 };

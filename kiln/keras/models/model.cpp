@@ -2,6 +2,7 @@
 #include "kiln/keras/models/model.h"
 
 #include <cstring>
+#include <utility>
 
 #include "kiln/core/check.h"
 #include "kiln/distribute/strategy.h"
@@ -10,7 +11,39 @@
 
 namespace kiln::keras {
 
+Model::Model(std::string name) : name_(std::move(name)) {
+  if (distribute::has_strategy()) strategy_ = distribute::current_strategy();
+}
+
 Model::~Model() = default;
+
+Model::Model(Model&& other) noexcept { *this = std::move(other); }
+
+Model& Model::operator=(Model&& other) noexcept {
+  if (this == &other) return *this;
+  stop_training = other.stop_training;
+  name_ = std::move(other.name_);
+  layers_ = std::move(other.layers_);
+  name_scope_ = std::move(other.name_scope_);
+  compiled_ = std::move(other.compiled_);
+  is_compiled_ = std::exchange(other.is_compiled_, false);
+  loss_tracker_ = std::move(other.loss_tracker_);
+  epoch_stats_ = other.epoch_stats_;
+  strategy_ = std::move(other.strategy_);
+  fit_position_ = {};
+  resume_ = std::move(other.resume_);
+  // The step functions captured `other`: make this model's own (they trace on first use).
+  other.train_function_.reset();
+  other.multi_step_train_function_.reset();
+  other.test_function_.reset();
+  other.predict_function_.reset();
+  train_function_.reset();
+  multi_step_train_function_.reset();
+  test_function_.reset();
+  predict_function_.reset();
+  if (is_compiled_) make_step_functions();
+  return *this;
+}
 
 Layer& Model::get_layer(const std::string& name) const {
   std::string names;
@@ -78,8 +111,24 @@ void Model::compile(CompileOptions options) {
   if (options.steps_per_execution < 1)
     KILN_THROW(ValueError, "[", name_, "] expected steps_per_execution >= 1, received ",
                options.steps_per_execution, ".");
+  // The model keeps the strategy it was made in; compiling it in another one's scope would
+  // split its steps over replicas its variables were not made for.
+  const std::shared_ptr<distribute::Strategy> current = distribute::current_strategy();
+  if (distribute::has_strategy()) {
+    if (strategy_ && strategy_ != current)
+      KILN_THROW(ValueError, "[", name_, "] was made in the scope of one strategy and is compiled in the scope "
+                 "of another. Hint: make and compile the model inside the same strategy.scope().");
+    strategy_ = current;
+  } else if (!strategy_) {
+    strategy_ = current;  // the default strategy
+  }
   compiled_ = std::move(options);
   loss_tracker_ = std::make_unique<Mean>("loss");
+  make_step_functions();
+  is_compiled_ = true;
+}
+
+void Model::make_step_functions() {
   // One compiled program per step kind; the functions trace on their first call.
   // Step inputs are x_1..x_n then y (n = num_inputs()).
   const auto n = static_cast<std::ptrdiff_t>(num_inputs());
@@ -104,8 +153,6 @@ void Model::compile(CompileOptions options) {
   test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
     return test_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
   });
-  is_compiled_ = true;
-  strategy_ = distribute::current_strategy();  // the scope() the model is compiled in
 }
 
 void Model::check_compiled(const char* where) const {

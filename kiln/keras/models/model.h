@@ -101,6 +101,11 @@ class Model {
   virtual ~Model();
   Model(const Model&) = delete;
   Model& operator=(const Model&) = delete;
+  /// Models move (`Sequential model;` declared first, assigned inside strategy.scope()): the
+  /// layers, weights, compile arguments and strategy move along; the compiled step programs are
+  /// traced again on the next call. Not during fit.
+  Model(Model&& other) noexcept;
+  Model& operator=(Model&& other) noexcept;
 
   /// The forward pass on a batch.
   virtual Tensor call(const Tensor& x, bool training) = 0;
@@ -155,8 +160,9 @@ class Model {
 
   /// Set by a callback to end fit after the current step/epoch (Keras model.stop_training).
   bool stop_training = false;
-  /// The strategy that was current at compile() (distribute/strategy.h): fit and evaluate
-  /// split each global batch over its replicas. Null before compile.
+  /// The strategy of the scope() the model was made in (distribute/strategy.h), else of the one
+  /// it was compiled in, else the default: fit and evaluate split each global batch over its
+  /// replicas. Null until the model is made in a scope or compiled.
   const std::shared_ptr<distribute::Strategy>& distribute_strategy() const { return strategy_; }
   /// False on MPI workers other than 0: they neither print progress nor write files.
   bool is_chief() const;
@@ -180,7 +186,9 @@ class Model {
   const EpochStats& last_epoch_stats() const { return epoch_stats_; }
 
  protected:
-  explicit Model(std::string name) : name_(std::move(name)) {}
+  /// Keeps the strategy of the scope() it is made in, if any (Keras: a model belongs to the
+  /// strategy whose scope created its variables).
+  explicit Model(std::string name);
   /// Per-example output dims of each layer for summary(); empty when unknown (not built).
   virtual std::vector<Dims> layer_output_shapes() const = 0;
   /// One summary() row: the layer, its per-example output dims (empty: "multiple"), whether
@@ -210,6 +218,8 @@ class Model {
   std::vector<HostTensor> step_args(const data::Element& batch) const;
   std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
   void reset_metrics();
+  /// The train/test step functions of compile(), which call back into this model.
+  void make_step_functions();
   /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
   /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
   std::vector<HostTensor> call_step(Function& step, const std::vector<HostTensor>& args);

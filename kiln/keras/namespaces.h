@@ -1,0 +1,122 @@
+// tf.keras's namespaces over Kiln's flat kiln::keras names, so the seed's program reads as its
+// Python does: keras::layers::Dense, keras::optimizers::Adam, keras::losses::..., keras::metrics::...,
+// keras::callbacks::..., keras::models::load_model, keras::datasets::mnist::load_data. The flat
+// names stay (keras::Dense is keras::layers::Dense: one type, two names).
+#pragma once
+
+#include "kiln/data/datasets/mnist.h"
+#include "kiln/keras/callbacks/backup_and_restore.h"
+#include "kiln/keras/callbacks/callback.h"
+#include "kiln/keras/callbacks/csv_logger.h"
+#include "kiln/keras/callbacks/early_stopping.h"
+#include "kiln/keras/callbacks/model_checkpoint.h"
+#include "kiln/keras/callbacks/progbar_logger.h"
+#include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
+#include "kiln/keras/initializers/initializers.h"
+#include "kiln/keras/layers/activation.h"
+#include "kiln/keras/layers/add.h"
+#include "kiln/keras/layers/batch_normalization.h"
+#include "kiln/keras/layers/concatenate.h"
+#include "kiln/keras/layers/conv2d.h"
+#include "kiln/keras/layers/dense.h"
+#include "kiln/keras/layers/dropout.h"
+#include "kiln/keras/layers/embedding.h"
+#include "kiln/keras/layers/flatten.h"
+#include "kiln/keras/layers/global_average_pooling2d.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/keras_tensor.h"
+#include "kiln/keras/layers/layer_normalization.h"
+#include "kiln/keras/layers/multi_head_attention.h"
+#include "kiln/keras/layers/pooling2d.h"
+#include "kiln/keras/layers/reshape.h"
+#include "kiln/keras/losses/losses.h"
+#include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/metrics/metric.h"
+#include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/rmsprop.h"
+#include "kiln/keras/optimizers/schedules.h"
+#include "kiln/keras/optimizers/sgd.h"
+#include "kiln/keras/saving/saving.h"
+
+namespace kiln::keras {
+
+namespace layers {
+using keras::Activation;
+using keras::Add;
+using keras::AveragePooling2D;
+using keras::BatchNormalization;
+using keras::Concatenate;
+using keras::Conv2D;
+using keras::Dense;
+using keras::Dropout;
+using keras::Embedding;
+using keras::Flatten;
+using keras::GlobalAveragePooling2D;
+using keras::Input;
+using keras::InputLayer;
+using keras::Layer;
+using keras::LayerNormalization;
+using keras::MaxPooling2D;
+using keras::MultiHeadAttention;
+using keras::Reshape;
+}  // namespace layers
+
+namespace models {
+using keras::Functional;
+using keras::load_model;
+using keras::Model;
+using keras::Sequential;
+}  // namespace models
+
+namespace optimizers {
+using keras::Adam;
+using keras::AdamW;
+using keras::Optimizer;
+using keras::RMSprop;
+using keras::SGD;
+namespace schedules {
+using keras::CosineDecay;
+using keras::ExponentialDecay;
+using keras::LearningRateSchedule;
+using keras::PiecewiseConstantDecay;
+}  // namespace schedules
+}  // namespace optimizers
+
+namespace losses {
+using keras::BinaryCrossentropy;
+using keras::CategoricalCrossentropy;
+using keras::Loss;
+using keras::MeanSquaredError;
+using keras::SparseCategoricalCrossentropy;
+}  // namespace losses
+
+namespace metrics {
+using keras::Accuracy;
+using keras::BinaryAccuracy;
+using keras::CategoricalAccuracy;
+using keras::Mean;
+using keras::Metric;
+using keras::SparseCategoricalAccuracy;
+}  // namespace metrics
+
+namespace callbacks {
+using keras::BackupAndRestore;
+using keras::Callback;
+using keras::CSVLogger;
+using keras::EarlyStopping;
+using keras::History;
+using keras::LambdaCallback;
+using keras::LearningRateScheduler;
+using keras::ModelCheckpoint;
+using keras::ProgbarLogger;
+using keras::ReduceLROnPlateau;
+using keras::TerminateOnNaN;
+}  // namespace callbacks
+
+/// keras.datasets.mnist.load_data(): kiln::datasets under its Keras name (an alias, so
+/// `using namespace kiln; using namespace kiln::keras;` still sees one `datasets`).
+namespace datasets = kiln::datasets;
+
+}  // namespace kiln::keras

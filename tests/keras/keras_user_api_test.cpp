@@ -1,0 +1,131 @@
+// The seed's program as a tf.keras user writes it: tf.keras's namespaces name Kiln's types,
+// a model declared before strategy.scope() and assigned inside it keeps that strategy (models
+// move), layers take Keras's first positional arguments, and a moved trained model predicts
+// what it did before the move.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <type_traits>
+
+#include "kiln/distribute/logical_devices.h"
+#include "kiln/distribute/strategy.h"
+#include "kiln/keras/keras.h"
+#include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln {
+namespace {
+
+static_assert(std::is_same_v<keras::layers::Dense, keras::Dense>);
+static_assert(std::is_same_v<keras::layers::MaxPooling2D, keras::MaxPooling2D>);
+static_assert(std::is_same_v<keras::optimizers::Adam, keras::Adam>);
+static_assert(std::is_same_v<keras::optimizers::schedules::CosineDecay, keras::CosineDecay>);
+static_assert(std::is_same_v<keras::losses::SparseCategoricalCrossentropy, keras::SparseCategoricalCrossentropy>);
+static_assert(std::is_same_v<keras::metrics::SparseCategoricalAccuracy, keras::SparseCategoricalAccuracy>);
+static_assert(std::is_same_v<keras::callbacks::ModelCheckpoint, keras::ModelCheckpoint>);
+static_assert(std::is_same_v<keras::models::Sequential, keras::Sequential>);
+static_assert(std::is_move_constructible_v<keras::Sequential> && std::is_move_assignable_v<keras::Sequential>);
+static_assert(std::is_move_assignable_v<keras::Functional>);
+
+std::pair<HostTensor, HostTensor> synthetic(int64_t n) { return keras::testing::synthetic_mnist(n, 5); }
+
+// The seed's S6, in tf.keras's words.
+keras::models::Sequential seed_model() {
+  using namespace keras;
+  return models::Sequential({layers::Flatten({.input_shape = {28, 28}}),
+                             layers::Dense(128, {.activation = "relu"}), layers::Dense(10)});
+}
+
+void compile_seed(keras::Model& model) {
+  using namespace keras;
+  model.compile({.optimizer = optimizers::Adam(),
+                 .loss = losses::SparseCategoricalCrossentropy({.from_logits = true}),
+                 .metrics = {"accuracy"}});
+}
+
+class KerasUserApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { config::set_logical_cpu_devices(2); }
+  void TearDown() override { config::set_logical_cpu_devices(1); }
+};
+
+TEST_F(KerasUserApiTest, AModelAssignedInsideAScopeKeepsItsStrategyAndTrainsAsOneMadeThere) {
+  auto [x, y] = synthetic(256);
+  data::Dataset ds = keras::testing::batches(x, y, 64);
+  auto strategy = std::make_shared<distribute::MirroredStrategy>();
+
+  keras::models::Sequential model;  // declared outside, as the seed's Python does implicitly
+  std::unique_ptr<keras::Sequential> reference;
+  {
+    auto scope = strategy->scope();
+    model = seed_model();
+    compile_seed(model);
+    reference = std::make_unique<keras::Sequential>(seed_model());
+    compile_seed(*reference);
+  }
+  EXPECT_EQ(model.distribute_strategy(), strategy);
+  keras::models::Sequential compiled_later;  // made in the scope, compiled after it
+  {
+    auto scope = strategy->scope();
+    compiled_later = seed_model();
+  }
+  compile_seed(compiled_later);
+  EXPECT_EQ(compiled_later.distribute_strategy(), strategy);
+  model.predict(x.slice_rows(0, 2));
+  reference->predict(x.slice_rows(0, 2));
+  reference->set_weights(model.get_weights());
+
+  // fit outside the scope: the model's own strategy splits each batch over its 2 replicas.
+  keras::History moved = model.fit(ds, {.epochs = 2, .verbose = 0});
+  keras::History made_there;
+  {
+    auto scope = strategy->scope();
+    made_there = reference->fit(ds, {.epochs = 2, .verbose = 0});
+  }
+  EXPECT_EQ(moved.history.at("loss"), made_there.history.at("loss"));
+  const auto a = model.get_weights(), b = reference->get_weights();
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector<float>(), b[i].to_vector<float>()) << i;
+}
+
+TEST_F(KerasUserApiTest, CompilingInAnotherStrategysScopeIsAnError) {
+  auto first = std::make_shared<distribute::MirroredStrategy>();
+  auto second = std::make_shared<distribute::MirroredStrategy>();
+  keras::models::Sequential model;
+  {
+    auto scope = first->scope();
+    model = seed_model();
+  }
+  auto scope = second->scope();
+  KILN_EXPECT_ERROR(compile_seed(model), ValueError, "compiled in the scope of another");
+}
+
+TEST(KerasUserApiMoveTest, AMovedTrainedModelPredictsAndTrainsOnAsBefore) {
+  auto [x, y] = synthetic(128);
+  keras::Sequential model = seed_model();
+  compile_seed(model);
+  model.fit(x, y, {.batch_size = 32, .epochs = 1, .verbose = 0});
+  const HostTensor before = model.predict(x.slice_rows(0, 16));
+  keras::Sequential moved = std::move(model);
+  EXPECT_EQ(moved.predict(x.slice_rows(0, 16)).to_vector<float>(), before.to_vector<float>());
+  EXPECT_TRUE(moved.is_compiled());
+  const double loss = moved.evaluate(x, y, 32, {.verbose = 0}).at("loss");
+  moved.fit(x, y, {.batch_size = 32, .epochs = 2, .verbose = 0});
+  EXPECT_LT(moved.evaluate(x, y, 32, {.verbose = 0}).at("loss"), loss);
+}
+
+TEST(KerasUserApiLayersTest, LayersTakeKerassFirstPositionalArguments) {
+  using namespace keras::layers;
+  EXPECT_EQ(MaxPooling2D({3, 3}).pool_size(), (Dims{3, 3}));
+  EXPECT_EQ(MaxPooling2D(2).pool_size(), (Dims{2, 2}));
+  EXPECT_EQ(AveragePooling2D({2, 1}, {.padding = "same"}).pool_size(), (Dims{2, 1}));
+  EXPECT_EQ(MaxPooling2D({3, 3}).get_config(), MaxPooling2D({.pool_size = {3, 3}}).get_config());
+  EXPECT_EQ(BatchNormalization(1).get_config(), BatchNormalization({.axis = 1}).get_config());
+  EXPECT_EQ(LayerNormalization(1, {.epsilon = 1e-5}).get_config(),
+            LayerNormalization({.axis = 1, .epsilon = 1e-5}).get_config());
+  EXPECT_EQ(Dropout(0.2).get_config(), Dropout(0.2, {}).get_config());
+  EXPECT_EQ(Conv2D(32, {3, 3}).get_config(), Conv2D(32, 3).get_config());
+  EXPECT_EQ(Reshape({28, 28, 1}).get_config(), Reshape({28, 28, 1}, {}).get_config());
+}
+
+}  // namespace
+}  // namespace kiln
