@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "kiln/core/check.h"
 #include "kiln/core/host_tensor.h"
 
 namespace kiln::runtime {
@@ -19,6 +21,10 @@ class Executable {
   /// first that does not). Outputs aliased to a parameter (variable updates) are written into
   /// that argument's storage in place and returned sharing it; other outputs are fresh tensors.
   virtual std::vector<HostTensor> run(std::span<HostTensor> arguments) = 0;
+  /// The same, writing the outputs that are not aliased to a parameter into `outputs` (one per
+  /// output, of its shape; an undefined entry gets a fresh tensor), so a caller can recycle
+  /// output buffers (a dataset map's batches). The default runs and copies.
+  virtual std::vector<HostTensor> run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs);
 
   /// Peak bytes the memory plan needs: arena + arguments + outputs + constants.
   virtual int64_t planned_peak_bytes() const = 0;
@@ -27,5 +33,17 @@ class Executable {
   /// The lowered program, one step per line (what KILN_DUMP_IR writes as "lowered").
   virtual std::string describe() const = 0;
 };
+
+inline std::vector<HostTensor> Executable::run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) {
+  std::vector<HostTensor> results = run(arguments);
+  for (size_t k = 0; k < results.size() && k < outputs.size(); ++k) {
+    if (!outputs[k].defined() || results[k].shares_storage_with(outputs[k])) continue;
+    if (!(outputs[k].shape() == results[k].shape()))
+      KILN_THROW(ShapeError, "output ", k, " must be ", results[k].shape(), ", the buffer given is ", outputs[k].shape(), ".");
+    std::memcpy(outputs[k].raw_data(), results[k].raw_data(), static_cast<size_t>(results[k].byte_size()));
+    results[k] = outputs[k];
+  }
+  return results;
+}
 
 }  // namespace kiln::runtime

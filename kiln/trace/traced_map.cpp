@@ -45,7 +45,11 @@ class SingleThreadTeam {
 }  // namespace
 
 TracedMap::TracedMap(std::string name, size_t arity, Fn fn, std::shared_ptr<runtime::Backend> backend)
-    : name_(std::move(name)), arity_(arity), fn_(std::move(fn)), backend_(std::move(backend)) {
+    : name_(std::move(name)),
+      arity_(arity),
+      fn_(std::move(fn)),
+      backend_(std::move(backend)),
+      pool_(data::BufferPool::create(/*max_free=*/16)) {
   if (!backend_) backend_ = default_backend();
 }
 
@@ -110,13 +114,19 @@ std::unique_ptr<ir::Module> TracedMap::trace_element(const std::vector<Shape>& e
   return module;
 }
 
-std::unique_ptr<runtime::Executable> TracedMap::compile(std::unique_ptr<ir::Module> module) {
+std::unique_ptr<runtime::Executable> TracedMap::compile(const std::string& key, std::unique_ptr<ir::Module> module) {
+  std::vector<Shape> outputs;
+  for (const ir::Instruction* o : module->entry()->outputs()) outputs.push_back(o->shape());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    programs_[key].outputs = std::move(outputs);
+  }
   runtime::CompileOptions options;
   options.label = name_.empty() ? "map" : name_;
   return backend_->compile(std::move(module), options);
 }
 
-std::vector<HostTensor> TracedMap::run_program(const std::string& key, std::vector<HostTensor>& args,
+std::vector<HostTensor> TracedMap::run_program(const std::string& key, std::vector<HostTensor>& args, bool pooled,
                                                const std::function<std::unique_ptr<runtime::Executable>()>& make) {
   std::unique_ptr<runtime::Executable> exe;
   {
@@ -129,10 +139,15 @@ std::vector<HostTensor> TracedMap::run_program(const std::string& key, std::vect
   }
   if (!exe) exe = make();
   if (!exe) return {};
+  std::vector<HostTensor> buffers;
+  if (pooled) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const Shape& s : programs_[key].outputs) buffers.push_back(pool_->acquire(s));
+  }
   std::vector<HostTensor> out;
   {
     SingleThreadTeam team;
-    out = exe->run(args);
+    out = exe->run_into(args, buffers);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   programs_[key].idle.push_back(std::move(exe));
@@ -144,7 +159,8 @@ std::vector<HostTensor> TracedMap::run(std::vector<HostTensor> element) {
   const std::vector<Shape> shapes = shapes_of(element);
   const std::string signature = signature_of(shapes);
   note_signature(signature);
-  return run_program("element " + signature, element, [&] { return compile(trace_element(shapes, signature)); });
+  const std::string key = "element " + signature;
+  return run_program(key, element, /*pooled=*/false, [&] { return compile(key, trace_element(shapes, signature)); });
 }
 
 std::vector<HostTensor> TracedMap::run_batched(std::vector<HostTensor> batch) {
@@ -164,9 +180,9 @@ std::vector<HostTensor> TracedMap::run_batched(std::vector<HostTensor> batch) {
   }
   if (!row_by_row) {
     std::string why_not;
-    std::vector<HostTensor> out = run_program(key, batch, [&]() -> std::unique_ptr<runtime::Executable> {
+    std::vector<HostTensor> out = run_program(key, batch, /*pooled=*/true, [&]() -> std::unique_ptr<runtime::Executable> {
       std::unique_ptr<ir::Module> batched = batch_module(*trace_element(element, signature), rows, &why_not);
-      return batched ? compile(std::move(batched)) : nullptr;
+      return batched ? compile(key, std::move(batched)) : nullptr;
     });
     if (!why_not.empty()) {  // no program: mark the signature and fall through to rows
       std::lock_guard<std::mutex> lock(mutex_);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "kiln/core/host_tensor.h"
+#include "kiln/data/buffer_pool.h"
 #include "kiln/data/dataset.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/trace/tensor.h"
@@ -54,13 +55,15 @@ class TracedMap {
  private:
   struct Programs {
     std::vector<std::unique_ptr<runtime::Executable>> idle;  // one runs on one thread at a time
+    std::vector<Shape> outputs;                              // the programs' output shapes
     bool row_by_row = false;                                 // batched signature without a batched program
   };
   std::unique_ptr<ir::Module> trace_element(const std::vector<Shape>& element, const std::string& signature);
-  std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module);
+  /// Compiles `module` for `key`, recording its output shapes.
+  std::unique_ptr<runtime::Executable> compile(const std::string& key, std::unique_ptr<ir::Module> module);
   /// Runs `args` on an idle executable of `key` (compiling one with `make` when none is idle;
-  /// nothing, when `make` has no program to give).
-  std::vector<HostTensor> run_program(const std::string& key, std::vector<HostTensor>& args,
+  /// nothing, when `make` has no program to give). `pooled` outputs come from the buffer pool.
+  std::vector<HostTensor> run_program(const std::string& key, std::vector<HostTensor>& args, bool pooled,
                                       const std::function<std::unique_ptr<runtime::Executable>()>& make);
   void check_arity(const std::vector<HostTensor>& args, bool batched) const;
   void note_signature(const std::string& signature);
@@ -73,6 +76,8 @@ class TracedMap {
   mutable std::mutex mutex_;
   std::map<std::string, Programs> programs_;  // key: "element (...)" or "batch (...)"
   std::set<std::string> element_signatures_;
+  // Batched outputs (whole batches) are recycled: no allocation or page faults per batch.
+  std::shared_ptr<data::BufferPool> pool_;
   int trace_count_ = 0;
   std::string not_batched_;
 };

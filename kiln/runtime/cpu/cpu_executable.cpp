@@ -28,7 +28,7 @@ int CpuExecutable::value_id(const ir::Instruction* inst) const {
   return it->second;
 }
 
-std::vector<HostTensor> CpuExecutable::run(std::span<HostTensor> arguments) {
+std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments, std::span<HostTensor> given) {
   const ir::Computation& entry = *module_->entry();
   const auto& params = entry.parameters();
   if (arguments.size() != params.size())
@@ -44,9 +44,19 @@ std::vector<HostTensor> CpuExecutable::run(std::span<HostTensor> arguments) {
   std::vector<int> alias_of(outs.size(), -1);
   for (const auto& a : module_->aliases()) alias_of[static_cast<size_t>(a.output_index)] = a.parameter_index;
   std::vector<HostTensor> results(outs.size());
-  for (size_t k = 0; k < outs.size(); ++k)
-    // Fresh outputs are fully written by their step or output copy: no zero-fill.
-    results[k] = alias_of[k] >= 0 ? arguments[static_cast<size_t>(alias_of[k])] : HostTensor::uninitialized(outs[k]->shape());
+  for (size_t k = 0; k < outs.size(); ++k) {
+    if (alias_of[k] >= 0) {
+      results[k] = arguments[static_cast<size_t>(alias_of[k])];
+    } else if (k < given.size() && given[k].defined()) {
+      if (!(given[k].shape() == outs[k]->shape()))
+        KILN_THROW(ShapeError, "[", module_->name(), "] output ", k, " must be ", outs[k]->shape(),
+                   ", the buffer given is ", given[k].shape(), ".");
+      results[k] = given[k];
+    } else {
+      // Fresh outputs are fully written by their step or output copy: no zero-fill.
+      results[k] = HostTensor::uninitialized(outs[k]->shape());
+    }
+  }
 
   auto* arena = static_cast<std::byte*>(arena_.raw_data());
   for (size_t v = 0; v < plan_.order.size(); ++v) {

@@ -34,7 +34,8 @@ class CpuExecutable : public runtime::Executable {
   CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile = false);
   ~CpuExecutable() override;
 
-  std::vector<HostTensor> run(std::span<HostTensor> arguments) override;
+  std::vector<HostTensor> run(std::span<HostTensor> arguments) override { return run_into(arguments, {}); }
+  std::vector<HostTensor> run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) override;
   int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;

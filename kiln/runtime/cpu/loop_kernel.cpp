@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <unordered_map>
 
 #include "kiln/core/check.h"
@@ -44,7 +45,8 @@ struct Load {
 struct Instr {
   Op op;
   int dst = 0, a = 0, b = 0, c = 0;
-  double value = 0;      // kSplat
+  double value = 0;      // kSplat; a binary op's second operand when b_is_scalar
+  bool b_is_scalar = false;  // a binary op whose second operand is the constant `value`
   int load = -1;         // kLoad
   int64_t div = 1, mod = 1;  // kIota: (i / div) % mod
 };
@@ -189,6 +191,17 @@ class StageBuilder {
 
   int new_register(Stage& st) { return st.num_registers++; }
 
+  // The value of a one-element constant, directly or broadcast (a scalar operand).
+  static std::optional<double> constant_scalar(const ir::Instruction* inst) {
+    while (inst->opcode() == ir::Opcode::kBroadcastInDim || inst->opcode() == ir::Opcode::kReshape)
+      inst = inst->operand(0);
+    if (inst->opcode() != ir::Opcode::kConstant || inst->shape().num_elements() != 1) return std::nullopt;
+    return visit_dtype(inst->dtype(), [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      return to_double(*static_cast<const S*>(inst->attrs().literal.raw_data()));
+    });
+  }
+
   bool emit(const ir::Instruction* inst, Stage& st, std::unordered_map<const ir::Instruction*, int>& regs,
             int* out) {
     if (auto it = regs.find(inst); it != regs.end()) {
@@ -220,12 +233,26 @@ class StageBuilder {
       in.load = static_cast<int>(st.loads.size()) - 1;
     } else if (ir::is_elementwise(opc)) {
       if (inst->shape().dims() != st.shape.dims()) return false;
+      // Float registers hold an f32 exactly: converting to f32 is then the value itself.
+      if (opc == Opcode::kConvert && inst->dtype() == DType::kF32 && !p_.use_double)
+        return emit(inst->operand(0), st, regs, out) && (regs[inst] = *out, true);
+      // A constant second operand of a binary op is read as a scalar, not filled per chunk.
+      std::optional<double> scalar_b;
+      if (inst->operand_count() == 2 && (ir::opcode_family(opc) == ir::OpFamily::Binary ||
+                                         ir::opcode_family(opc) == ir::OpFamily::Compare))
+        scalar_b = constant_scalar(inst->operand(1));
       int operand_regs[3] = {0, 0, 0};
-      for (size_t i = 0; i < inst->operand_count(); ++i)
+      for (size_t i = 0; i < inst->operand_count(); ++i) {
+        if (i == 1 && scalar_b) continue;
         if (!emit(inst->operand(i), st, regs, &operand_regs[i])) return false;
+      }
       in.a = operand_regs[0];
-      in.b = operand_regs[1];
+      in.b = scalar_b ? operand_regs[0] : operand_regs[1];
       in.c = operand_regs[2];
+      if (scalar_b) {
+        in.b_is_scalar = true;
+        in.value = *scalar_b;
+      }
       if (!select_op(inst, &in.op)) return false;
     } else {
       return false;
@@ -287,6 +314,7 @@ class StageBuilder {
   }
 
   static int reads(const Instr& in) {
+    if (in.b_is_scalar) return 1;
     switch (in.op) {
       case Op::kLoad: case Op::kSplat: case Op::kIota: return 0;
       case Op::kSelect: return 3;
@@ -403,11 +431,18 @@ void store_chunk(DType dtype, void* out, int64_t base, int64_t len, const T* src
 template <typename T>
 T erf_of(T x) { return std::erf(x); }
 
+// One instruction over a chunk. `B` is the second operand's reader: a register (`const T*`) or
+// a scalar constant (ScalarOperand), so `b[j]` is the same code for both.
 template <typename T>
-void exec(const Instr& in, T* regs, int64_t base, int64_t n) {
+struct ScalarOperand {
+  T v;
+  T operator[](int64_t) const { return v; }
+};
+
+template <typename T, typename B>
+void exec_with(const Instr& in, T* regs, int64_t base, int64_t n, B b) {
   T* d = regs + in.dst * kChunk;
   const T* a = regs + in.a * kChunk;
-  const T* b = regs + in.b * kChunk;
   const T* c = regs + in.c * kChunk;
 #define KILN_LOOP(expr) for (int64_t j = 0; j < n; ++j) d[j] = (expr)
   switch (in.op) {
@@ -449,6 +484,14 @@ void exec(const Instr& in, T* regs, int64_t base, int64_t n) {
     case Op::kSelect: KILN_LOOP(a[j] != T(0) ? b[j] : c[j]); break;
   }
 #undef KILN_LOOP
+}
+
+template <typename T>
+void exec(const Instr& in, T* regs, int64_t base, int64_t n) {
+  if (in.b_is_scalar)
+    exec_with<T>(in, regs, base, n, ScalarOperand<T>{static_cast<T>(in.value)});
+  else
+    exec_with<T>(in, regs, base, n, static_cast<const T*>(regs + in.b * kChunk));
 }
 
 }  // namespace
@@ -529,11 +572,11 @@ std::unique_ptr<LoopKernel> LoopKernel::create(const ir::Computation& body) {
 
 std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root) {
   auto program = std::make_unique<LoopProgram>();
+  for (const ir::Instruction* inst : root.parent()->post_order())
+    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) program->use_double = true;
   StageBuilder builder(*program);
   int stage;
   if (!builder.build_stage(&root, &stage)) return nullptr;
-  for (const ir::Instruction* inst : root.parent()->post_order())
-    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) program->use_double = true;
   return std::unique_ptr<LoopKernel>(new LoopKernel(std::move(program)));
 }
 
