@@ -73,7 +73,7 @@ TEST(MultiWorkerFitTest, TheSeedExampleTrainsOnTwoRanks) {
   ASSERT_NE(test, std::string::npos) << log;
   EXPECT_GT(std::stod(log.substr(test + 14, 6)), 0.9) << log;  // one epoch on 60,000 images
   EXPECT_NE(log.find("(same)"), std::string::npos) << log;
-  EXPECT_TRUE(std::filesystem::exists(dir.path() / "mnist_mlp.h5"));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() / "kiln_output" / "mnist_mlp.h5"));
 #endif
 }
 

@@ -113,6 +113,20 @@ TEST(KerasUserApiMoveTest, AMovedTrainedModelPredictsAndTrainsOnAsBefore) {
   EXPECT_LT(moved.evaluate(x, y, 32, {.verbose = 0}).at("loss"), loss);
 }
 
+// Keras warns, and runs the layers, when a Sequential gets another per-example shape than the
+// one it was made for (the seed's Flatten((28, 28)) fed (28, 28, 1) images).
+TEST(KerasUserApiMoveTest, AnInputOfAnotherShapeThanDeclaredIsAWarningNotSilence) {
+  keras::Sequential model({keras::layers::Flatten({.input_shape = {28, 28}}), keras::layers::Dense(3)});
+  ::testing::internal::CaptureStderr();
+  HostTensor out = model.predict(HostTensor(Shape(DType::kF32, {2, 28, 28, 1})));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(out.dims(), (Dims{2, 3}));
+  EXPECT_NE(err.find("was constructed with shape (None, 28, 28) for its input, but it was called on an input "
+                     "with incompatible shape (None, 28, 28, 1)"),
+            std::string::npos)
+      << err;
+}
+
 TEST(KerasUserApiLayersTest, LayersTakeKerassFirstPositionalArguments) {
   using namespace keras::layers;
   EXPECT_EQ(MaxPooling2D({3, 3}).pool_size(), (Dims{3, 3}));

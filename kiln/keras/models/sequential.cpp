@@ -2,6 +2,7 @@
 #include "kiln/keras/models/sequential.h"
 
 #include "kiln/core/check.h"
+#include "kiln/core/logging.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
 
@@ -41,10 +42,30 @@ void Sequential::build(const Dims& input_shape) {
   }
 }
 
+namespace {
+
+// "(None, 28, 28)": Keras's way of printing a per-example shape with its batch.
+std::string batch_dims_text(const Dims& dims) {
+  std::string s = "(None";
+  for (int64_t d : dims) s += ", " + std::to_string(d);
+  return s + ")";
+}
+
+}  // namespace
+
 Tensor Sequential::call(const Tensor& x, bool training) {
   if (layers_.empty())
     KILN_THROW(ValueError, "[", name_, "] the model has no layers. Hint: model.add(Dense(10)).");
-  if (!built()) input_shape_ = Dims(x.dims().begin() + 1, x.dims().end());
+  const Dims example(x.dims().begin() + 1, x.dims().end());
+  if (!built()) input_shape_ = example;
+  if (example != input_shape_ && !warned_input_shape_) {
+    // Keras warns and runs the layers on what it is given (the seed's Flatten((28, 28)) gets
+    // (28, 28, 1) images); the layers still check what they can take.
+    warned_input_shape_ = true;
+    log(LogLevel::kWarning, str_cat("Model '", name_, "' was constructed with shape ", batch_dims_text(input_shape_),
+                                    " for its input, but it was called on an input with incompatible shape ",
+                                    batch_dims_text(example), "."));
+  }
   Tensor h = x;
   for (LayerHandle& l : layers_) h = (*l)(h, training);
   return h;

@@ -33,6 +33,7 @@ class Sequential : public Model {
 
  private:
   Dims input_shape_;
+  bool warned_input_shape_ = false;  // Keras's "constructed with shape ... called on ..." once
 };
 
 }  // namespace kiln::keras
