@@ -182,12 +182,18 @@ class Planner {
         continue;
       }
       plan_.output_bytes += b.size;
-      if (b.kind == BufferKind::kArena && !placed.count(value)) {
-        b.kind = BufferKind::kOutput;
-        b.output_index = out;
-        placed.insert(value);
+      // A reshape is the same bytes: the value it reshapes is computed straight into the output.
+      const Instruction* owner = plan_.storage_owner(value);
+      BufferInfo& ob = plan_.buffers.at(owner);
+      if (ob.kind == BufferKind::kArena && !placed.count(owner)) {
+        ob.kind = BufferKind::kOutput;
+        ob.output_index = out;
+        placed.insert(owner);
+        if (owner != value)
+          plan_.notes.push_back(str_cat("output ", out, " (%", value->id(), ") is %", owner->id(),
+                                        " reshaped: computed straight into the output"));
       } else {
-        add_copy(value, out, "copied: the value is a parameter, constant, reshape or another output");
+        add_copy(value, out, "copied: the value is a parameter, constant, or another output's bytes");
       }
     }
   }

@@ -77,7 +77,7 @@ TEST(MemoryPlanningTest, OffsetsAreAlignedAndLiveValuesNeverOverlap) {
   EXPECT_TRUE(co + 64 <= to || to + 64 <= co);
 }
 
-TEST(MemoryPlanningTest, OutputsThatAreParametersConstantsReshapesOrRepeatsAreCopied) {
+TEST(MemoryPlanningTest, OutputsThatAreParametersConstantsOrRepeatsAreCopied) {
   ir::Module m("m");
   ir::Builder b(m.entry());
   auto* x = b.parameter(Shape(DType::kF32, {2, 3}), "x");
@@ -96,13 +96,28 @@ TEST(MemoryPlanningTest, OutputsThatAreParametersConstantsReshapesOrRepeatsAreCo
   EXPECT_EQ(plan.output_copies[0].source, x);
   EXPECT_EQ(plan.output_copies[0].output_index, 1);
   EXPECT_EQ(plan.output_copies[1].source, c);
-  EXPECT_EQ(plan.output_copies[2].source, r);
+  EXPECT_EQ(plan.output_copies[2].source, r);  // e is output 0 already
   EXPECT_EQ(plan.output_copies[3].output_index, 4);
   EXPECT_EQ(plan.arena_bytes, 0);
   EXPECT_EQ(plan.argument_bytes, 24);
   EXPECT_EQ(plan.constant_bytes, 4);
   EXPECT_EQ(plan.output_bytes, 24 + 24 + 4 + 24 + 24);
   EXPECT_EQ(plan.peak_bytes(), 24 + 4 + 100);
+}
+
+// expand_dims(f(x)) as an output (a traced map's image): f writes straight into the output.
+TEST(MemoryPlanningTest, AReshapedOutputIsComputedStraightIntoTheOutput) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {2, 3}), "x");
+  auto* e = b.unary(Opcode::kExp, x);
+  auto* r = b.reshape(e, {2, 3, 1});
+  m.entry()->set_outputs({r});
+  MemoryPlan plan = plan_memory(m, TestTarget());
+  EXPECT_EQ(plan.buffers.at(e).kind, BufferKind::kOutput);
+  EXPECT_EQ(plan.buffers.at(e).output_index, 0);
+  EXPECT_TRUE(plan.output_copies.empty());
+  EXPECT_EQ(plan.arena_bytes, 0);
 }
 
 // w' = w - 0.1 * g, aliased to w, with optional extra readers of w.
