@@ -7,6 +7,8 @@ packages=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libgtest-dev libgmock-dev                      # tests
   libdnnl-dev                                    # oneDNN: matmul/conv kernels (OpenMP build)
+  ocl-icd-opencl-dev                             # dnnl-config.cmake calls find_package(OpenCL);
+                                                 # only a Recommends of libdnnl-dev
   libhdf5-dev                                    # Keras .h5 files
   nlohmann-json3-dev                             # Keras JSON configs
   zlib1g-dev                                     # gzip IDX, checksums
