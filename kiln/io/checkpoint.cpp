@@ -101,6 +101,9 @@ void check_header(const FileReader& file, uint64_t* payload_size, uint32_t* payl
   if (version == 0 || version > kCheckpointVersion)
     fail(path, str_cat("unsupported checkpoint version ", version, " (this Kiln reads up to ",
                        kCheckpointVersion, "); upgrade Kiln to read it"));
+  if (const uint32_t flags = static_cast<uint32_t>(load_le(h + 12, 4)); flags != 0)
+    fail(path, str_cat("header flags are 0x", std::hex, flags, std::dec,
+                       ", but this version's flags are 0 (a corrupt header, or a newer writer)"));
   *payload_size = load_le(h + 16, 8);
   *payload_crc = static_cast<uint32_t>(load_le(h + 24, 4));
   const uint64_t body = file.size() - kCheckpointHeaderBytes;

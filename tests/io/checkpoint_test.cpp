@@ -99,15 +99,26 @@ TEST_F(CheckpointTest, TruncatedAndOverlongFilesAreRejected) {
   KILN_EXPECT_ERROR(read_checkpoint(path), IOError, "4 unexpected bytes after the");
 }
 
+// Sets header byte `at` to `value` and re-fixes the header CRC, as a writer would have.
+std::string with_header_byte(std::string b, size_t at, char value) {
+  b[at] = value;
+  uint32_t crc = crc32c(b.data(), 28);
+  for (int i = 0; i < 4; ++i) b[28 + i] = static_cast<char>(crc >> (8 * i));
+  return b;
+}
+
 TEST_F(CheckpointTest, NewerVersionsAskForANewerKiln) {
   std::string path = dir_.file("v9");
   write_checkpoint(path, {});
-  std::string b = read_file(path);
-  b[8] = 9;
-  uint32_t crc = crc32c(b.data(), 28);
-  for (int i = 0; i < 4; ++i) b[28 + i] = static_cast<char>(crc >> (8 * i));
-  write_file_atomically(path, b);
+  write_file_atomically(path, with_header_byte(read_file(path), 8, 9));
   KILN_EXPECT_ERROR(read_checkpoint(path), IOError, "unsupported checkpoint version 9");
+}
+
+TEST_F(CheckpointTest, NonZeroFlagsAreRejectedEvenWithAValidHeaderChecksum) {
+  std::string path = dir_.file("flags");
+  write_checkpoint(path, {});
+  write_file_atomically(path, with_header_byte(read_file(path), 12, 1));
+  KILN_EXPECT_ERROR(read_checkpoint(path), IOError, "[" + path + "] header flags are 0x1, but this version's flags are 0");
 }
 
 TEST_F(CheckpointTest, ProcessKilledMidWriteLeavesThePreviousCheckpointLoadable) {

@@ -147,7 +147,11 @@ std::vector<HostTensor> read_csv(const std::string& path, const CsvOptions& opti
 
   const size_t ncols = options.columns.size();
   Record record;
-  if (options.header && splitter.next(record)) {
+  if (options.header && !splitter.next(record))
+    KILN_THROW(DataError, "[read_csv] ", path, ": the file is empty, but options.header says its first line names "
+               "the columns. Hint: an empty table still has its header line; set header = false for a file "
+               "without one.");
+  if (options.header) {
     if (record.fields.size() != ncols)
       KILN_THROW(DataError, "[read_csv] ", path, ":", record.line, ": the header has ",
                  record.fields.size(), " fields, expected ", ncols, " columns.");

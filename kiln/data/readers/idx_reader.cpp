@@ -35,7 +35,15 @@ size_t read_some(gzFile f, void* dst, size_t n, const std::string& path) {
       const char* msg = gzerror(f, &err);
       fail(path, str_cat("corrupt compressed data (", msg, ")"));
     }
-    if (r == 0) break;
+    if (r == 0) {
+      // zlib reports a gzip stream cut short (no CRC and length trailer) as a plain end of
+      // file with Z_BUF_ERROR behind it.
+      int err = 0;
+      gzerror(f, &err);
+      if (err == Z_BUF_ERROR)
+        fail(path, "truncated gzip stream: it ends before its 8-byte CRC and length trailer");
+      break;
+    }
     got += static_cast<size_t>(r);
   }
   return got;

@@ -18,6 +18,11 @@ constexpr size_t kMagicSize = 6;
   KILN_THROW(DataError, "[read_npy] ", path, ": at byte offset ", offset, ": ", what);
 }
 
+std::string hex(unsigned char c) {
+  const char* digits = "0123456789abcdef";
+  return {digits[c >> 4], digits[c & 15]};
+}
+
 struct DescrType {
   const char* code;
   DType dtype;
@@ -61,11 +66,22 @@ class HeaderParser {
       skip_space();
       if (peek() == ',') ++pos_;
     }
+    ++pos_;  // '}'
+    // numpy pads the dict with spaces and ends it with '\n'; anything else is damage.
+    for (size_t at = pos_; at < text_.size(); ++at)
+      if (text_[at] != ' ' && text_[at] != '\n' && text_[at] != '\t' && text_[at] != '\r')
+        fail(path_, base_ + at, str_cat("unexpected byte 0x", hex(static_cast<unsigned char>(text_[at])),
+                                        " in the header's padding after the dict (numpy pads with spaces)"));
     if (!have_descr || !have_fortran || !have_shape)
       fail(path_, base_, "header lacks one of 'descr', 'fortran_order', 'shape'");
     if (fortran)
       fail(path_, base_, "fortran_order is True. Hint: save a C-order array (np.ascontiguousarray).");
-    return Shape(dtype_of_descr(descr), std::move(dims));
+    const DType dtype = dtype_of_descr(descr);
+    int64_t bytes = static_cast<int64_t>(size_of(dtype));
+    for (int64_t d : dims)
+      if (__builtin_mul_overflow(bytes, d, &bytes))
+        fail(path_, base_, str_cat("the shape ", dims_to_string(dims), " holds more bytes than int64 counts"));
+    return Shape(dtype, std::move(dims));
   }
 
  private:
@@ -184,9 +200,10 @@ HostTensor read_npy(const std::string& path) {
                                 bytes.size() - data_at));
   HostTensor t(shape);
   if (want > 0) std::memcpy(t.raw_data(), bytes.data() + data_at, want);
-  if (shape.dtype() == DType::kBool) {  // any non-zero byte is true; keep bools 0 or 1
-    auto* b = static_cast<uint8_t*>(t.raw_data());
-    for (size_t i = 0; i < want; ++i) b[i] = b[i] != 0;
+  if (shape.dtype() == DType::kBool) {  // numpy writes bools as 0 or 1: another byte is damage
+    const auto* b = static_cast<const uint8_t*>(t.raw_data());
+    for (size_t i = 0; i < want; ++i)
+      if (b[i] > 1) fail(path, data_at + i, str_cat("bool element ", i, " is byte ", static_cast<int>(b[i]), ", not 0 or 1"));
   }
   return t;
 }

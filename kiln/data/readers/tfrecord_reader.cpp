@@ -53,7 +53,8 @@ std::optional<HostTensor> TFRecordReader::next() {
   std::fseek(file_.get(), 0, SEEK_END);
   const long size = std::ftell(file_.get());
   std::fseek(file_.get(), here, SEEK_SET);
-  if (length + 4 > static_cast<uint64_t>(size - here))
+  const auto remain = static_cast<uint64_t>(size - here);
+  if (length > remain || remain - length < 4)  // (length + 4 could wrap around)
     fail(path_, offset_, str_cat("truncated: the record promises ", length, " data bytes + 4 CRC bytes, ",
                                  size - here, " remain"));
   HostTensor data(Shape(DType::kU8, {static_cast<int64_t>(length)}));

@@ -69,6 +69,13 @@ TEST_F(CsvReaderTest, HeaderMustMatchColumnNames) {
   KILN_EXPECT_ERROR(read_csv(path, options_), DataError, path + ":1: header field 1 is 'count', expected 'n'");
 }
 
+TEST_F(CsvReaderTest, AnEmptyFileWithAHeaderExpectedIsAnError) {
+  auto empty = write("empty.csv", "");
+  KILN_EXPECT_ERROR(read_csv(empty, options_), DataError, empty + ": the file is empty, but options.header says");
+  auto header_only = write("header.csv", "x,n,ok\n");  // a table of no rows is fine
+  EXPECT_EQ(read_csv(header_only, options_)[0].num_elements(), 0);
+}
+
 TEST_F(CsvReaderTest, UnterminatedQuoteNamesItsLine) {
   auto path = write("u.csv", "x,n,ok\n1,2,true\n\"3,4,true\n");
   KILN_EXPECT_ERROR(read_csv(path, options_), DataError, path + ":3: a quoted field is never closed");

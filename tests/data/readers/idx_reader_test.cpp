@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <filesystem>
+
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
 
@@ -92,6 +94,16 @@ TEST_F(IdxReaderTest, AbsurdDimensionsFailWithoutAHugeAllocation) {
   // allocated only one chunk.
   auto lying = dir_.write("lying", concat(header(0x08, {65536, 65536}), {1}));
   KILN_EXPECT_ERROR(read_idx(lying), DataError, "truncated");
+}
+
+TEST_F(IdxReaderTest, AGzipFileMissingItsTrailerIsADataError) {
+  Bytes raw = concat(header(0x08, {4}), {9, 8, 7, 6});
+  std::string path = dir_.file("cut.gz");
+  gzFile f = gzopen(path.c_str(), "wb");
+  gzwrite(f, raw.data(), static_cast<unsigned>(raw.size()));
+  gzclose(f);
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 8);  // drop CRC and length
+  KILN_EXPECT_ERROR(read_idx(path), DataError, path + ": truncated gzip stream");
 }
 
 TEST_F(IdxReaderTest, CorruptGzipIsADataError) {

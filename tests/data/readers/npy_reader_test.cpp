@@ -87,6 +87,23 @@ TEST_F(NpyReaderTest, DataSizeMustMatchTheShape) {
   KILN_EXPECT_ERROR(read_npy(path), DataError, "at byte offset 80: header says f32[3] (12 data bytes), the file holds 8");
 }
 
+TEST_F(NpyReaderTest, GarbageInTheHeaderPaddingIsAnError) {
+  Bytes b = npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (1,), }", f32_bytes({1}));
+  b[10 + 62] = 'x';  // a padding space
+  auto path = dir_.write("pad.npy", b);
+  KILN_EXPECT_ERROR(read_npy(path), DataError, path + ": at byte offset 72: unexpected byte 0x78 in the header's padding");
+}
+
+TEST_F(NpyReaderTest, ABoolByteOtherThanZeroOrOneIsAnError) {
+  auto path = dir_.write("b.npy", npy(1, "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }", {1, 0, 2}));
+  KILN_EXPECT_ERROR(read_npy(path), DataError, path + ": at byte offset 82: bool element 2 is byte 2, not 0 or 1");
+}
+
+TEST_F(NpyReaderTest, AShapeWhoseByteCountOverflowsNamesTheFile) {
+  auto path = dir_.write("o.npy", npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }", {}));
+  KILN_EXPECT_ERROR(read_npy(path), DataError, path + ": at byte offset 10: the shape [4294967296,4294967296] holds more bytes");
+}
+
 TEST_F(NpyReaderTest, MissingFileIsADataError) {
   KILN_EXPECT_ERROR(read_npy(dir_.file("nope.npy")), DataError, "nope.npy: cannot open");
 }

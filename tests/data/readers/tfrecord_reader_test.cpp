@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "kiln/core/crc32c.h"
 #include "kiln/data/readers/example_parser.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -66,6 +67,18 @@ TEST_F(TFRecordReaderTest, TruncatedRecordNamesFileAndOffset) {
   TFRecordReader h(dir_.write("h.tfrecord", header_only));
   h.next();
   KILN_EXPECT_ERROR(h.next(), DataError, "record at byte offset 21: truncated: 4 of the 12 header bytes");
+}
+
+// A length of 2^64 - 1 with a valid length CRC: length + 4 wraps around to 3.
+TEST_F(TFRecordReaderTest, AHugeLengthWithAValidCrcIsTruncationNotAShapeError) {
+  Bytes b(8, 0xff);
+  const uint32_t crc = crc32c_mask(crc32c(b.data(), 8));
+  for (int i = 0; i < 4; ++i) b.push_back(static_cast<unsigned char>(crc >> (8 * i)));
+  b.insert(b.end(), {'a', 'b', 'c', 0, 0, 0, 0});
+  const std::string path = dir_.write("huge.tfrecord", b);
+  TFRecordReader r(path);
+  KILN_EXPECT_ERROR(r.next(), DataError,
+                    path + ": record at byte offset 0: truncated: the record promises 18446744073709551615 data bytes");
 }
 
 TEST_F(TFRecordReaderTest, BadCrcNamesFileAndOffset) {
