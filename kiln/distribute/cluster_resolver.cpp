@@ -16,11 +16,8 @@ ClusterInfo detect_cluster() {
   info.mpi_world_size = mpi::launched_world_size();
   info.mpi_built = mpi::built_with_mpi();
   info.gpus = 0;  // TODO(#6): count CUDA devices once runtime/cuda exists
-  try {
-    info.logical_cpu_devices = config::logical_cpu_devices();
-  } catch (const Error&) {  // a bad KILN_CPU_DEVICES is reported by the strategy that needs it
-    info.logical_cpu_devices = 1;
-  }
+  // A bad KILN_CPU_DEVICES is a ConfigError here (docs/env_vars.md), not one device.
+  info.logical_cpu_devices = config::logical_cpu_devices();
   info.host_threads = host_threads();
   info.host_memory_mib = static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE) / (1 << 20);
   return info;
@@ -83,6 +80,8 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
       }
     }
     if (!chosen) why = "no accelerator found and one CPU device: the default CPU strategy";
+  } catch (const ConfigError&) {
+    throw;  // a setting the user got wrong (KILN_CPU_DEVICES=abc) is theirs to fix, not a fallback
   } catch (const std::exception& e) {
     say << "Device detection failed: " << e.what() << "\n";
     why = "device detection failed: the default CPU strategy";

@@ -36,7 +36,7 @@ InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum
 void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) {
   if (dtype != DType::kF32 && dtype != DType::kF64 && dtype != DType::kI32 && dtype != DType::kI64)
     KILN_THROW(DTypeError, "[all_reduce] reduces f32, f64, i32 and i64 tensors, received ", name(dtype),
-               ". Hint: all-reduce the f32 gradients (the mixed_bfloat16 policy keeps variables in f32).");
+               ". Hint: all-reduce gradients in f32.");
   if (kind != ir::ReduceKind::kSum && kind != ir::ReduceKind::kMean)
     KILN_THROW(ValueError, "[all_reduce] supports sum and mean, received ", ir::reduce_kind_name(kind), ".");
   KILN_CHECK(replica >= 0 && replica < local_, "replica id ", replica, " outside 0..", local_ - 1);

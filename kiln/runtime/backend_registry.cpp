@@ -13,8 +13,8 @@ std::shared_ptr<Backend> make_backend(std::string_view name) {
   if (name == "cpu") return cpu::make_cpu_backend();
   if (name == "reference") return make_reference_backend();
   if (name == "cuda")
-    KILN_THROW(ConfigError, "[make_backend] this build has no CUDA backend. Hint: reconfigure with "
-                            "-DKILN_CUDA=ON on a machine with the CUDA toolkit.");
+    KILN_THROW(ConfigError, "[make_backend] Kiln has no CUDA backend yet (issue 17); the backends are ",
+               str_join(available_backends(), ", "), ".");
   KILN_THROW(ConfigError, "[make_backend] unknown backend '", name, "'. Hint: use one of ",
              str_join(available_backends(), ", "), ".");
 }

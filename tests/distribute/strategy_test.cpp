@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <sstream>
 
 #include "kiln/distribute/cluster_resolver.h"
@@ -172,6 +174,24 @@ TEST_F(StrategyTest, AutoDetectPicksMirroredOverLogicalDevicesAndSaysWhy) {
   EXPECT_NE(out.str().find("cpu:3  logical device"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("because: no accelerator; 4 logical CPU devices"), std::string::npos) << out.str();
   EXPECT_NE(out.str().find("num_replicas_in_sync = 4"), std::string::npos) << out.str();
+}
+
+// Run in a fresh process (threadsafe death tests re-execute the binary), where the environment
+// is read for the first time.
+TEST(StrategyDeathTest, AutoDetectRejectsABadKilnCpuDevicesAsAConfigError) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("KILN_CPU_DEVICES", "abc", 1);
+        try {
+          auto_detect();
+        } catch (const ConfigError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(3);
+        }
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3), "KILN_CPU_DEVICES.*received 'abc'");
 }
 
 TEST_F(StrategyTest, AutoDetectFallsBackToTheDefaultStrategyWithOneDevice) {

@@ -40,9 +40,16 @@ json write_tensors(const std::string& path, const std::vector<Variable>& vars, c
 // Reads `vars` by name from the file model.json lists under `key`, after its checksum.
 void read_tensors(const std::string& dir, const json& toc, const char* key, const std::vector<Variable>& vars) {
   const std::string toc_path = (fs::path(dir) / kModelJsonFile).string();
-  if (!toc.contains(key) || !toc[key].is_object() || !toc[key].contains("file") || !toc[key].contains("crc32c"))
+  if (!toc.contains(key) || !toc[key].is_object() || !toc[key].contains("file") || !toc[key]["file"].is_string() ||
+      !toc[key].contains("crc32c") || !toc[key]["crc32c"].is_number_unsigned())
     KILN_THROW(IOError, "[", toc_path, "] has no valid '", key, "' entry. Hint: the directory is damaged.");
-  const std::string path = (fs::path(dir) / toc[key]["file"].get<std::string>()).string();
+  // A bare file name inside the directory: model.json must not point a load anywhere else.
+  const std::string name = toc[key]["file"].get<std::string>();
+  const fs::path file_name(name);
+  if (name.empty() || name == "." || name == ".." || file_name.filename() != file_name || file_name.is_absolute())
+    KILN_THROW(IOError, "[", toc_path, "] lists '", name, "' as its '", key, "' file, which is not a file name inside "
+               "the model directory. Hint: the directory is damaged or was edited by hand.");
+  const std::string path = (fs::path(dir) / file_name).string();
   if (!fs::exists(path))
     KILN_THROW(IOError, "[", path, "] is missing (listed in model.json). Hint: copy the whole model directory.");
   if (file_crc(path) != toc[key]["crc32c"].get<uint32_t>())

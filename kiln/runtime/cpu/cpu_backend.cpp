@@ -71,8 +71,7 @@ class CpuBackend : public runtime::Backend {
                  ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
                  ", outputs ", mib(plan.output_bytes), ") but the cpu device has ", limit, " bytes (",
                  mib(limit), "). Hint: the largest batch size that fits is about ", fits,
-                 "; or use the mixed_bfloat16 policy to halve activation memory, or raise "
-                 "KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
+                 "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
     }
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
     exe->set_collectives(options.collectives, options.replica_id);

@@ -105,6 +105,25 @@ TEST_F(CorruptionTest, DirectoryChecksumAndMissingFilesAreNamed) {
   KILN_EXPECT_ERROR(load_model(dir_.file("nowhere")), IOError, "does not exist");
 }
 
+// model.json's file entries name files inside the directory: a path leaving it is never opened.
+TEST_F(CorruptionTest, AModelJsonFileEntryThatLeavesTheDirectoryIsRejected) {
+  model_->save(dir_.file("d"));
+  const std::string toc = io::read_file(dir_.file("d/model.json"));
+  for (const std::string& evil : {"../outside.safetensors", "/etc/passwd", "sub/weights.safetensors", ".."}) {
+    std::string edited = toc;
+    const std::string from = "\"file\": \"weights.safetensors\"";
+    ASSERT_NE(edited.find(from), std::string::npos) << toc;
+    edited.replace(edited.find(from), from.size(), "\"file\": \"" + evil + "\"");
+    write_bytes(dir_.file("d/model.json"), edited);
+    KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "lists '" + evil + "' as its 'weights' file, which is not");
+  }
+  std::string typed = toc;
+  const std::string entry = "\"file\": \"weights.safetensors\"";
+  typed.replace(typed.find(entry), entry.size(), "\"file\": 7");
+  write_bytes(dir_.file("d/model.json"), typed);
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "has no valid 'weights' entry");
+}
+
 TEST_F(CorruptionTest, TruncatedFilesAreIOErrors) {
   model_->save(dir_.file("m.h5"));
   Checkpoint(*model_).write(dir_.file("c.kckpt"));

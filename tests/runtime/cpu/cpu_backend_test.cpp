@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include "kiln/runtime/backend_registry.h"
+
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
+#include "kiln/runtime/backend_registry.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 
@@ -167,6 +170,26 @@ TEST(CpuBackendTest, StepTooLargeForTheDeviceIsAnOutOfMemoryErrorBeforeRunning) 
   auto* x2 = b2.parameter(Shape(DType::kF32, {1024, 1024}), "x");
   m2->entry()->add_output(b2.unary(Opcode::kExp, x2));
   KILN_EXPECT_ERROR(backend->compile(std::move(m2), {}), OutOfMemoryError, "largest batch size that fits is about");
+}
+
+// Hints name only what exists: no dtype policy (#16) and no CUDA backend (#17) yet.
+TEST(CpuBackendTest, HintsNameNoFeatureThatIsNotBuilt) {
+  auto m = std::make_unique<ir::Module>("big_step");
+  Builder b(m->entry());
+  m->entry()->add_output(b.unary(Opcode::kExp, b.parameter(Shape(DType::kF32, {1024, 1024}), "x")));
+  try {
+    make_cpu_backend(/*memory_limit=*/2 << 20)->compile(std::move(m), {});
+    ADD_FAILURE() << "expected an OutOfMemoryError";
+  } catch (const OutOfMemoryError& e) {
+    EXPECT_EQ(std::string(e.what()).find("mixed_bfloat16"), std::string::npos) << e.what();
+  }
+  try {
+    runtime::make_backend("cuda");
+    ADD_FAILURE() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).find("-DKILN_CUDA=ON"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("no CUDA backend"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace
