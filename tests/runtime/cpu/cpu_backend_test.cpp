@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 
-#include "kiln/runtime/backend_registry.h"
-
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
