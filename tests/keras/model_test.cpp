@@ -211,6 +211,17 @@ TEST(ModelTest, FitBeforeCompileIsAConfigError) {
   KILN_EXPECT_ERROR(model->fit(batches(x, y, 2)), ConfigError, "needs a compiled model");
 }
 
+// Keras reads (x, y, w) as sample weights; until Kiln weighs samples it must refuse them, not
+// train as if every weight were 1.
+TEST(ModelTest, ElementsWithSampleWeightsAreRefusedNotSilentlyDropped) {
+  Sequential model({Flatten({.input_shape = {28, 28}}), Dense(10)});
+  model.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
+  HostTensor x(Shape(DType::kF32, {4, 28, 28})), y(Shape(DType::kI32, {4})), w(Shape(DType::kF32, {4}));
+  data::Dataset weighted = data::Dataset::from_tensor_slices({x, y, w}).batch(2, true);
+  KILN_EXPECT_ERROR(model.fit(weighted, {.verbose = 0}), DataError, "does not support sample weights");
+  KILN_EXPECT_ERROR(model.evaluate(weighted, {.verbose = 0}), DataError, "does not support sample weights");
+}
+
 TEST(ModelTest, DenseShapeErrorInsideFitNamesTheLayer) {
   Sequential model({Dense(10, {.input_shape = {784}})});
   model.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});

@@ -172,6 +172,12 @@ std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
   if (batch.size() < n)
     KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
                batch.shapes_string(), ". Hint: from_tensor_slices({x_1, ..., x_n, y}) keeps the labels with the inputs.");
+  // Keras reads a component after the labels as sample weights; Kiln does not weigh samples
+  // yet, and dropping the weights would train as if they were all 1.
+  if (batch.size() > n)
+    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
+               batch.size(), " components ", batch.shapes_string(), ": Kiln does not support sample weights (a "
+               "component after the labels) yet. Hint: drop the extra component with map(), or repeat rows to weigh them.");
   return {batch.begin(), batch.begin() + n};
 }
 
