@@ -134,6 +134,10 @@ class Dataset {
   Dataset interleave(InterleaveFn fn, int cycle_length = kAutotune, int block_length = 1,
                      int num_parallel_calls = 0) const;
 
+  /// How many elements an iterator yields: a count, kInfiniteCardinality (-1, after repeat())
+  /// or kUnknownCardinality (-2: a generator, a filter, a file's records), as tf.data's.
+  int64_t cardinality() const { return node_->cardinality(); }
+
   /// The running pipeline. `epoch` is mixed into reshuffling shuffles' seeds, so a trainer
   /// that makes one iterator per epoch passes the epoch index.
   Iterator iterator(uint64_t epoch = 0) const { return Iterator(node_, epoch); }

@@ -132,6 +132,10 @@ class UnaryIterator : public IteratorBase {
 };
 
 /// One immutable step of a Dataset recipe.
+/// tf.data's values: tf.data.INFINITE_CARDINALITY and tf.data.UNKNOWN_CARDINALITY.
+inline constexpr int64_t kInfiniteCardinality = -1;
+inline constexpr int64_t kUnknownCardinality = -2;
+
 class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
  public:
   DatasetNode(std::string stage, std::vector<std::shared_ptr<const DatasetNode>> inputs)
@@ -143,6 +147,11 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
 
   /// The op name: "map", "batch", ...
   const std::string& stage() const { return stage_; }
+  /// How many elements an iterator yields: a count, kInfiniteCardinality or
+  /// kUnknownCardinality (tf.data's Dataset.cardinality()). Unknown unless the node knows.
+  virtual int64_t cardinality() const { return kUnknownCardinality; }
+  /// The first input's cardinality (for nodes that keep the element count).
+  int64_t input_cardinality() const { return inputs_.empty() ? kUnknownCardinality : inputs_[0]->cardinality(); }
   const std::vector<std::shared_ptr<const DatasetNode>>& inputs() const { return inputs_; }
 
  private:

@@ -35,6 +35,26 @@ TEST(DatasetTest, FromTensorSlicesYieldsRowsOfEveryComponent) {
   EXPECT_FALSE(it.next());
 }
 
+// tf.data's Dataset.cardinality(): counts where the recipe knows them, -1 after repeat(), -2
+// where it cannot know (a filter, a generator).
+TEST(DatasetTest, CardinalityFollowsTheRecipe) {
+  const Dataset ten = range(10);
+  EXPECT_EQ(ten.cardinality(), 10);
+  EXPECT_EQ(ten.map(testing::times(2)).shuffle(4, 1).cardinality(), 10);
+  EXPECT_EQ(ten.batch(3).cardinality(), 4);
+  EXPECT_EQ(ten.batch(3, /*drop_remainder=*/true).cardinality(), 3);
+  EXPECT_EQ(ten.map(testing::times(2), {.num_parallel_calls = 2, .stateless = true}).batch(4).cardinality(), 3);
+  EXPECT_EQ(ten.repeat(3).cardinality(), 30);
+  EXPECT_EQ(ten.repeat().cardinality(), kInfiniteCardinality);
+  EXPECT_EQ(ten.repeat().take(7).cardinality(), 7);
+  EXPECT_EQ(ten.skip(4).cardinality(), 6);
+  EXPECT_EQ(ten.shard(3, 1).cardinality(), 3);  // rows 1, 4, 7
+  EXPECT_EQ(ten.prefetch().cache().cardinality(), 10);
+  EXPECT_EQ(Dataset::zip({ten, range(4)}).cardinality(), 4);
+  EXPECT_EQ(ten.filter([](const Element&) { return true; }).cardinality(), kUnknownCardinality);
+  EXPECT_EQ(ten.filter([](const Element&) { return true; }).batch(2).cardinality(), kUnknownCardinality);
+}
+
 TEST(DatasetTest, FromTensorSlicesRejectsDifferentLeadingDimensions) {
   HostTensor x = HostTensor::zeros(Shape(DType::kF32, {3, 2}));
   HostTensor y = HostTensor::zeros(Shape(DType::kF32, {4}));

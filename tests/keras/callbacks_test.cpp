@@ -159,8 +159,30 @@ TEST(ProgbarLoggerTest, PrintsEpochHeaderAndOneLinePerEpochWhenNotATerminal) {
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_NE(out.find("Epoch 1/2\n"), std::string::npos) << out;
   EXPECT_NE(out.find("Epoch 2/2\n"), std::string::npos) << out;
-  EXPECT_NE(out.find("8/Unknown - "), std::string::npos) << out;
+  EXPECT_NE(out.find("8/8 [="), std::string::npos) << out;  // the dataset's cardinality
+  EXPECT_EQ(out.find("Unknown"), std::string::npos) << out;
   EXPECT_NE(out.find("samples/s - input wait"), std::string::npos) << out;
+}
+
+// A dataset of unknown length shows N/Unknown in its first epoch only (Keras's inferred steps);
+// fit(x, y) knows its steps from the start.
+TEST(ProgbarLoggerTest, StepsUnknownInTheFirstEpochAreKnownInTheNext) {
+  auto model = linear_model(0.1);
+  data::Dataset unknown = linear_data().filter([](const data::Element&) { return true; });
+  ASSERT_EQ(unknown.cardinality(), data::kUnknownCardinality);
+  ::testing::internal::CaptureStdout();
+  model->fit(unknown, {.epochs = 2, .verbose = 2});
+  std::string out = ::testing::internal::GetCapturedStdout();
+  const size_t second = out.find("Epoch 2/2");
+  ASSERT_NE(second, std::string::npos) << out;
+  EXPECT_NE(out.substr(0, second).find("8/Unknown - "), std::string::npos) << out;
+  EXPECT_NE(out.substr(second).find("8/8 [="), std::string::npos) << out;
+
+  HostTensor x(Shape(DType::kF32, {85 * 32 - 5, 1})), y(Shape(DType::kF32, {85 * 32 - 5, 1}));
+  ::testing::internal::CaptureStdout();
+  model->fit(x, y, {.batch_size = 32, .epochs = 1, .verbose = 2});
+  out = ::testing::internal::GetCapturedStdout();
+  EXPECT_NE(out.find("85/85 [="), std::string::npos) << out;
 }
 
 }  // namespace

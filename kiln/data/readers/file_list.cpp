@@ -20,6 +20,7 @@ class FileListNode : public DatasetNode {
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   const std::vector<std::string>& files() const { return files_; }
+  int64_t cardinality() const override { return static_cast<int64_t>(files_.size()); }
 
  private:
   std::vector<std::string> files_;

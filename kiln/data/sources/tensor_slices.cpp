@@ -23,6 +23,7 @@ class TensorSlicesNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
   int64_t rows() const { return components_[0].dims()[0]; }
+  int64_t cardinality() const override { return rows(); }
   Element row(int64_t i) const { return row_of(components_, i); }
   /// Row i of `components` (the node's own, or handles to them as get_next_many makes).
   Element row_of(const std::vector<HostTensor>& components, int64_t i) const {

@@ -96,6 +96,7 @@ class BatchNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
+  int64_t cardinality() const override { return batches_of(input_cardinality(), batch_size_, drop_remainder_); }
 
  private:
   int64_t batch_size_;

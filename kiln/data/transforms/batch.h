@@ -20,6 +20,7 @@ class BatchRows {
   /// unless drop_remainder. False when there is no batch left.
   bool pull(IteratorBase& input, std::vector<Element>& rows);
   int64_t batch_size() const { return batch_size_; }
+  bool drop_remainder() const { return drop_remainder_; }
   void save(StateWriter& w) const { w.write_bool(done_); }
   void restore(StateReader& r) { done_ = r.read_bool(); }
 
@@ -58,6 +59,12 @@ class BatchAssembler {
   std::string stage_;
   std::shared_ptr<BufferPool> pool_;  // buffers out with consumers keep it alive
 };
+
+/// How many batches of `batch_size` `rows` elements make (a cardinality: negative values pass).
+inline int64_t batches_of(int64_t rows, int64_t batch_size, bool drop_remainder) {
+  if (rows < 0) return rows;
+  return drop_remainder ? rows / batch_size : (rows + batch_size - 1) / batch_size;
+}
 
 /// The recipe step of Dataset::batch (see there).
 NodePtr make_batch_node(NodePtr input, int64_t batch_size, bool drop_remainder);

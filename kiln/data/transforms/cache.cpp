@@ -36,6 +36,7 @@ class CacheNode : public DatasetNode {
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   CacheStore& store() const { return *store_; }
+  int64_t cardinality() const override { return input_cardinality(); }
 
  private:
   std::shared_ptr<CacheStore> store_;

@@ -20,6 +20,7 @@ class MapNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
   const MapFunction& fn() const { return fn_; }
+  int64_t cardinality() const override { return input_cardinality(); }
   const MapOptions& options() const { return options_; }
 
  private:

@@ -77,6 +77,10 @@ class MapAndBatchNode : public DatasetNode {
                       .parallelism_autotuned = options_.num_parallel_calls == kAutotune});
   }
 
+  int64_t cardinality() const override {
+    return batches_of(input_cardinality(), rows_of_.batch_size(), rows_of_.drop_remainder());
+  }
+
  private:
   // Maps the rows one by one and copies every result into the batch while it is hot.
   ParallelRunner::Fn map_then_stack(std::shared_ptr<BatchAssembler> assembler) const {

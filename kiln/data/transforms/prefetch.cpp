@@ -21,6 +21,7 @@ class PrefetchNode : public DatasetNode {
       : DatasetNode("prefetch", {input}), buffer_size_(buffer_size) {}
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
+  int64_t cardinality() const override { return input_cardinality(); }
 
  private:
   int buffer_size_;

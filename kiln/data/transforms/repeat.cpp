@@ -14,6 +14,13 @@ class RepeatNode : public DatasetNode {
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   int64_t count() const { return count_; }
+  int64_t cardinality() const override {
+    const int64_t n = input_cardinality();
+    if (n == 0 || count_ == 0) return 0;
+    if (n == kUnknownCardinality) return n;
+    if (count_ < 0 || n == kInfiniteCardinality) return kInfiniteCardinality;
+    return n * count_;
+  }
 
  private:
   int64_t count_;

@@ -3,6 +3,8 @@
 // the input's position.
 #include "kiln/data/transforms/select.h"
 
+#include <algorithm>
+
 #include "kiln/core/check.h"
 
 namespace kiln::data {
@@ -29,6 +31,22 @@ class SelectNode : public DatasetNode {
   Rule rule() const { return rule_; }
   int64_t a() const { return a_; }  // take/skip: count; shard: num_shards
   int64_t b() const { return b_; }  // shard: index
+  int64_t cardinality() const override {
+    const int64_t n = input_cardinality();
+    if (n == kUnknownCardinality) return n;
+    switch (rule_) {
+      case Rule::kTake:
+        if (a_ < 0) return n;
+        return n == kInfiniteCardinality ? a_ : std::min(n, a_);
+      case Rule::kSkip:
+        if (n == kInfiniteCardinality) return n;
+        return a_ < 0 ? 0 : std::max<int64_t>(0, n - a_);
+      case Rule::kShard:
+        if (n == kInfiniteCardinality) return n;
+        return n / a_ + (b_ < n % a_ ? 1 : 0);
+    }
+    return kUnknownCardinality;
+  }
 
  private:
   Rule rule_;

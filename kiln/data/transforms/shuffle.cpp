@@ -24,6 +24,7 @@ class ShuffleNode : public DatasetNode {
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 
   int64_t buffer_size() const { return buffer_size_; }
+  int64_t cardinality() const override { return input_cardinality(); }
   /// The seed of an iterator made in `epoch`.
   uint64_t seed_for(uint64_t epoch) const {
     if (!reshuffle_) return seed_;

@@ -2,6 +2,8 @@
 // shortest input. Position = every input's position.
 #include "kiln/data/transforms/zip.h"
 
+#include <algorithm>
+
 #include "kiln/core/check.h"
 
 namespace kiln::data {
@@ -44,6 +46,16 @@ class ZipIterator : public IteratorBase {
 class ZipNode : public DatasetNode {
  public:
   explicit ZipNode(std::vector<NodePtr> inputs) : DatasetNode("zip", std::move(inputs)) {}
+  // The shortest input's: unknown if any is, infinite only if all are.
+  int64_t cardinality() const override {
+    int64_t shortest = kInfiniteCardinality;
+    for (const auto& in : inputs()) {
+      const int64_t n = in->cardinality();
+      if (n == kUnknownCardinality) return n;
+      if (n != kInfiniteCardinality) shortest = shortest == kInfiniteCardinality ? n : std::min(shortest, n);
+    }
+    return shortest;
+  }
   IteratorPtr make_iterator(const IteratorContext& ctx) const override {
     return std::make_unique<ZipIterator>(*this, ctx);
   }

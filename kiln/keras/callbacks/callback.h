@@ -83,6 +83,10 @@ class CallbackList {
   void call(Hook hook, const Args&... args) {
     for (auto& c : callbacks_) ((*c).*hook)(args...);
   }
+  /// New parameters for every callback (fit learns an epoch's steps after the first one).
+  void set_params(const TrainingParams& params) {
+    for (auto& c : callbacks_) c->set_params(params);
+  }
 
  private:
   std::vector<CallbackHandle> callbacks_;

@@ -54,8 +54,14 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   std::vector<CallbackHandle> list{std::make_shared<HistoryRecorder>(&history)};
   list.insert(list.end(), options.callbacks.begin(), options.callbacks.end());
   if (options.verbose > 0 && is_chief()) list.push_back(std::make_shared<ProgbarLogger>());  // rank 0 prints
-  const TrainingParams params{.epochs = options.epochs, .steps = options.steps_per_epoch,
-                              .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
+  // The steps of an epoch as far as known: steps_per_epoch, else the dataset's cardinality
+  // (fit(x, y)'s batches), else counted in the first epoch (Keras's inferred steps).
+  const int64_t cardinality = dataset.cardinality();
+  TrainingParams params{.epochs = options.epochs,
+                        .steps = options.steps_per_epoch >= 0 ? options.steps_per_epoch
+                                 : cardinality >= 0           ? cardinality
+                                                              : -1,
+                        .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
   CallbackList callbacks(std::move(list), this, params);
   const int k = compiled_.steps_per_execution;
   std::vector<Logs> buffered;
@@ -124,6 +130,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
         step_logs = buffered[j];
         ++step;
       }
+    }
+    if (options.steps_per_epoch < 0 && params.steps < 0 && exhausted && !stop_training) {
+      params.steps = step;  // an epoch is one pass: later epochs show N/N, not N/Unknown
+      callbacks.set_params(params);
     }
     if (exhausted && options.steps_per_epoch >= 0) {
       log(LogLevel::kWarning, str_cat("[", name_, "] the input ran out of data after ", step, " steps of epoch ", epoch + 1,

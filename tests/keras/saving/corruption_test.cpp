@@ -109,7 +109,7 @@ TEST_F(CorruptionTest, DirectoryChecksumAndMissingFilesAreNamed) {
 TEST_F(CorruptionTest, AModelJsonFileEntryThatLeavesTheDirectoryIsRejected) {
   model_->save(dir_.file("d"));
   const std::string toc = io::read_file(dir_.file("d/model.json"));
-  for (const std::string& evil : {"../outside.safetensors", "/etc/passwd", "sub/weights.safetensors", ".."}) {
+  for (const std::string evil : {"../outside.safetensors", "/etc/passwd", "sub/weights.safetensors", ".."}) {
     std::string edited = toc;
     const std::string from = "\"file\": \"weights.safetensors\"";
     ASSERT_NE(edited.find(from), std::string::npos) << toc;
