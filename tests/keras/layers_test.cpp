@@ -69,6 +69,28 @@ TEST(LayerConfigTest, DenseConfigIsKerasJsonAndRoundTrips) {
   EXPECT_EQ(Dense::from_config(config).get_config(), config);
 }
 
+// A damaged config is an error, not a number rounded toward what it might have been.
+TEST(LayerConfigTest, NonIntegerSizesAreConfigErrorsNamingTheField) {
+  KILN_EXPECT_ERROR(Dense::from_config(R"({"name": "d", "units": 3.7})"), ConfigError,
+                    "[Dense] config field 'units' must be an integer, received 3.7");
+  KILN_EXPECT_ERROR(Dense::from_config(R"({"name": "d", "units": "3"})"), ConfigError, "'units' must be an integer");
+  KILN_EXPECT_ERROR(Conv2D::from_config(R"({"name": "c", "filters": 2.5, "kernel_size": [3, 3]})"), ConfigError,
+                    "[Conv2D] config field 'filters' must be an integer, received 2.5");
+  KILN_EXPECT_ERROR(Dense::from_config(R"({"name": "d", "units": 3, "batch_input_shape": [null, 7.5]})"), ConfigError,
+                    "[d] batch_input_shape [null,7.5] must hold positive integers");
+}
+
+TEST(LayerConfigTest, DuplicateLayerNamesAreRejectedAsKerasDoes) {
+  KILN_EXPECT_ERROR(Sequential({Dense(2, {.input_shape = {3}, .name = "d"}), Dense(3, {.name = "d"})}), ValueError,
+                    "Name 'd' is already the name of a layer in this model");
+  const std::string json = Sequential({Dense(2, {.input_shape = {3}, .name = "d"}), Dense(3, {.name = "e"})}).to_json();
+  std::string twice = json;
+  const size_t at = twice.find("\"e\"");  // the second layer's name, the only "e" in the config
+  ASSERT_NE(at, std::string::npos) << json;
+  twice.replace(at, 3, "\"d\"");
+  KILN_EXPECT_ERROR(Sequential::from_json(twice), ValueError, "Name 'd' is already the name");
+}
+
 TEST(LayerConfigTest, SequentialJsonRoundTripsAndRebuilds) {
   Sequential model({Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu"}), Dropout(0.2),
                     Reshape({2, 64}), Activation("tanh"), Flatten(), Dense(10)});

@@ -18,6 +18,9 @@ nlohmann::json initializer_json(const Initializer& init);
 Initializer initializer_from_json(const nlohmann::json& j);
 /// The per-example input shape from "batch_input_shape" ([null, 28, 28] -> {28, 28}).
 Dims input_shape_from(const nlohmann::json& config);
+/// config[key] as an integer; ConfigError naming `layer` and the field when it is missing or
+/// not an integer (`"units": 3.7` is damage, not 3).
+int64_t int_field(const nlohmann::json& config, const char* key, const char* layer);
 /// Parses `text`, throwing ConfigError naming `where` on malformed JSON.
 nlohmann::json parse(const std::string& text, const char* where);
 

@@ -83,7 +83,7 @@ Conv2D Conv2D::from_config(const std::string& config_json) {
   if (j.contains("dilation_rate")) o.dilation_rate = internal::pair_from_json(j["dilation_rate"]);
   o.groups = j.value("groups", o.groups);
   internal::get_kernel_fields(j, o);
-  Conv2D c(j.at("filters").get<int64_t>(), internal::pair_from_json(j.at("kernel_size")), o);
+  Conv2D c(internal::int_field(j, "filters", "Conv2D"), internal::pair_from_json(j.at("kernel_size")), o);
   c.set_trainable(j.value("trainable", true));
   return c;
 }

@@ -57,7 +57,7 @@ Dense Dense::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Dense.from_config");
   DenseOptions o;
   internal::get_kernel_fields(j, o);
-  Dense d(j.at("units").get<int64_t>(), o);
+  Dense d(internal::int_field(j, "units", "Dense"), o);
   d.set_trainable(j.value("trainable", true));
   return d;
 }

@@ -48,9 +48,9 @@ Embedding Embedding::from_config(const std::string& config_json) {
   if (j.contains("embeddings_initializer")) o.embeddings_initializer = internal::initializer_from_json(j["embeddings_initializer"]);
   o.input_shape = internal::input_shape_from(j);
   if (o.input_shape.empty() && j.contains("input_length") && j["input_length"].is_number_integer())
-    o.input_shape = {j["input_length"].get<int64_t>()};
+    o.input_shape = {internal::int_field(j, "input_length", "Embedding")};
   o.name = j.value("name", "");
-  Embedding e(j.at("input_dim").get<int64_t>(), j.at("output_dim").get<int64_t>(), o);
+  Embedding e(internal::int_field(j, "input_dim", "Embedding"), internal::int_field(j, "output_dim", "Embedding"), o);
   e.set_trainable(j.value("trainable", true));
   return e;
 }

@@ -149,8 +149,23 @@ Dims input_shape_from(const nlohmann::json& config) {
   Dims dims;
   if (!config.contains("batch_input_shape")) return dims;
   const auto& shape = config["batch_input_shape"];
-  for (size_t i = 1; i < shape.size(); ++i) dims.push_back(shape[i].get<int64_t>());
+  if (!shape.is_array())
+    KILN_THROW(ConfigError, "[", config.value("name", "layer"), "] batch_input_shape must be a list, received ",
+               shape.dump(), ".");
+  for (size_t i = 1; i < shape.size(); ++i) {
+    if (!shape[i].is_number_integer() || shape[i].get<int64_t>() <= 0)
+      KILN_THROW(ConfigError, "[", config.value("name", "layer"), "] batch_input_shape ", shape.dump(),
+                 " must hold positive integers after the batch dimension. Hint: Kiln compiles static shapes.");
+    dims.push_back(shape[i].get<int64_t>());
+  }
   return dims;
+}
+
+int64_t int_field(const nlohmann::json& config, const char* key, const char* layer) {
+  if (!config.contains(key) || !config[key].is_number_integer())
+    KILN_THROW(ConfigError, "[", layer, "] config field '", key, "' must be an integer, received ",
+               config.contains(key) ? config[key].dump() : std::string("nothing"), ".");
+  return config[key].get<int64_t>();
 }
 
 nlohmann::json parse(const std::string& text, const char* where) {

@@ -185,7 +185,8 @@ MultiHeadAttention MultiHeadAttention::from_config(const std::string& config_jso
   if (j.contains("kernel_initializer")) o.kernel_initializer = internal::initializer_from_json(j["kernel_initializer"]);
   if (j.contains("bias_initializer")) o.bias_initializer = internal::initializer_from_json(j["bias_initializer"]);
   o.name = j.value("name", "");
-  MultiHeadAttention m(j.at("num_heads").get<int64_t>(), j.at("key_dim").get<int64_t>(), o);
+  MultiHeadAttention m(internal::int_field(j, "num_heads", "MultiHeadAttention"),
+                       internal::int_field(j, "key_dim", "MultiHeadAttention"), o);
   m.set_trainable(j.value("trainable", true));
   return m;
 }

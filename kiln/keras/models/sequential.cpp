@@ -14,6 +14,11 @@ Sequential::Sequential(std::vector<LayerHandle> layers, SequentialOptions option
 
 void Sequential::add(LayerHandle layer) {
   Layer& l = *layer;
+  if (!l.name().empty())
+    for (const LayerHandle& other : layers_)
+      if (other->name() == l.name())
+        KILN_THROW(ValueError, "[", name_, "] all layers added to a Sequential model should have unique names. Name '",
+                   l.name(), "' is already the name of a layer in this model (Keras's rule).");
   if (l.name().empty()) l.set_name(name_scope_.unique(to_snake_case(l.class_name())));
   else name_scope_.reserve(l.name());
   const bool first = layers_.empty() && input_shape_.empty();
