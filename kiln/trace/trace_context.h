@@ -31,6 +31,9 @@ struct VariableState {
   bool trainable = true;
   /// Replicas 1..n-1's copies of a mirrored variable (replica_context.h); empty otherwise.
   std::vector<HostTensor> mirrors;
+  /// tf.distribute's SyncOnRead variable with SUM aggregation (metric accumulators): each
+  /// replica accumulates its own shard, and a read outside a step sums the copies.
+  bool sum_on_read = false;
 };
 
 class TraceContext {

@@ -33,11 +33,30 @@ const HostTensor& Variable::storage() const {
   return state_->storage;
 }
 
+void Variable::set_sum_on_read(bool on) const {
+  KILN_CHECK(defined(), "set_sum_on_read of an undefined Variable");
+  state_->sum_on_read = on;
+}
+
+namespace {
+
+// The sum of a per-replica accumulator's copies, in replica order.
+HostTensor summed_copies(const trace::VariableState& s) {
+  std::vector<double> sum = s.storage.to_vector<double>();
+  for (const HostTensor& m : s.mirrors) {
+    const std::vector<double> v = m.to_vector<double>();
+    for (size_t i = 0; i < sum.size(); ++i) sum[i] += v[i];
+  }
+  return HostTensor::from_vector<double>(s.storage.dims(), sum).astype(s.storage.dtype());
+}
+
+}  // namespace
+
 Tensor Variable::read() const {
   KILN_CHECK(defined(), "read of an undefined Variable");
-  Tensor value = trace::TraceContext::current() != nullptr
-                     ? trace::TraceContext::current()->read_variable(state_)
-                     : Tensor(state_->storage.clone());
+  Tensor value = trace::TraceContext::current() != nullptr ? trace::TraceContext::current()->read_variable(state_)
+                 : state_->sum_on_read && !state_->mirrors.empty() ? Tensor(summed_copies(*state_))
+                                                                    : Tensor(state_->storage.clone());
   trace::record_variable_read(state_, value);
   return value;
 }

@@ -27,6 +27,10 @@ class Variable {
   const Shape& shape() const;
   DType dtype() const { return shape().dtype(); }
   bool trainable() const;
+  /// Makes this a per-replica accumulator (a metric's total or count): replicas update their
+  /// own copies, and read() outside a step sums them, so a custom loop under a strategy reads
+  /// the global value (tf.distribute's SyncOnRead, SUM).
+  void set_sum_on_read(bool on) const;
 
   /// The current value: symbolic inside a trace (the variable's parameter, or the value last
   /// assigned in this trace), a snapshot copy outside one.

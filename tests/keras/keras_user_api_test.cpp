@@ -10,6 +10,7 @@
 #include "kiln/distribute/logical_devices.h"
 #include "kiln/distribute/strategy.h"
 #include "kiln/keras/keras.h"
+#include "kiln/trace/function.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
 
@@ -85,6 +86,30 @@ TEST_F(KerasUserApiTest, AModelAssignedInsideAScopeKeepsItsStrategyAndTrainsAsOn
   EXPECT_EQ(moved.history.at("loss"), made_there.history.at("loss"));
   const auto a = model.get_weights(), b = reference->get_weights();
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(a[i].to_vector<float>(), b[i].to_vector<float>()) << i;
+}
+
+// The seed's custom loop (S15): a metric updated inside strategy.run reads the global value,
+// not replica 0's.
+TEST_F(KerasUserApiTest, ACustomLoopMetricUnderMirroredStrategyReadsTheGlobalValue) {
+  auto strategy = std::make_shared<distribute::MirroredStrategy>();
+  std::unique_ptr<keras::SparseCategoricalAccuracy> accuracy;
+  {
+    auto scope = strategy->scope();
+    accuracy = std::make_unique<keras::SparseCategoricalAccuracy>();
+  }
+  Function step = kiln::function("metric_step", [&](const std::vector<Tensor>& in) {
+    accuracy->update_state(in[1], in[0]);
+    return accuracy->result();
+  });
+  // 8 rows of 2-class logits predicting class 0; replica 0's 4 labels are all 0, replica 1's
+  // hold one 0: 5 of 8 right.
+  HostTensor logits = HostTensor::from_vector<float>({8, 2}, {1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0, 1, 0});
+  HostTensor labels = HostTensor::from_vector<int32_t>({8}, {0, 0, 0, 0, 0, 1, 1, 1});
+  strategy->run([&](const data::Element& shard) { step({shard[0], shard[1]}); },
+                strategy->split_batch(data::Element{logits, labels}));
+  EXPECT_DOUBLE_EQ(accuracy->result().to_vector<double>()[0], 5.0 / 8.0);
+  accuracy->reset_state();
+  EXPECT_DOUBLE_EQ(accuracy->result().to_vector<double>()[0], 0.0);
 }
 
 TEST_F(KerasUserApiTest, CompilingInAnotherStrategysScopeIsAnError) {

@@ -15,6 +15,7 @@ void Metric::reset_state() {
 
 Variable Metric::add_variable(const std::string& name) {
   variables_.emplace_back(name_ + "/" + name, HostTensor(Shape(DType::kF32, {})), /*trainable=*/false);
+  variables_.back().set_sum_on_read(true);  // replicas accumulate their shards apart
   return variables_.back();
 }
 
