@@ -2,7 +2,8 @@
 // program over one index space (its shape). Values a broadcast reads that are computed inside
 // the body (not parameters or constants) get a stage of their own, materialized first.
 // Registers hold float, or double when the body touches f64 or i64 (integer ops are exact
-// below 2^24 in float, 2^53 in double).
+// below 2^24 in float, 2^53 in double). The executor (loop_kernel_exec.inc) is compiled for the
+// build's baseline and for x86-64-v4, and each kernel runs the variant its CPU supports.
 #include "kiln/runtime/cpu/loop_kernel.h"
 
 #include <omp.h>
@@ -16,6 +17,7 @@
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/ir/instruction.h"
+#include "kiln/runtime/cpu/cpu_isa_impl.h"
 #include "kiln/runtime/cpu/team.h"
 
 namespace kiln::cpu {
@@ -74,19 +76,13 @@ bool is_contiguous(const Dims& strides, const Dims& dims) {
   return true;
 }
 
-template <typename T, typename S>
-inline T to_register(S s) {
-  if constexpr (std::is_same_v<S, BF16> || std::is_same_v<S, F16>) return static_cast<T>(static_cast<float>(s));
-  else if constexpr (std::is_same_v<S, bool>) return s ? T(1) : T(0);
-  else return static_cast<T>(s);
-}
-
-template <typename D, typename T>
-inline D from_register(T v) {
-  if constexpr (std::is_same_v<D, BF16> || std::is_same_v<D, F16>) return D(static_cast<float>(v));
-  else if constexpr (std::is_same_v<D, bool>) return v != T(0);
-  else return static_cast<D>(v);
-}
+// The executor's entry points in one ISA variant (loop_kernel_exec.inc, cpu_isa_impl.h).
+struct LoopKernels {
+  void (*eval_f32)(const Stage&, const void* const* srcs, int64_t base, int64_t n, float* regs);
+  void (*eval_f64)(const Stage&, const void* const* srcs, int64_t base, int64_t n, double* regs);
+  void (*store_f32)(DType, void* out, int64_t base, int64_t n, const float* src);
+  void (*store_f64)(DType, void* out, int64_t base, int64_t n, const double* src);
+};
 
 }  // namespace
 
@@ -95,6 +91,7 @@ class LoopProgram {
   std::vector<Stage> stages;  // the last one computes the result
   std::vector<HostTensor> literals;
   bool use_double = false;
+  const LoopKernels* kernels = nullptr;  // the variant for this CPU, chosen at creation
 
   template <typename T>
   void eval_chunk(const Stage& st, const void* const* srcs, int64_t base, int64_t n, T* regs) const;
@@ -367,143 +364,33 @@ class StageBuilder {
 
 }  // namespace
 
+// The executor, compiled once per ISA variant; the dispatch is per chunk (256 elements).
 namespace {
+namespace isa_baseline {
+#include "kiln/runtime/cpu/loop_kernel_exec.inc"
+}  // namespace isa_baseline
+#if KILN_ISA_HAVE_V4
+KILN_ISA_V4_BEGIN
+namespace isa_v4 {
+#include "kiln/runtime/cpu/loop_kernel_exec.inc"
+}  // namespace isa_v4
+KILN_ISA_V4_END
+#endif
 
-// Reads `len` elements of a load starting at output index `base` into `dst`.
-template <typename T>
-void load_chunk(const Load& load, const Shape& shape, const void* src, int64_t base, int64_t len, T* dst) {
-  visit_dtype(load.dtype, [&](auto tag) {
-    using S = typename decltype(tag)::type;
-    const S* s = static_cast<const S*>(src) + load.offset;
-    if (load.contiguous) {
-      for (int64_t j = 0; j < len; ++j) dst[j] = to_register<T>(s[base + j]);
-      return;
-    }
-    const Dims& dims = shape.dims();
-    const int r = shape.rank();
-    if (r == 0 || std::all_of(load.strides.begin(), load.strides.end(), [](int64_t x) { return x == 0; })) {
-      T v = to_register<T>(s[0]);
-      for (int64_t j = 0; j < len; ++j) dst[j] = v;
-      return;
-    }
-    // Multi-index of `base`, then walk rows of the innermost dim.
-    int64_t idx[8];
-    KILN_CHECK(r <= 8, "loop kernels support rank <= 8, received ", shape);
-    int64_t rem = base, offset = 0;
-    for (int d = r - 1; d >= 0; --d) {
-      idx[d] = rem % dims[static_cast<size_t>(d)];
-      rem /= dims[static_cast<size_t>(d)];
-      offset += idx[d] * load.strides[static_cast<size_t>(d)];
-    }
-    const int64_t inner = dims[static_cast<size_t>(r - 1)];
-    const int64_t inner_stride = load.strides[static_cast<size_t>(r - 1)];
-    int64_t j = 0;
-    while (j < len) {
-      int64_t run = std::min(inner - idx[r - 1], len - j);
-      if (inner_stride == 0) {
-        T v = to_register<T>(s[offset]);
-        for (int64_t k = 0; k < run; ++k) dst[j + k] = v;
-      } else {
-        for (int64_t k = 0; k < run; ++k) dst[j + k] = to_register<T>(s[offset + k * inner_stride]);
-      }
-      j += run;
-      offset += run * inner_stride;
-      idx[r - 1] += run;
-      for (int d = r - 1; d > 0 && idx[d] == dims[static_cast<size_t>(d)]; --d) {
-        offset -= idx[d] * load.strides[static_cast<size_t>(d)];
-        idx[d] = 0;
-        ++idx[d - 1];
-        offset += load.strides[static_cast<size_t>(d - 1)];
-      }
-    }
-  });
-}
-
-template <typename T>
-void store_chunk(DType dtype, void* out, int64_t base, int64_t len, const T* src) {
-  visit_dtype(dtype, [&](auto tag) {
-    using D = typename decltype(tag)::type;
-    D* d = static_cast<D*>(out) + base;
-    for (int64_t j = 0; j < len; ++j) d[j] = from_register<D>(src[j]);
-  });
-}
-
-template <typename T>
-T erf_of(T x) { return std::erf(x); }
-
-// One instruction over a chunk. `B` is the second operand's reader: a register (`const T*`) or
-// a scalar constant (ScalarOperand), so `b[j]` is the same code for both.
-template <typename T>
-struct ScalarOperand {
-  T v;
-  T operator[](int64_t) const { return v; }
-};
-
-template <typename T, typename B>
-void exec_with(const Instr& in, T* regs, int64_t base, int64_t n, B b) {
-  T* d = regs + in.dst * kChunk;
-  const T* a = regs + in.a * kChunk;
-  const T* c = regs + in.c * kChunk;
-#define KILN_LOOP(expr) for (int64_t j = 0; j < n; ++j) d[j] = (expr)
-  switch (in.op) {
-    case Op::kLoad: break;  // handled by the caller
-    case Op::kSplat: { T v = static_cast<T>(in.value); KILN_LOOP(v); break; }
-    case Op::kIota: KILN_LOOP(static_cast<T>(((base + j) / in.div) % in.mod)); break;
-    case Op::kNeg: KILN_LOOP(-a[j]); break;
-    case Op::kAbs: KILN_LOOP(std::abs(a[j])); break;
-    case Op::kSign: KILN_LOOP(a[j] > T(0) ? T(1) : (a[j] < T(0) ? T(-1) : a[j])); break;
-    case Op::kExp: KILN_LOOP(std::exp(a[j])); break;
-    case Op::kLog: KILN_LOOP(std::log(a[j])); break;
-    case Op::kLog1p: KILN_LOOP(std::log1p(a[j])); break;
-    case Op::kTanh: KILN_LOOP(std::tanh(a[j])); break;
-    case Op::kLogistic: KILN_LOOP(T(1) / (T(1) + std::exp(-a[j]))); break;
-    case Op::kSqrt: KILN_LOOP(std::sqrt(a[j])); break;
-    case Op::kRsqrt: KILN_LOOP(T(1) / std::sqrt(a[j])); break;
-    case Op::kErf: KILN_LOOP(erf_of(a[j])); break;
-    case Op::kCopy: KILN_LOOP(a[j]); break;
-    case Op::kTrunc: KILN_LOOP(std::trunc(a[j])); break;
-    case Op::kToBool: KILN_LOOP(a[j] != T(0) ? T(1) : T(0)); break;
-    case Op::kRoundF32: KILN_LOOP(static_cast<T>(static_cast<float>(a[j]))); break;
-    case Op::kRoundBF16: KILN_LOOP(static_cast<T>(static_cast<float>(BF16(static_cast<float>(a[j]))))); break;
-    case Op::kRoundF16: KILN_LOOP(static_cast<T>(static_cast<float>(F16(static_cast<float>(a[j]))))); break;
-    case Op::kAdd: KILN_LOOP(a[j] + b[j]); break;
-    case Op::kSub: KILN_LOOP(a[j] - b[j]); break;
-    case Op::kMul: KILN_LOOP(a[j] * b[j]); break;
-    case Op::kDiv: KILN_LOOP(a[j] / b[j]); break;
-    case Op::kDivInt: KILN_LOOP(b[j] == T(0) ? T(0) : std::trunc(a[j] / b[j])); break;
-    case Op::kPow: KILN_LOOP(std::pow(a[j], b[j])); break;
-    // NaN propagates, as in XLA.
-    case Op::kMax: KILN_LOOP(a[j] > b[j] || a[j] != a[j] ? a[j] : b[j]); break;
-    case Op::kMin: KILN_LOOP(a[j] < b[j] || a[j] != a[j] ? a[j] : b[j]); break;
-    case Op::kEq: KILN_LOOP(a[j] == b[j] ? T(1) : T(0)); break;
-    case Op::kNe: KILN_LOOP(a[j] != b[j] ? T(1) : T(0)); break;
-    case Op::kLt: KILN_LOOP(a[j] < b[j] ? T(1) : T(0)); break;
-    case Op::kLe: KILN_LOOP(a[j] <= b[j] ? T(1) : T(0)); break;
-    case Op::kGt: KILN_LOOP(a[j] > b[j] ? T(1) : T(0)); break;
-    case Op::kGe: KILN_LOOP(a[j] >= b[j] ? T(1) : T(0)); break;
-    case Op::kSelect: KILN_LOOP(a[j] != T(0) ? b[j] : c[j]); break;
-  }
-#undef KILN_LOOP
-}
-
-template <typename T>
-void exec(const Instr& in, T* regs, int64_t base, int64_t n) {
-  if (in.b_is_scalar)
-    exec_with<T>(in, regs, base, n, ScalarOperand<T>{static_cast<T>(in.value)});
-  else
-    exec_with<T>(in, regs, base, n, static_cast<const T*>(regs + in.b * kChunk));
+const LoopKernels* loop_kernels_for(CpuIsa isa) {
+#if KILN_ISA_HAVE_V4
+  if (isa == CpuIsa::kV4) return &isa_v4::kKernels;
+#endif
+  (void)isa;
+  return &isa_baseline::kKernels;
 }
 
 }  // namespace
 
 template <typename T>
 void LoopProgram::eval_chunk(const Stage& st, const void* const* srcs, int64_t base, int64_t n, T* regs) const {
-  for (const Instr& in : st.code) {
-    if (in.op == Op::kLoad)
-      load_chunk<T>(st.loads[static_cast<size_t>(in.load)], st.shape, srcs[in.load], base, n, regs + in.dst * kChunk);
-    else
-      exec<T>(in, regs, base, n);
-  }
+  if constexpr (std::is_same_v<T, float>) kernels->eval_f32(st, srcs, base, n, regs);
+  else kernels->eval_f64(st, srcs, base, n, regs);
 }
 
 // Team work: every thread calls it; chunks are shared out by the orphaned `omp for`.
@@ -518,7 +405,8 @@ void LoopProgram::stage_work(const Stage& st, const void* const* srcs, void* out
     const int64_t base = ci * kChunk;
     const int64_t n = std::min(kChunk, total - base);
     eval_chunk<T>(st, srcs, base, n, regs.data());
-    store_chunk<T>(out_dtype, out, base, n, regs.data() + st.result * kChunk);
+    if constexpr (std::is_same_v<T, float>) kernels->store_f32(out_dtype, out, base, n, regs.data() + st.result * kChunk);
+    else kernels->store_f64(out_dtype, out, base, n, regs.data() + st.result * kChunk);
   }
 }
 
@@ -572,6 +460,7 @@ std::unique_ptr<LoopKernel> LoopKernel::create(const ir::Computation& body) {
 
 std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root) {
   auto program = std::make_unique<LoopProgram>();
+  program->kernels = loop_kernels_for(cpu_isa());
   for (const ir::Instruction* inst : root.parent()->post_order())
     if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) program->use_double = true;
   StageBuilder builder(*program);

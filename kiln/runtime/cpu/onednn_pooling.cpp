@@ -39,6 +39,14 @@ bool is_spatial_pooling(const Shape& x, const Shape& y, const ir::Window& w) {
 // the reference's `beats`). Windows that do not overlap write their taps directly (the max tap
 // gets dy, the others 0); overlapping ones add into a zeroed dx. Parallel over the batch:
 // windows never cross it. The channel loops are branch-free so they vectorize.
+//
+// Unroll-and-jam is off here: GCC 12 jams the tap loop into the channel loop, and under
+// -mtune=generic (the portable build's tuning) the jammed loop runs scalar, 3-6x slower than
+// the plain vectorized one (with -mtune=znver3, what -march=native gave here, it did not).
+// It has no x86-64-v4 variant (cpu_isa_impl.h): it is memory-bound, AVX-512 gained 0-10%.
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-loop-unroll-and-jam")))
+#endif
 void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, const Shape& ys,
                    const ir::Window& w) {
   const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
