@@ -11,7 +11,8 @@
 #   {"bench": "portable_vs_native", "train_step_mlp": r1, "train_step_cnn": r2, "runs": N, ...}
 # r = median over rounds of (native ms_per_step / portable ms_per_step), i.e. the portable
 # build's throughput as a fraction of the native one's: 1.0 is parity, below 0.95 misses the
-# "within 5%" target. Builds: see bench/RESULTS.md, section "Portable vs native build".
+# "within 5%" target. The environment passes through (OMP_NUM_THREADS=1 makes a loaded
+# machine's figures steadier). Builds: see bench/RESULTS.md, section "Portable vs native build".
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
