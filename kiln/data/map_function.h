@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -36,7 +37,7 @@ struct MapFunction {
 /// "[map 'name']" or "[map]": how map errors name the function.
 std::string map_stage_name(const std::string& name);
 /// Throws DataError when a function of `arity` components is given `element` (another count).
-void check_map_arity(const std::string& name, size_t arity, const Element& element);
+void check_map_arity(const std::string& name, size_t arity, std::span<const HostTensor> element);
 
 namespace map_detail {
 

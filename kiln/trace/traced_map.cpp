@@ -65,13 +65,6 @@ std::string TracedMap::not_batched_reason() const {
   return not_batched_;
 }
 
-void TracedMap::check_arity(const std::vector<HostTensor>& args, bool batched) const {
-  if (args.size() != arity_)
-    KILN_THROW(DataError, stage(), " the function takes ", arity_, arity_ == 1 ? " component" : " components",
-               " as arguments, but the ", batched ? "batch " : "element ", signature_of(shapes_of(args)), " has ",
-               args.size(), ". Hint: take one kiln::Tensor per component of the element.");
-}
-
 void TracedMap::note_signature(const std::string& signature) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (element_signatures_.count(signature) != 0) return;
@@ -155,16 +148,16 @@ std::vector<HostTensor> TracedMap::run_program(const std::string& key, std::vect
 }
 
 std::vector<HostTensor> TracedMap::run(std::vector<HostTensor> element) {
-  check_arity(element, false);
+  data::check_map_arity(name_, arity_, element);
   const std::vector<Shape> shapes = shapes_of(element);
-  const std::string signature = signature_of(shapes);
+  const std::string signature = data::shapes_string(element);
   note_signature(signature);
   const std::string key = "element " + signature;
   return run_program(key, element, /*pooled=*/false, [&] { return compile(key, trace_element(shapes, signature)); });
 }
 
 std::vector<HostTensor> TracedMap::run_batched(std::vector<HostTensor> batch) {
-  check_arity(batch, true);
+  data::check_map_arity(name_, arity_, batch);
   const int64_t rows = batch[0].rank() > 0 ? batch[0].dims()[0] : -1;
   for (const HostTensor& c : batch)
     KILN_CHECK(c.rank() > 0 && c.dims()[0] == rows, "run_batched needs components with one leading batch size");
@@ -172,7 +165,7 @@ std::vector<HostTensor> TracedMap::run_batched(std::vector<HostTensor> batch) {
   for (const HostTensor& c : batch) element.emplace_back(c.dtype(), Dims(c.dims().begin() + 1, c.dims().end()));
   const std::string signature = signature_of(element);
   note_signature(signature);
-  const std::string key = "batch " + signature_of(shapes_of(batch));
+  const std::string key = "batch " + data::shapes_string(batch);
   bool row_by_row = false;
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -65,7 +65,6 @@ class TracedMap {
   /// nothing, when `make` has no program to give). `pooled` outputs come from the buffer pool.
   std::vector<HostTensor> run_program(const std::string& key, std::vector<HostTensor>& args, bool pooled,
                                       const std::function<std::unique_ptr<runtime::Executable>()>& make);
-  void check_arity(const std::vector<HostTensor>& args, bool batched) const;
   void note_signature(const std::string& signature);
   std::string stage() const;
 

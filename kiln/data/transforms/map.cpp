@@ -102,10 +102,10 @@ IteratorPtr MapNode::make_iterator(const IteratorContext& ctx) const {
 
 std::string map_stage_name(const std::string& name) { return name.empty() ? "[map]" : "[map '" + name + "']"; }
 
-void check_map_arity(const std::string& name, size_t arity, const Element& element) {
+void check_map_arity(const std::string& name, size_t arity, std::span<const HostTensor> element) {
   if (element.size() == arity) return;
   KILN_THROW(DataError, map_stage_name(name), " the function takes ", arity, arity == 1 ? " component" : " components",
-             " as arguments, but the element ", element.shapes_string(), " has ", element.size(), ". Hint: take one "
+             " as arguments, but the element ", shapes_string(element), " has ", element.size(), ". Hint: take one "
              "argument per component of the element (from_tensor_slices({x, y}) gives two), or take the whole "
              "data::Element.");
 }
