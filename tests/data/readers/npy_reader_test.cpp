@@ -21,7 +21,7 @@ Bytes npy(int major, std::string header, const Bytes& data) {
   header += '\n';
   Bytes b = {0x93, 'N', 'U', 'M', 'P', 'Y', static_cast<unsigned char>(major), 0};
   for (size_t i = 0; i < len_size; ++i) b.push_back(static_cast<unsigned char>(header.size() >> (8 * i)));
-  b.insert(b.end(), header.begin(), header.end());
+  for (char c : header) b.push_back(static_cast<unsigned char>(c));  // (insert: a GCC 12 -Wstringop-overflow false positive at -O3)
   b.insert(b.end(), data.begin(), data.end());
   return b;
 }
