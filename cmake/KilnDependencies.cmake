@@ -10,3 +10,10 @@ if(KILN_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)
 endif()
+# LLVM 15 (Debian llvm-15-dev): the code generator and its ORC JIT, linked as the one shared
+# libLLVM-15 (static LLVM would add minutes of linking per test binary on 2 cores).
+# Layers that use it: target_link_libraries(... PRIVATE LLVM) plus kiln_use_llvm_headers().
+find_package(LLVM 15 REQUIRED CONFIG HINTS /usr/lib/llvm-15/lib/cmake/llvm)
+function(kiln_use_llvm_headers target)
+  target_include_directories(${target} SYSTEM PRIVATE ${LLVM_INCLUDE_DIRS})
+endfunction()

@@ -7,6 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config   # toolchain
   libgtest-dev libgmock-dev                      # tests
   libdnnl-dev                                    # oneDNN: matmul/conv kernels (OpenMP build)
+  llvm-15-dev                                    # the code generator (fused kernels, ORC JIT)
   ocl-icd-opencl-dev                             # dnnl-config.cmake calls find_package(OpenCL);
                                                  # only a Recommends of libdnnl-dev
   libhdf5-dev                                    # Keras .h5 files

@@ -55,6 +55,10 @@ DebugOptions DebugOptions::from_env() {
   o.verify_ir = parse_bool(env("KILN_VERIFY_IR"), "KILN_VERIFY_IR", true);
   o.no_memory_planner = parse_bool(env("KILN_NO_MEMORY_PLANNER"), "KILN_NO_MEMORY_PLANNER", false);
   o.profile = parse_bool(env("KILN_PROFILE"), "KILN_PROFILE", false);
+  o.codegen = parse_bool(env("KILN_CODEGEN"), "KILN_CODEGEN", true);
+  o.kernel_cache_dir = env("KILN_CACHE_DIR");
+  if (o.kernel_cache_dir == "off") o.kernel_cache_dir.clear();
+  else if (o.kernel_cache_dir.empty() && !env("HOME").empty()) o.kernel_cache_dir = env("HOME") + "/.cache/kiln/kernels";
   if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
     o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
   if (std::string devices = env("KILN_CPU_DEVICES"); !devices.empty()) {

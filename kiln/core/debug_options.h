@@ -29,6 +29,12 @@ struct DebugOptions {
   /// KILN_CPU_DEVICES=<n>: split the host into n logical CPU devices (each with its share of
   /// the threads) so a MirroredStrategy can run n replicas; 0 or unset means one device.
   int cpu_devices = 0;
+  /// KILN_CODEGEN=0|1: compile fused loops to machine code with LLVM (default 1); 0 runs the
+  /// register interpreter, the reference fallback.
+  bool codegen = true;
+  /// KILN_CACHE_DIR=<dir>: where generated kernels are cached on disk (default
+  /// $HOME/.cache/kiln/kernels; "off", or no HOME, disables the disk cache).
+  std::string kernel_cache_dir;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

@@ -12,6 +12,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/lowering.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/compiler/ir_dump.h"
 
 namespace kiln::cpu {
@@ -52,7 +53,7 @@ int64_t estimate_largest_batch(const ir::Module& m, const compiler::MemoryPlan& 
 
 class CpuBackend : public runtime::Backend {
  public:
-  explicit CpuBackend(int64_t limit) : target_(limit) {}
+  CpuBackend(int64_t limit, LoopEngine engine) : target_(limit), engine_(engine) {}
   std::string name() const override { return "cpu"; }
   const compiler::TargetInfo& target_info() const override { return target_; }
 
@@ -75,7 +76,7 @@ class CpuBackend : public runtime::Backend {
     }
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
     exe->set_collectives(options.collectives, options.replica_id);
-    lower(*exe);
+    lower(*exe, engine_);
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
                                                             ".lowered.txt"), exe->describe());
@@ -84,6 +85,7 @@ class CpuBackend : public runtime::Backend {
 
  private:
   CpuTargetInfo target_;
+  LoopEngine engine_;
 };
 
 }  // namespace
@@ -92,10 +94,10 @@ int64_t physical_memory_bytes() {
   return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
-std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit) {
+std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit, std::optional<LoopEngine> engine) {
   if (memory_limit <= 0) memory_limit = DebugOptions::global().cpu_memory_limit;
   if (memory_limit <= 0) memory_limit = physical_memory_bytes();
-  return std::make_unique<CpuBackend>(memory_limit);
+  return std::make_unique<CpuBackend>(memory_limit, engine.value_or(default_loop_engine()));
 }
 
 }  // namespace kiln::cpu

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include "kiln/runtime/backend.h"
 
@@ -12,8 +13,12 @@ namespace kiln::cpu {
 /// Physical memory of this host in bytes.
 int64_t physical_memory_bytes();
 
+/// How fused loops run (loop_kernel.h): generated code or the interpreter.
+enum class LoopEngine;
+
 /// A CPU backend. `memory_limit` of 0 means DebugOptions (KILN_CPU_MEMORY_LIMIT) or, if that
-/// is unset too, physical RAM.
-std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit = 0);
+/// is unset too, physical RAM. `engine` unset means DebugOptions (KILN_CODEGEN).
+std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit = 0,
+                                                   std::optional<LoopEngine> engine = std::nullopt);
 
 }  // namespace kiln::cpu

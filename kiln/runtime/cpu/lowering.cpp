@@ -36,10 +36,11 @@ const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
 
 class Lowerer {
  public:
-  explicit Lowerer(CpuExecutable& exe) : exe_(exe) {}
+  Lowerer(CpuExecutable& exe, LoopEngine engine) : exe_(exe), engine_(engine) {}
 
   void lower_all() {
     for (const Instruction* inst : exe_.plan().order) lower_one(*inst);
+    batch_.compile();  // every fused loop's code in one LLVM compile
   }
 
  private:
@@ -102,14 +103,14 @@ class Lowerer {
   }
 
   bool try_loop(const Instruction& inst, const ir::Computation& body, const std::string& label) {
-    std::shared_ptr<LoopKernel> k = LoopKernel::create(body);
+    std::shared_ptr<LoopKernel> k = LoopKernel::create(body, engine_, &batch_);
     if (k == nullptr) return false;
     add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
     return true;
   }
 
   bool try_reduce(const Instruction& inst, const Instruction& reduce, const std::string& label) {
-    std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce);
+    std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce, engine_, &batch_);
     if (k == nullptr) return false;
     add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
     return true;
@@ -257,12 +258,14 @@ class Lowerer {
   }
 
   CpuExecutable& exe_;
+  LoopEngine engine_;
+  LoopJitBatch batch_;
 };
 
 }  // namespace
 
-void lower(CpuExecutable& exe) {
-  Lowerer(exe).lower_all();
+void lower(CpuExecutable& exe, LoopEngine engine) {
+  Lowerer(exe, engine).lower_all();
   exe.group_team_steps();
 }
 

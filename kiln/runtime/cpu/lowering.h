@@ -4,10 +4,12 @@
 #pragma once
 
 #include "kiln/runtime/cpu/cpu_executable.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 
 namespace kiln::cpu {
 
-/// Appends one Step per instruction of `exe.plan().order` that needs a kernel.
-void lower(CpuExecutable& exe);
+/// Appends one Step per instruction of `exe.plan().order` that needs a kernel; fused loops
+/// and reduction producers run on `engine`.
+void lower(CpuExecutable& exe, LoopEngine engine);
 
 }  // namespace kiln::cpu

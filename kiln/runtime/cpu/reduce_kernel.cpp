@@ -53,7 +53,8 @@ const ReduceKernels& reduce_kernels() {
 
 ReduceKernel::~ReduceKernel() = default;
 
-std::unique_ptr<ReduceKernel> ReduceKernel::create(const ir::Instruction& reduce) {
+std::unique_ptr<ReduceKernel> ReduceKernel::create(const ir::Instruction& reduce, LoopEngine engine,
+                                                   LoopJitBatch* batch) {
   std::unique_ptr<ReduceKernel> k(new ReduceKernel());
   k->op_ = reduce.opcode();
   k->in_shape_ = reduce.operand(0)->shape();
@@ -63,7 +64,7 @@ std::unique_ptr<ReduceKernel> ReduceKernel::create(const ir::Instruction& reduce
   if (x->opcode() == ir::Opcode::kParameter) {
     k->input_parameter_ = static_cast<int>(x->attrs().parameter_index);
   } else {
-    k->producer_ = LoopKernel::create_for(*x);
+    k->producer_ = LoopKernel::create_streaming(*x, engine, batch);
     if (k->producer_ == nullptr) return nullptr;
   }
   return k;

@@ -7,16 +7,17 @@
 
 #include "kiln/core/shape.h"
 #include "kiln/ir/computation.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 
 namespace kiln::cpu {
-
-class LoopKernel;
 
 class ReduceKernel {
  public:
   /// `reduce` is a reduce_* instruction whose operand is a parameter of its computation or an
   /// elementwise expression of them. Returns nullptr if that expression cannot be compiled.
-  static std::unique_ptr<ReduceKernel> create(const ir::Instruction& reduce);
+  /// A fused producer's code is generated with `batch` (loop_kernel.h) when one is given.
+  static std::unique_ptr<ReduceKernel> create(const ir::Instruction& reduce, LoopEngine engine = default_loop_engine(),
+                                              LoopJitBatch* batch = nullptr);
   ~ReduceKernel();
   /// inputs[i] points at parameter i of the reduce's computation. Runs on its own team, or on
   /// the caller's when called inside one.

@@ -1,0 +1,69 @@
+// The code generator's back half: LoopIr -> machine code with LLVM (Debian's llvm-15), for the
+// host CPU (an object file the CPU runtime loads with ORC) and for NVPTX (PTX text the CUDA
+// driver loads). No LLVM type appears here, so the runtime layers stay free of LLVM headers
+// except where they load code.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kiln/compiler/codegen/loop_ir.h"
+
+namespace kiln::codegen {
+
+/// What code is generated for: an LLVM target triple, CPU name and feature string.
+struct CodegenTarget {
+  std::string triple;
+  std::string cpu;
+  std::string features;
+
+  /// The host: LLVM's detection of this CPU's name and features (AVX2, AVX-512, ... as the
+  /// CPU and OS support them, not as Kiln was compiled).
+  static CodegenTarget host();
+  /// NVPTX PTX for a GPU of compute capability `compute_capability` (90 for an H100/H200):
+  /// the newest sm_XX LLVM knows that is not newer than it (LLVM 15: sm_86, PTX 7.5).
+  static CodegenTarget nvptx(int compute_capability);
+  /// Everything that makes generated code differ: Kiln's version and its code generator's
+  /// sources (a hash), LLVM's version and the target.
+  std::string cache_tag() const;
+};
+
+/// A generated CPU stage function: computes the stage's row-major elements [begin, end) into
+/// out[i] (the stage's dtype); srcs[k] is where the stage's load k reads (before
+/// LoopLoad::offset, which the code applies).
+using CpuStageFn = void (*)(const void* const* srcs, void* out, int64_t begin, int64_t end);
+/// The generated read function: the last stage's elements [begin, end) in the register type
+/// (float, or double when LoopIr::use_double) into dst[i - begin].
+using CpuReadFn = void (*)(const void* const* srcs, void* dst, int64_t begin, int64_t end);
+
+/// The symbols of `ir`'s functions compiled with `prefix`: stage s, and the read function.
+std::string stage_symbol(const std::string& prefix, size_t stage);
+std::string read_symbol(const std::string& prefix);
+
+/// LLVM's version, e.g. "15.0.6".
+std::string llvm_version();
+
+struct GeneratedCode {
+  std::string binary;    // the object file (CPU) or PTX text (NVPTX)
+  std::string ir_text;   // the optimized LLVM IR, when asked for
+  std::string asm_text;  // the assembly, when asked for (the PTX itself for NVPTX)
+};
+
+/// One kernel to generate: `ir`'s functions, named from `prefix` (stage_symbol, read_symbol).
+struct LoopUnit {
+  const LoopIr* ir = nullptr;
+  std::string prefix;
+  /// false: a CpuStageFn per stage (NVPTX: a kernel per stage). true: the last stage as a
+  /// CpuReadFn instead (a reduction's fused producer), the inner stages as CpuStageFns.
+  bool read = false;
+};
+
+/// Compiles the units into one object (CPU) or one PTX module, so LLVM's fixed costs are paid
+/// once per program, not per kernel. `with_text` also returns the IR and assembly
+/// (KILN_DUMP_IR). Throws CompileError when LLVM cannot compile for the target. For NVPTX,
+/// `libdevice` is the path of CUDA's libdevice bitcode, linked in for the math functions.
+GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
+                                 const std::string& libdevice = "");
+
+}  // namespace kiln::codegen

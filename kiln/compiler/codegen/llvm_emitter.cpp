@@ -1,0 +1,456 @@
+// LoopIr -> LLVM IR. A CPU stage function walks its range row by row over the stage's shape
+// after merging dims that every load walks alike (so an elementwise body is one row); each row
+// runs a W-lane vector loop (explicit vectors, so no alias analysis is needed: an output may
+// be an input's buffer, as the memory planner allows) and a scalar tail. Loads whose inner
+// stride is 0 are read once per row; other strides gather.
+#include "kiln/compiler/codegen/llvm_emitter_impl.h"
+
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsNVPTX.h>
+
+#include <vector>
+
+#include "kiln/core/check.h"
+#include "kiln/core/str_cat.h"
+
+namespace kiln::codegen {
+namespace {
+
+using llvm::IRBuilder;
+using llvm::Type;
+using llvm::Value;
+
+// A stage's index space after dropping size-1 dims and merging dims that every load (and the
+// output) walks contiguously together.
+struct Space {
+  Dims dims;                 // collapsed; at least one
+  std::vector<Dims> strides; // per load, per collapsed dim
+};
+
+Space collapse(const LoopStage& st) {
+  Space s;
+  const Dims& d = st.shape.dims();
+  s.strides.resize(st.loads.size());
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (d[i] == 1) continue;
+    bool merge = !s.dims.empty();
+    for (size_t k = 0; k < st.loads.size() && merge; ++k)
+      merge = s.strides[k].back() == st.loads[k].strides[i] * d[i];
+    if (merge) {
+      s.dims.back() *= d[i];
+      for (size_t k = 0; k < st.loads.size(); ++k) s.strides[k].back() = st.loads[k].strides[i];
+    } else {
+      s.dims.push_back(d[i]);
+      for (size_t k = 0; k < st.loads.size(); ++k) s.strides[k].push_back(st.loads[k].strides[i]);
+    }
+  }
+  if (s.dims.empty()) {
+    s.dims.push_back(1);
+    for (auto& v : s.strides) v.push_back(0);
+  }
+  return s;
+}
+
+class StageEmitter {
+ public:
+  StageEmitter(IRBuilder<>& b, const LoopIr& ir, const LoopStage& st, KernelTarget target)
+      : b_(b), st_(st), target_(target), space_(collapse(st)) {
+    llvm::LLVMContext& c = b.getContext();
+    reg_ = ir.use_double ? Type::getDoubleTy(c) : Type::getFloatTy(c);
+    i64_ = Type::getInt64Ty(c);
+  }
+
+  const Space& space() const { return space_; }
+  Type* reg_type() const { return reg_; }
+
+  // Element type of `dt` in memory.
+  Type* mem_type(DType dt) const {
+    llvm::LLVMContext& c = b_.getContext();
+    switch (dt) {
+      case DType::kF32: return Type::getFloatTy(c);
+      case DType::kF64: return Type::getDoubleTy(c);
+      case DType::kBF16: return Type::getInt16Ty(c);
+      case DType::kF16: return Type::getHalfTy(c);
+      case DType::kI32: return Type::getInt32Ty(c);
+      case DType::kI64: return Type::getInt64Ty(c);
+      case DType::kU8: case DType::kBool: return Type::getInt8Ty(c);
+    }
+    KILN_CHECK(false, "unknown dtype");
+    return nullptr;
+  }
+
+  Type* vec(Type* t, int w) const { return w == 1 ? t : llvm::FixedVectorType::get(t, static_cast<unsigned>(w)); }
+  Value* splat(Value* v, int w) { return w == 1 ? v : b_.CreateVectorSplat(static_cast<unsigned>(w), v); }
+  Value* fconst(double v, int w) { return llvm::ConstantFP::get(vec(reg_, w), v); }
+  Value* iconst(int64_t v) { return llvm::ConstantInt::get(i64_, static_cast<uint64_t>(v)); }
+
+  // Row-invariant state for one row of the collapsed space: where each load's row starts
+  // (elements, offset included) and the values of loads that do not move along the row.
+  struct Row {
+    std::vector<Value*> base;      // per load, i64
+    std::vector<Value*> invariant; // per load: the register-type scalar, or null
+  };
+
+  Row begin_row(const std::vector<Value*>& srcs, Value* row) {
+    Row r;
+    const size_t outer = space_.dims.size() - 1;
+    std::vector<Value*> idx(outer);
+    Value* rem = row;
+    for (size_t d = outer; d-- > 0;) {  // row -> multi-index over the outer dims
+      idx[d] = d == 0 ? rem : b_.CreateURem(rem, iconst(space_.dims[d]));
+      if (d > 0) rem = b_.CreateUDiv(rem, iconst(space_.dims[d]));
+    }
+    for (size_t k = 0; k < st_.loads.size(); ++k) {
+      Value* base = iconst(st_.loads[k].offset);
+      for (size_t d = 0; d < outer; ++d)
+        if (space_.strides[k][d] != 0) base = b_.CreateAdd(base, b_.CreateMul(idx[d], iconst(space_.strides[k][d])));
+      r.base.push_back(base);
+      r.invariant.push_back(inner_stride(k) == 0 ? load_scalar(srcs[k], k, base) : nullptr);
+    }
+    return r;
+  }
+
+  // The stage's value for `w` lanes at inner positions j, j+1, ... of the row whose first
+  // element has flat index `row_flat`.
+  Value* values(const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w) {
+    std::vector<Value*> regs(static_cast<size_t>(st_.num_registers), nullptr);
+    for (const LoopInstr& in : st_.code) {
+      Value* a = regs[static_cast<size_t>(in.a)];
+      Value* bv = in.b_is_scalar ? fconst(in.value, w) : regs[static_cast<size_t>(in.b)];
+      Value* c = regs[static_cast<size_t>(in.c)];
+      regs[static_cast<size_t>(in.dst)] = op(in, srcs, row, row_flat, j, w, a, bv, c);
+    }
+    return regs[static_cast<size_t>(st_.result)];
+  }
+
+  // Converts register values to `dt` and stores them at element `index` of `out`.
+  void store(Value* out, DType dt, Value* index, Value* v, int w) { store_as(out, dt, index, v, w); }
+  // Stores register values unconverted (the read function).
+  void store_register(Value* out, Value* index, Value* v) {
+    b_.CreateAlignedStore(v, b_.CreateGEP(reg_, out, index), llvm::Align(reg_->getScalarSizeInBits() / 8));
+  }
+
+ private:
+  int64_t inner_stride(size_t k) const { return space_.strides[k].back(); }
+
+  Value* load_scalar(Value* src, size_t k, Value* index) {
+    const DType dt = st_.loads[k].dtype;
+    Type* mt = mem_type(dt);
+    Value* raw = b_.CreateAlignedLoad(mt, b_.CreateGEP(mt, src, index), llvm::Align(size_of(dt)));
+    return to_register(raw, dt);
+  }
+
+  Value* load(const std::vector<Value*>& srcs, const Row& row, size_t k, Value* j, int w) {
+    if (row.invariant[k] != nullptr) return splat(row.invariant[k], w);
+    const DType dt = st_.loads[k].dtype;
+    Type* mt = mem_type(dt);
+    const int64_t s = inner_stride(k);
+    Value* first = b_.CreateAdd(row.base[k], s == 1 ? j : b_.CreateMul(j, iconst(s)));
+    if (w == 1) return load_scalar(srcs[k], k, first);
+    Value* raw;
+    if (s == 1) {
+      raw = b_.CreateAlignedLoad(vec(mt, w), b_.CreateGEP(mt, srcs[k], first), llvm::Align(size_of(dt)));
+    } else {
+      std::vector<llvm::Constant*> steps;
+      for (int l = 0; l < w; ++l) steps.push_back(llvm::ConstantInt::get(i64_, static_cast<uint64_t>(l * s)));
+      Value* idx = b_.CreateAdd(splat(first, w), llvm::ConstantVector::get(steps));
+      raw = b_.CreateMaskedGather(vec(mt, w), b_.CreateGEP(mt, srcs[k], idx), llvm::Align(size_of(dt)));
+    }
+    return to_register(raw, dt);
+  }
+
+  Value* as_float(Value* v) {  // register -> f32 (exact for f32 registers)
+    Type* f = Type::getFloatTy(b_.getContext());
+    return reg_ == f ? v : b_.CreateFPTrunc(v, vec(f, width_of(v)));
+  }
+  Value* from_float(Value* v) {
+    return reg_->isFloatTy() ? v : b_.CreateFPExt(v, vec(reg_, width_of(v)));
+  }
+  static int width_of(Value* v) {
+    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) return static_cast<int>(vt->getNumElements());
+    return 1;
+  }
+  Type* int_vec(unsigned bits, int w) { return vec(Type::getIntNTy(b_.getContext(), bits), w); }
+
+  // half.h's f32_to_bf16_bits: NaN keeps its top payload, quieted; else round to nearest even.
+  Value* bf16_bits(Value* f) {
+    const int w = width_of(f);
+    auto u32 = [&](uint32_t x) { return llvm::ConstantInt::get(int_vec(32, w), x); };
+    Value* u = b_.CreateBitCast(f, int_vec(32, w));
+    Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, u32(0x7fffffffu)), u32(0x7f800000u));
+    Value* quiet = b_.CreateOr(b_.CreateLShr(u, u32(16)), u32(0x40u));
+    Value* lsb = b_.CreateAnd(b_.CreateLShr(u, u32(16)), u32(1));
+    Value* rounded = b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(u32(0x7fffu), lsb)), u32(16));
+    return b_.CreateTrunc(b_.CreateSelect(nan, quiet, rounded), int_vec(16, w));
+  }
+  Value* bf16_to_float(Value* bits) {
+    const int w = width_of(bits);
+    Value* u = b_.CreateShl(b_.CreateZExt(bits, int_vec(32, w)), llvm::ConstantInt::get(int_vec(32, w), 16));
+    return b_.CreateBitCast(u, vec(Type::getFloatTy(b_.getContext()), w));
+  }
+
+  Value* to_register(Value* raw, DType dt) {
+    const int w = width_of(raw);
+    Type* r = vec(reg_, w);
+    switch (dt) {
+      case DType::kF32: case DType::kF64: return b_.CreateFPCast(raw, r);
+      case DType::kBF16: return from_float(bf16_to_float(raw));
+      case DType::kF16: return b_.CreateFPExt(raw, r);
+      case DType::kI32: case DType::kI64: return b_.CreateSIToFP(raw, r);
+      case DType::kU8: return b_.CreateUIToFP(raw, r);
+      case DType::kBool: return b_.CreateUIToFP(b_.CreateICmpNE(raw, llvm::Constant::getNullValue(raw->getType())), r);
+    }
+    return nullptr;
+  }
+
+  void store_as(Value* out, DType dt, Value* index, Value* v, int w) {
+    llvm::LLVMContext& c = b_.getContext();
+    Value* m = nullptr;
+    switch (dt) {
+      case DType::kF32: case DType::kF64: m = b_.CreateFPCast(v, vec(mem_type(dt), w)); break;
+      case DType::kBF16: m = bf16_bits(as_float(v)); break;
+      case DType::kF16: m = b_.CreateFPTrunc(as_float(v), vec(Type::getHalfTy(c), w)); break;
+      case DType::kI32: case DType::kI64: m = b_.CreateFPToSI(v, vec(mem_type(dt), w)); break;
+      // As GCC converts to uint8_t: through int32, then the low byte.
+      case DType::kU8: m = b_.CreateTrunc(b_.CreateFPToSI(v, int_vec(32, w)), int_vec(8, w)); break;
+      case DType::kBool: m = b_.CreateZExt(b_.CreateFCmpUNE(v, fconst(0, w)), int_vec(8, w)); break;
+    }
+    b_.CreateAlignedStore(m, b_.CreateGEP(mem_type(dt), out, index), llvm::Align(size_of(dt)));
+  }
+
+  // A libm function of one or two register values, lane by lane (the interpreter calls the
+  // same scalar functions, so the results are identical).
+  Value* call_math(const char* name, Value* a, Value* bv = nullptr) {
+    const bool f64 = reg_->isDoubleTy();
+    std::string fn = name;
+    if (target_ == KernelTarget::kNvptx) fn = "__nv_" + fn + (f64 ? "" : "f");
+    else if (!f64) fn += "f";
+    llvm::Module* m = b_.GetInsertBlock()->getModule();
+    std::vector<Type*> params(bv == nullptr ? 1 : 2, reg_);
+    llvm::FunctionCallee callee = m->getOrInsertFunction(fn, llvm::FunctionType::get(reg_, params, false));
+    if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
+      f->setDoesNotThrow();
+      f->setOnlyAccessesArgMemory();  // pure, given -fno-math-errno semantics
+    }
+    const int w = width_of(a);
+    if (w == 1) return bv == nullptr ? b_.CreateCall(callee, {a}) : b_.CreateCall(callee, {a, bv});
+    Value* r = llvm::PoisonValue::get(vec(reg_, w));
+    for (int l = 0; l < w; ++l) {
+      Value* x = b_.CreateExtractElement(a, static_cast<uint64_t>(l));
+      Value* y = bv == nullptr ? nullptr : b_.CreateExtractElement(bv, static_cast<uint64_t>(l));
+      Value* e = y == nullptr ? b_.CreateCall(callee, {x}) : b_.CreateCall(callee, {x, y});
+      r = b_.CreateInsertElement(r, e, static_cast<uint64_t>(l));
+    }
+    return r;
+  }
+
+  Value* bool_value(Value* cond) { return b_.CreateUIToFP(cond, vec(reg_, width_of(cond))); }
+
+  Value* op(const LoopInstr& in, const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w,
+            Value* a, Value* bv, Value* c) {
+    switch (in.op) {
+      case LoopOp::kLoad: return load(srcs, row, static_cast<size_t>(in.load), j, w);
+      case LoopOp::kSplat: return fconst(in.value, w);
+      case LoopOp::kIota: {
+        Value* flat = splat(b_.CreateAdd(row_flat, j), w);
+        if (w > 1) {
+          std::vector<llvm::Constant*> lanes;
+          for (int l = 0; l < w; ++l) lanes.push_back(llvm::ConstantInt::get(i64_, static_cast<uint64_t>(l)));
+          flat = b_.CreateAdd(flat, llvm::ConstantVector::get(lanes));
+        }
+        Value* q = b_.CreateURem(b_.CreateUDiv(flat, llvm::ConstantInt::get(vec(i64_, w), static_cast<uint64_t>(in.div))),
+                                 llvm::ConstantInt::get(vec(i64_, w), static_cast<uint64_t>(in.mod)));
+        return b_.CreateSIToFP(q, vec(reg_, w));
+      }
+      case LoopOp::kNeg: return b_.CreateFNeg(a);
+      case LoopOp::kAbs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
+      case LoopOp::kSign: {
+        Value* zero = fconst(0, w);
+        return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), fconst(1, w),
+                               b_.CreateSelect(b_.CreateFCmpOLT(a, zero), fconst(-1, w), a));
+      }
+      case LoopOp::kExp: return call_math("exp", a);
+      case LoopOp::kLog: return call_math("log", a);
+      case LoopOp::kLog1p: return call_math("log1p", a);
+      case LoopOp::kTanh: return call_math("tanh", a);
+      case LoopOp::kErf: return call_math("erf", a);
+      case LoopOp::kPow: return call_math("pow", a, bv);
+      case LoopOp::kLogistic:
+        return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), call_math("exp", b_.CreateFNeg(a))));
+      case LoopOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
+      case LoopOp::kRsqrt: return b_.CreateFDiv(fconst(1, w), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
+      case LoopOp::kCopy: return a;
+      case LoopOp::kTrunc: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, a);
+      case LoopOp::kToBool: return bool_value(b_.CreateFCmpUNE(a, fconst(0, w)));
+      case LoopOp::kRoundF32: return from_float(as_float(a));
+      case LoopOp::kRoundBF16: return from_float(bf16_to_float(bf16_bits(as_float(a))));
+      case LoopOp::kRoundF16:
+        return b_.CreateFPExt(b_.CreateFPTrunc(as_float(a), vec(Type::getHalfTy(b_.getContext()), w)), vec(reg_, w));
+      case LoopOp::kAdd: return b_.CreateFAdd(a, bv);
+      case LoopOp::kSub: return b_.CreateFSub(a, bv);
+      case LoopOp::kMul: return b_.CreateFMul(a, bv);
+      case LoopOp::kDiv: return b_.CreateFDiv(a, bv);
+      case LoopOp::kDivInt:
+        return b_.CreateSelect(b_.CreateFCmpOEQ(bv, fconst(0, w)), fconst(0, w),
+                               b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(a, bv)));
+      // NaN propagates, as in XLA (and the interpreter: a > b || a != a ? a : b).
+      case LoopOp::kMax: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOGT(a, bv), b_.CreateFCmpUNO(a, a)), a, bv);
+      case LoopOp::kMin: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOLT(a, bv), b_.CreateFCmpUNO(a, a)), a, bv);
+      case LoopOp::kEq: return bool_value(b_.CreateFCmpOEQ(a, bv));
+      case LoopOp::kNe: return bool_value(b_.CreateFCmpUNE(a, bv));
+      case LoopOp::kLt: return bool_value(b_.CreateFCmpOLT(a, bv));
+      case LoopOp::kLe: return bool_value(b_.CreateFCmpOLE(a, bv));
+      case LoopOp::kGt: return bool_value(b_.CreateFCmpOGT(a, bv));
+      case LoopOp::kGe: return bool_value(b_.CreateFCmpOGE(a, bv));
+      case LoopOp::kSelect: return b_.CreateSelect(b_.CreateFCmpUNE(a, fconst(0, w)), bv, c);
+    }
+    KILN_CHECK(false, "unknown loop op");
+    return nullptr;
+  }
+
+  IRBuilder<>& b_;
+  const LoopStage& st_;
+  KernelTarget target_;
+  Space space_;
+  Type* reg_;
+  Type* i64_;
+};
+
+// Lanes per vector iteration: 64 bytes of registers (one AVX-512 vector, two AVX2 ones).
+int cpu_lanes(const LoopIr& ir) { return ir.use_double ? 8 : 16; }
+
+// `for (j = from; j < to; j += step) body(j)` at the builder's position; leaves the builder
+// after the loop.
+template <typename Body>
+void emit_loop(IRBuilder<>& b, Value* from, Value* to, int64_t step, const char* name, Body body) {
+  llvm::Function* f = b.GetInsertBlock()->getParent();
+  llvm::LLVMContext& c = b.getContext();
+  llvm::BasicBlock* pre = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(c, str_cat(name, ".head"), f);
+  auto* loop = llvm::BasicBlock::Create(c, str_cat(name, ".body"), f);
+  auto* done = llvm::BasicBlock::Create(c, str_cat(name, ".done"), f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* j = b.CreatePHI(from->getType(), 2, name);
+  j->addIncoming(from, pre);
+  b.CreateCondBr(b.CreateICmpSLT(j, to), loop, done);
+  b.SetInsertPoint(loop);
+  body(j);
+  Value* next = b.CreateAdd(j, llvm::ConstantInt::get(from->getType(), static_cast<uint64_t>(step)));
+  j->addIncoming(next, b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(done);
+}
+
+// One CPU function: the stage's elements [begin, end), stored as `out_dtype` at out[i], or as
+// registers at out[i - begin] when `read`.
+void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string& name, bool read, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  Type* ptr = llvm::PointerType::get(c, 0);
+  Type* i64 = Type::getInt64Ty(c);
+  auto* fty = llvm::FunctionType::get(Type::getVoidTy(c), {ptr, ptr, i64, i64}, false);
+  auto* f = llvm::Function::Create(fty, llvm::Function::ExternalLinkage, name, m);
+  f->setDoesNotThrow();
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  Value* srcs_arg = f->getArg(0);
+  Value* out = f->getArg(1);
+  Value* begin = f->getArg(2);
+  Value* end = f->getArg(3);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  StageEmitter e(b, ir, st, KernelTarget::kCpu);
+  std::vector<Value*> srcs;
+  for (size_t k = 0; k < st.loads.size(); ++k)
+    srcs.push_back(b.CreateAlignedLoad(ptr, b.CreateConstGEP1_64(ptr, srcs_arg, k), llvm::Align(8)));
+  const int w = cpu_lanes(ir);
+  const int64_t inner = e.space().dims.back();
+  auto konst = [&](int64_t v) { return llvm::ConstantInt::get(i64, static_cast<uint64_t>(v)); };
+
+  // Rows: i walks [begin, end) a row segment at a time.
+  llvm::BasicBlock* entry = b.GetInsertBlock();
+  auto* head = llvm::BasicBlock::Create(c, "row.head", f);
+  auto* body = llvm::BasicBlock::Create(c, "row.body", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode* i = b.CreatePHI(i64, 2, "i");
+  i->addIncoming(begin, entry);
+  b.CreateCondBr(b.CreateICmpSLT(i, end), body, exit);
+  b.SetInsertPoint(body);
+  Value* row = b.CreateUDiv(i, konst(inner));
+  Value* j0 = b.CreateURem(i, konst(inner));
+  Value* row_flat = b.CreateSub(i, j0);
+  Value* j_end = b.CreateAdd(j0, b.CreateBinaryIntrinsic(llvm::Intrinsic::umin, b.CreateSub(konst(inner), j0),
+                                                           b.CreateSub(end, i)));
+  StageEmitter::Row r = e.begin_row(srcs, row);
+  // Vector part: whole W-lane groups from j0; then the scalar tail.
+  Value* vec_end = b.CreateAdd(j0, b.CreateAnd(b.CreateSub(j_end, j0), konst(~int64_t{w - 1})));
+  auto store = [&](Value* j, Value* v, int lanes) {
+    Value* index = b.CreateAdd(row_flat, j);
+    if (read) e.store_register(out, b.CreateSub(index, begin), v);
+    else e.store(out, st.shape.dtype(), index, v, lanes);
+  };
+  emit_loop(b, j0, vec_end, w, "v", [&](Value* j) { store(j, e.values(srcs, r, row_flat, j, w), w); });
+  emit_loop(b, vec_end, j_end, 1, "s", [&](Value* j) { store(j, e.values(srcs, r, row_flat, j, 1), 1); });
+  i->addIncoming(b.CreateAdd(row_flat, j_end), b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+}
+
+// One NVPTX kernel per stage: thread i < n computes element i. Loads are kernel parameters.
+void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string& name, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  Type* ptr = llvm::PointerType::get(c, 1);  // global address space
+  Type* i64 = Type::getInt64Ty(c);
+  std::vector<Type*> params(st.loads.size() + 1, ptr);
+  params.push_back(i64);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), params, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  StageEmitter e(b, ir, st, KernelTarget::kNvptx);
+  std::vector<Value*> srcs;
+  for (size_t k = 0; k < st.loads.size(); ++k) srcs.push_back(f->getArg(static_cast<unsigned>(k)));
+  Value* out = f->getArg(static_cast<unsigned>(st.loads.size()));
+  Value* n = f->getArg(static_cast<unsigned>(st.loads.size() + 1));
+  auto sreg = [&](llvm::Intrinsic::ID id) {
+    return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64);
+  };
+  Value* i = b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
+                                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                         sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  auto* work = llvm::BasicBlock::Create(c, "work", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateCondBr(b.CreateICmpSLT(i, n), work, exit);
+  b.SetInsertPoint(work);
+  const int64_t inner = e.space().dims.back();
+  Value* j = b.CreateURem(i, llvm::ConstantInt::get(i64, static_cast<uint64_t>(inner)));
+  Value* row = b.CreateUDiv(i, llvm::ConstantInt::get(i64, static_cast<uint64_t>(inner)));
+  StageEmitter::Row r = e.begin_row(srcs, row);
+  e.store(out, st.shape.dtype(), i, e.values(srcs, r, b.CreateSub(i, j), j, 1), 1);
+  b.CreateBr(exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  // Mark it a kernel (nvvm.annotations).
+  llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, "kernel"),
+                          llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(Type::getInt32Ty(c), 1))};
+  m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(c, md));
+}
+
+}  // namespace
+
+std::string stage_symbol(const std::string& prefix, size_t stage) { return str_cat(prefix, "_s", stage); }
+std::string read_symbol(const std::string& prefix) { return str_cat(prefix, "_read"); }
+
+void emit_loop_ir(const LoopUnit& unit, KernelTarget target, llvm::Module& module) {
+  const LoopIr& ir = *unit.ir;
+  const size_t stores = unit.read ? ir.stages.size() - 1 : ir.stages.size();
+  for (size_t s = 0; s < stores; ++s) {
+    if (target == KernelTarget::kCpu) emit_cpu_function(ir, ir.stages[s], stage_symbol(unit.prefix, s), false, module);
+    else emit_nvptx_kernel(ir, ir.stages[s], stage_symbol(unit.prefix, s), module);
+  }
+  KILN_CHECK(!unit.read || target == KernelTarget::kCpu, "read functions are CPU-only");
+  if (unit.read) emit_cpu_function(ir, ir.stages.back(), read_symbol(unit.prefix), true, module);
+}
+
+}  // namespace kiln::codegen

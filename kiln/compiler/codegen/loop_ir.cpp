@@ -1,0 +1,323 @@
+// LoopIr::build: the loop-fusion body -> stages lowering, and LoopIr::key.
+#include "kiln/compiler/codegen/loop_ir.h"
+
+#include <algorithm>
+#include <sstream>
+#include <unordered_map>
+
+#include "kiln/core/dtype_dispatch.h"
+#include "kiln/ir/computation.h"
+
+namespace kiln::codegen {
+namespace {
+
+Dims contiguous_strides(const Dims& dims) {
+  Dims s(dims.size(), 1);
+  for (size_t i = dims.size(); i-- > 1;) s[i - 1] = s[i] * dims[i];
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] == 1) s[i] = 0;  // a size-1 dim never moves the offset
+  return s;
+}
+
+bool is_contiguous(const Dims& strides, const Dims& dims) {
+  Dims c = contiguous_strides(dims);
+  for (size_t i = 0; i < dims.size(); ++i)
+    if (dims[i] != 1 && strides[i] != c[i]) return false;
+  return true;
+}
+
+// Builds stages from a body. Returns false for an op a loop kernel cannot run.
+class StageBuilder {
+ public:
+  explicit StageBuilder(LoopIr& p) : p_(p) {}
+
+  bool build_stage(const ir::Instruction* root, int* stage_index) {
+    LoopStage st;
+    st.shape = root->shape();
+    std::unordered_map<const ir::Instruction*, int> regs;
+    bool ok = emit(root, st, regs, &st.result);
+    if (!ok) return false;
+    allocate_registers(st);
+    p_.stages.push_back(std::move(st));
+    *stage_index = static_cast<int>(p_.stages.size()) - 1;
+    return true;
+  }
+
+ private:
+  // A source viewed over `inst`'s own shape: where it lives and its strides.
+  bool source_of(const ir::Instruction* inst, LoopLoad* load) {
+    using ir::Opcode;
+    switch (inst->opcode()) {
+      case Opcode::kParameter:
+        *load = {LoopLoad::kParameter, static_cast<int>(inst->attrs().parameter_index), inst->dtype(),
+                 contiguous_strides(inst->shape().dims()), true};
+        return true;
+      case Opcode::kConstant:
+        p_.literals.push_back(inst->attrs().literal);
+        *load = {LoopLoad::kLiteral, static_cast<int>(p_.literals.size()) - 1, inst->dtype(),
+                 contiguous_strides(inst->shape().dims()), true};
+        return true;
+      case Opcode::kReshape: {
+        LoopLoad inner;
+        if (!source_of(inst->operand(0), &inner)) return false;
+        if (!is_contiguous(inner.strides, inst->operand(0)->shape().dims())) return false;
+        // (a contiguous view keeps its offset: reshaping it only renames the dims)
+        inner.strides = contiguous_strides(inst->shape().dims());
+        *load = inner;
+        return true;
+      }
+      case Opcode::kTranspose: {  // a strided view: result dim i walks operand dim perm[i]
+        LoopLoad inner;
+        if (!source_of(inst->operand(0), &inner)) return false;
+        Dims strides;
+        for (int64_t p : inst->attrs().dims) strides.push_back(inner.strides[static_cast<size_t>(p)]);
+        inner.strides = std::move(strides);
+        *load = inner;
+        return true;
+      }
+      case Opcode::kSlice: {  // a strided view starting at the slice's origin
+        LoopLoad inner;
+        if (!source_of(inst->operand(0), &inner)) return false;
+        const ir::Attrs& a = inst->attrs();
+        for (size_t i = 0; i < inner.strides.size(); ++i) {
+          inner.offset += a.starts[i] * inner.strides[i];
+          inner.strides[i] *= a.strides[i];
+        }
+        *load = inner;
+        return true;
+      }
+      case Opcode::kBroadcastInDim: {
+        LoopLoad inner;
+        const ir::Instruction* x = inst->operand(0);
+        if (!source_of(x, &inner)) {
+          int stage;
+          if (!build_stage(x, &stage)) return false;
+          inner = {LoopLoad::kStage, stage, x->dtype(), contiguous_strides(x->shape().dims()), true};
+        }
+        Dims strides(static_cast<size_t>(inst->shape().rank()), 0);
+        const Dims& map = inst->attrs().dims;
+        for (size_t i = 0; i < map.size(); ++i)
+          if (x->shape().dims()[i] != 1) strides[static_cast<size_t>(map[i])] = inner.strides[i];
+        inner.strides = std::move(strides);
+        *load = inner;
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  int new_register(LoopStage& st) { return st.num_registers++; }
+
+  // The value of a one-element constant, directly or broadcast (a scalar operand).
+  static std::optional<double> constant_scalar(const ir::Instruction* inst) {
+    while (inst->opcode() == ir::Opcode::kBroadcastInDim || inst->opcode() == ir::Opcode::kReshape)
+      inst = inst->operand(0);
+    if (inst->opcode() != ir::Opcode::kConstant || inst->shape().num_elements() != 1) return std::nullopt;
+    return visit_dtype(inst->dtype(), [&](auto tag) {
+      using S = typename decltype(tag)::type;
+      return to_double(*static_cast<const S*>(inst->attrs().literal.raw_data()));
+    });
+  }
+
+  bool emit(const ir::Instruction* inst, LoopStage& st, std::unordered_map<const ir::Instruction*, int>& regs,
+            int* out) {
+    if (auto it = regs.find(inst); it != regs.end()) {
+      *out = it->second;
+      return true;
+    }
+    using ir::Opcode;
+    LoopInstr in{};
+    LoopLoad load;
+    const Opcode opc = inst->opcode();
+    if (opc == Opcode::kConstant && inst->shape().num_elements() == 1) {
+      in.op = LoopOp::kSplat;
+      in.value = visit_dtype(inst->dtype(), [&](auto tag) {
+        using S = typename decltype(tag)::type;
+        return to_double(*static_cast<const S*>(inst->attrs().literal.raw_data()));
+      });
+    } else if (opc == Opcode::kIota) {
+      in.op = LoopOp::kIota;
+      size_t axis = static_cast<size_t>(inst->attrs().dims[0]);
+      const Dims& d = inst->shape().dims();
+      in.mod = d[axis];
+      for (size_t i = axis + 1; i < d.size(); ++i) in.div *= d[i];
+    } else if (source_of(inst, &load)) {
+      bool scalar = std::all_of(load.strides.begin(), load.strides.end(), [](int64_t s) { return s == 0; });
+      load.contiguous = !scalar && is_contiguous(load.strides, st.shape.dims());
+      if (scalar) load.strides.assign(load.strides.size(), 0);
+      st.loads.push_back(load);
+      in.op = LoopOp::kLoad;
+      in.load = static_cast<int>(st.loads.size()) - 1;
+    } else if (ir::is_elementwise(opc)) {
+      if (inst->shape().dims() != st.shape.dims()) return false;
+      // Float registers hold an f32 exactly: converting to f32 is then the value itself.
+      if (opc == Opcode::kConvert && inst->dtype() == DType::kF32 && !p_.use_double)
+        return emit(inst->operand(0), st, regs, out) && (regs[inst] = *out, true);
+      // A constant second operand of a binary op is read as a scalar, not filled per chunk.
+      std::optional<double> scalar_b;
+      if (inst->operand_count() == 2 && (ir::opcode_family(opc) == ir::OpFamily::Binary ||
+                                         ir::opcode_family(opc) == ir::OpFamily::Compare))
+        scalar_b = constant_scalar(inst->operand(1));
+      int operand_regs[3] = {0, 0, 0};
+      for (size_t i = 0; i < inst->operand_count(); ++i) {
+        if (i == 1 && scalar_b) continue;
+        if (!emit(inst->operand(i), st, regs, &operand_regs[i])) return false;
+      }
+      in.a = operand_regs[0];
+      in.b = scalar_b ? operand_regs[0] : operand_regs[1];
+      in.c = operand_regs[2];
+      if (scalar_b) {
+        in.b_is_scalar = true;
+        in.value = *scalar_b;
+      }
+      if (!select_op(inst, &in.op)) return false;
+    } else {
+      return false;
+    }
+    in.dst = new_register(st);
+    st.code.push_back(in);
+    regs[inst] = in.dst;
+    *out = in.dst;
+    return true;
+  }
+
+  static bool select_op(const ir::Instruction* inst, LoopOp* op) {
+    using ir::Opcode;
+    const DType out = inst->dtype();
+    switch (inst->opcode()) {
+      case Opcode::kNeg: *op = LoopOp::kNeg; return true;
+      case Opcode::kAbs: *op = LoopOp::kAbs; return true;
+      case Opcode::kSign: *op = LoopOp::kSign; return true;
+      case Opcode::kExp: *op = LoopOp::kExp; return true;
+      case Opcode::kLog: *op = LoopOp::kLog; return true;
+      case Opcode::kLog1p: *op = LoopOp::kLog1p; return true;
+      case Opcode::kTanh: *op = LoopOp::kTanh; return true;
+      case Opcode::kLogistic: *op = LoopOp::kLogistic; return true;
+      case Opcode::kSqrt: *op = LoopOp::kSqrt; return true;
+      case Opcode::kRsqrt: *op = LoopOp::kRsqrt; return true;
+      case Opcode::kErf: *op = LoopOp::kErf; return true;
+      case Opcode::kConvert:
+        // Round to what the target type can hold, so later ops see the converted value.
+        switch (out) {
+          case DType::kBool: *op = LoopOp::kToBool; return true;
+          case DType::kBF16: *op = LoopOp::kRoundBF16; return true;
+          case DType::kF16: *op = LoopOp::kRoundF16; return true;
+          case DType::kF32: *op = LoopOp::kRoundF32; return true;
+          case DType::kF64: *op = LoopOp::kCopy; return true;
+          case DType::kI32: case DType::kI64: case DType::kU8: *op = LoopOp::kTrunc; return true;
+        }
+        return false;
+      case Opcode::kAdd: *op = LoopOp::kAdd; return true;
+      case Opcode::kSub: *op = LoopOp::kSub; return true;
+      case Opcode::kMul: *op = LoopOp::kMul; return true;
+      case Opcode::kDiv: *op = is_floating(out) ? LoopOp::kDiv : LoopOp::kDivInt; return true;
+      case Opcode::kPow: *op = LoopOp::kPow; return true;
+      case Opcode::kMax: *op = LoopOp::kMax; return true;
+      case Opcode::kMin: *op = LoopOp::kMin; return true;
+      case Opcode::kSelect: *op = LoopOp::kSelect; return true;
+      case Opcode::kCompare:
+        switch (inst->attrs().comparison) {
+          case ir::Comparison::kEq: *op = LoopOp::kEq; return true;
+          case ir::Comparison::kNe: *op = LoopOp::kNe; return true;
+          case ir::Comparison::kLt: *op = LoopOp::kLt; return true;
+          case ir::Comparison::kLe: *op = LoopOp::kLe; return true;
+          case ir::Comparison::kGt: *op = LoopOp::kGt; return true;
+          case ir::Comparison::kGe: *op = LoopOp::kGe; return true;
+        }
+        return false;
+      default:
+        return false;
+    }
+  }
+
+  // Linear-scan register reuse: a register is free once its last reader has run. A result may
+  // take an operand's register (elementwise loops read and write the same index).
+  static void allocate_registers(LoopStage& st) {
+    const size_t nv = static_cast<size_t>(st.num_registers);
+    std::vector<int> last_use(nv, -1);
+    for (size_t i = 0; i < st.code.size(); ++i) {
+      const LoopInstr& in = st.code[i];
+      const int ops[3] = {in.a, in.b, in.c};
+      for (int k = 0; k < loop_operand_count(in); ++k) last_use[static_cast<size_t>(ops[k])] = static_cast<int>(i);
+    }
+    last_use[static_cast<size_t>(st.result)] = static_cast<int>(st.code.size());
+    std::vector<int> physical(nv, -1);
+    std::vector<bool> freed(nv, false);
+    std::vector<int> free_list;
+    int count = 0;
+    for (size_t i = 0; i < st.code.size(); ++i) {
+      LoopInstr& in = st.code[i];
+      int* ops[3] = {&in.a, &in.b, &in.c};
+      const int n = loop_operand_count(in);
+      int virt[3] = {in.a, in.b, in.c};
+      for (int k = 0; k < n; ++k) *ops[k] = physical[static_cast<size_t>(virt[k])];
+      for (int k = 0; k < n; ++k) {
+        size_t v = static_cast<size_t>(virt[k]);
+        if (last_use[v] == static_cast<int>(i) && !freed[v]) {
+          freed[v] = true;
+          free_list.push_back(physical[v]);
+        }
+      }
+      int phys = free_list.empty() ? count++ : free_list.back();
+      if (!free_list.empty() && phys == free_list.back()) free_list.pop_back();
+      physical[static_cast<size_t>(in.dst)] = phys;
+      in.dst = phys;
+    }
+    st.result = physical[static_cast<size_t>(st.result)];
+    st.num_registers = count;
+  }
+
+  LoopIr& p_;
+};
+
+}  // namespace
+
+int loop_operand_count(const LoopInstr& in) {
+  if (in.b_is_scalar) return 1;
+  switch (in.op) {
+    case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: return 0;
+    case LoopOp::kSelect: return 3;
+    case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kDiv: case LoopOp::kDivInt: case LoopOp::kPow:
+    case LoopOp::kMax: case LoopOp::kMin: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe:
+    case LoopOp::kGt: case LoopOp::kGe: return 2;
+    default: return 1;
+  }
+}
+
+std::optional<LoopIr> LoopIr::build(const ir::Instruction& root) {
+  LoopIr ir;
+  for (const ir::Instruction* inst : root.parent()->post_order())
+    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) ir.use_double = true;
+  StageBuilder builder(ir);
+  int stage;
+  if (!builder.build_stage(&root, &stage)) return std::nullopt;
+  return ir;
+}
+
+std::string LoopIr::key() const {
+  std::ostringstream k;
+  k.precision(17);
+  k << (use_double ? "f64" : "f32") << ";";
+  for (const LoopStage& st : stages) {
+    k << "stage " << st.shape.to_string() << " r" << st.num_registers << " out" << st.result << ";";
+    for (const LoopLoad& l : st.loads) {
+      k << "load " << l.kind << ":" << l.index << ":" << name(l.dtype) << ":" << l.offset << ":" << l.contiguous << ":";
+      for (int64_t s : l.strides) k << s << ",";
+      k << ";";
+    }
+    for (const LoopInstr& in : st.code)
+      k << static_cast<int>(in.op) << " " << in.dst << " " << in.a << " " << in.b << " " << in.c << " "
+        << in.value << " " << in.b_is_scalar << " " << in.load << " " << in.div << " " << in.mod << ";";
+  }
+  for (const HostTensor& lit : literals) {
+    k << "literal " << lit.shape().to_string() << ":";
+    const auto* bytes = static_cast<const unsigned char*>(lit.raw_data());
+    static const char* hex = "0123456789abcdef";
+    for (int64_t i = 0; i < lit.shape().byte_size(); ++i) k << hex[bytes[i] >> 4] << hex[bytes[i] & 15];
+    k << ";";
+  }
+  return k.str();
+}
+
+}  // namespace kiln::codegen

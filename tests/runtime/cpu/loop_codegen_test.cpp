@@ -1,0 +1,208 @@
+// Generated loop kernels (LLVM, CpuJit) against the register interpreter and the reference
+// evaluator: random fused computations (op chains over every loop op, broadcasts, transposes,
+// strided slices, iota, converts through every dtype, inner stages) must give the
+// interpreter's bytes exactly, and the reference's values within float tolerance; reductions
+// with fused producers read the generated code in place of the interpreter.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "kiln/compiler/codegen/kernel_cache.h"
+#include "kiln/compiler/codegen/llvm_codegen.h"
+#include "kiln/core/dtype_dispatch.h"
+#include "kiln/ir/builder.h"
+#include "kiln/ir/module.h"
+#include "kiln/ir/reference_eval.h"
+#include "kiln/runtime/cpu/cpu_jit.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/reduce_kernel.h"
+#include "tests/testing/random_loop_body.h"
+
+namespace kiln::cpu {
+namespace {
+
+using ir::Builder;
+using ir::Instruction;
+using ir::Opcode;
+using testing::random_dims;
+using testing::random_tensor;
+using testing::RandomBody;
+
+std::vector<const void*> pointers(const std::vector<HostTensor>& args) {
+  std::vector<const void*> p;
+  for (const HostTensor& a : args) p.push_back(a.raw_data());
+  return p;
+}
+
+double max_abs_diff(const HostTensor& a, const HostTensor& b) {
+  double worst = 0;
+  visit_dtype(a.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (int64_t i = 0; i < a.shape().num_elements(); ++i) {
+      const double x = to_double(a.data<T>()[i]), y = to_double(b.data<T>()[i]);
+      worst = std::max(worst, std::abs(x - y) / std::max(1.0, std::abs(y)));
+    }
+  });
+  return worst;
+}
+
+// Runs the interpreted and the generated kernel on `args` and expects the same bytes; returns
+// the generated output.
+template <typename Kernel>
+HostTensor expect_same_bytes(const Kernel& interp, const Kernel& gen, const Shape& shape,
+                             const std::vector<HostTensor>& args) {
+  const std::vector<const void*> in = pointers(args);
+  HostTensor expected(shape), actual(shape);
+  interp.run(in.data(), expected.raw_data());
+  gen.run(in.data(), actual.raw_data());
+  EXPECT_EQ(std::memcmp(expected.raw_data(), actual.raw_data(), static_cast<size_t>(expected.byte_size())), 0)
+      << "generated code differs from the interpreter by " << max_abs_diff(actual, expected);
+  return actual;
+}
+
+TEST(LoopCodegenTest, RandomFusedLoopsMatchTheInterpreterBitForBit) {
+  ASSERT_NE(CpuJit::instance(), nullptr) << "LLVM cannot target this CPU";
+  std::mt19937 rng(20261204);
+  static const DType kOut[] = {DType::kF32, DType::kF32, DType::kF64, DType::kBF16, DType::kF16,
+                               DType::kI32, DType::kU8, DType::kBool};
+  int generated = 0;
+  for (int trial = 0; trial < 150; ++trial) {
+    ir::Module module("random");
+    ir::Computation* c = module.add_computation("body");
+    Builder b(c);
+    std::vector<HostTensor> args;
+    const Dims dims = random_dims(rng);
+    Instruction* root = RandomBody(rng, b, dims).build(std::uniform_int_distribution<int>(1, 10)(rng), args);
+    const DType out = kOut[trial % 8];
+    if (out != DType::kF32) root = b.convert(root, out);
+    c->add_output(root);
+    SCOPED_TRACE(str_cat("trial ", trial, " dims ", dims_to_string(dims), " -> ", name(out)));
+
+    auto interp = LoopKernel::create(*c, LoopEngine::kInterpreter);
+    auto gen = LoopKernel::create(*c, LoopEngine::kGenerated);
+    ASSERT_NE(interp, nullptr);
+    ASSERT_NE(gen, nullptr);
+    ASSERT_FALSE(interp->generated());
+    ASSERT_TRUE(gen->generated());
+    ++generated;
+    HostTensor actual = expect_same_bytes(*interp, *gen, root->shape(), args);
+    if (::testing::Test::HasFailure()) return;
+
+    if (is_floating(out) && out != DType::kBF16 && out != DType::kF16) {  // the oracle, loosely
+      HostTensor reference = ir::evaluate(*c, args)[0];
+      EXPECT_LT(max_abs_diff(actual, reference), 2e-3);
+    }
+  }
+  EXPECT_EQ(generated, 150);
+}
+
+TEST(LoopCodegenTest, LargeInPlaceUpdateMatchesInterpreterAcrossThreads) {
+  // Adam-like: out may be the buffer of an input (the planner donates variables).
+  ir::Module module("adam");
+  ir::Computation* c = module.add_computation("body");
+  Builder b(c);
+  const Shape s(DType::kF32, {784, 128});
+  Instruction* p = b.parameter(s, "param");
+  Instruction* g = b.parameter(s, "grad");
+  Instruction* m = b.binary(Opcode::kAdd, b.binary(Opcode::kMul, b.full(s, 0.9), p), b.binary(Opcode::kMul, b.full(s, 0.1), g));
+  Instruction* root = b.binary(Opcode::kSub, p, b.binary(Opcode::kDiv, m, b.binary(Opcode::kAdd, b.unary(Opcode::kSqrt, b.unary(Opcode::kAbs, g)), b.full(s, 1e-7))));
+  c->add_output(root);
+  std::mt19937 rng(7);
+  std::vector<HostTensor> args{random_tensor(s, rng), random_tensor(s, rng)};
+  HostTensor expected(s);
+  auto interp = LoopKernel::create(*c, LoopEngine::kInterpreter);
+  auto gen = LoopKernel::create(*c, LoopEngine::kGenerated);
+  std::vector<const void*> in = pointers(args);
+  interp->run(in.data(), expected.raw_data());
+  gen->run(in.data(), args[0].raw_data());  // in place over the parameter
+  EXPECT_EQ(std::memcmp(expected.raw_data(), args[0].raw_data(), static_cast<size_t>(s.byte_size())), 0);
+}
+
+TEST(LoopCodegenTest, ReductionsReadGeneratedProducersExactly) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 30; ++trial) {
+    ir::Module module("reduce");
+    ir::Computation* c = module.add_computation("body");
+    Builder b(c);
+    std::vector<HostTensor> args;
+    Dims dims = random_dims(rng);
+    if (dims.empty()) dims = {17};
+    Instruction* x = RandomBody(rng, b, dims).build(4, args);
+    Dims axes;
+    for (int64_t d = 0; d < static_cast<int64_t>(dims.size()); ++d)
+      if (std::uniform_int_distribution<int>(0, 1)(rng) == 0) axes.push_back(d);
+    if (axes.empty()) axes.push_back(0);
+    static const Opcode kOps[] = {Opcode::kReduceSum, Opcode::kReduceMax, Opcode::kReduceMin};
+    Instruction* r = b.reduce(kOps[trial % 3], x, axes);
+    c->add_output(r);
+    SCOPED_TRACE(str_cat("trial ", trial, " dims ", dims_to_string(dims), " axes ", dims_to_string(axes)));
+    auto interp = ReduceKernel::create(*r, LoopEngine::kInterpreter);
+    auto gen = ReduceKernel::create(*r, LoopEngine::kGenerated);
+    ASSERT_NE(interp, nullptr);
+    ASSERT_NE(gen, nullptr);
+    expect_same_bytes(*interp, *gen, r->shape(), args);
+    if (::testing::Test::HasFailure()) return;
+  }
+}
+
+// The disk cache: a second JIT-less lookup finds the entry; stale and corrupt entries are
+// rejected, never returned.
+TEST(KernelCacheTest, StoresLoadsAndRejectsStaleOrCorruptEntries) {
+  const std::string dir = (std::filesystem::temp_directory_path() / str_cat("kiln_kernel_cache_", ::getpid())).string();
+  std::filesystem::remove_all(dir);
+  codegen::KernelCache cache(dir, "tag A");
+  EXPECT_FALSE(cache.load("key").has_value());
+  cache.store("key", std::string("object\0bytes", 12));
+  std::optional<std::string> back = cache.load("key");
+  ASSERT_TRUE(back.has_value());
+  EXPECT_EQ(*back, std::string("object\0bytes", 12));
+  EXPECT_FALSE(cache.load("other key").has_value());
+
+  codegen::KernelCache other_version(dir, "tag B");  // another Kiln/LLVM/CPU: its own entry
+  EXPECT_FALSE(other_version.load("key").has_value());
+  // The same file name under another tag (a hash collision, or a file copied between
+  // machines) is rejected by the tag stored inside.
+  std::filesystem::copy_file(cache.path_for("key"), other_version.path_for("key"));
+  EXPECT_FALSE(other_version.load("key").has_value());
+  EXPECT_EQ(other_version.stats().rejected, 1);
+
+  for (size_t flip : {size_t{3}, size_t{20}, size_t{40}}) {  // one flipped byte anywhere
+    cache.store("key", "object bytes");
+    std::fstream f(cache.path_for("key"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(flip));
+    f.put('\x7f');
+    f.close();
+    EXPECT_FALSE(cache.load("key").has_value()) << "flip at " << flip;
+  }
+  std::filesystem::resize_file(cache.path_for("key"), 10);  // torn
+  EXPECT_FALSE(cache.load("key").has_value());
+  cache.store("key", "fresh");  // a rejected entry is overwritten by the recompiled code
+  EXPECT_EQ(cache.load("key").value_or(""), "fresh");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(LoopCodegenTest, GeneratesPtxFromTheSameEmitter) {
+  ir::Module module("ptx");
+  ir::Computation* c = module.add_computation("body");
+  Builder b(c);
+  const Shape s(DType::kF32, {64, 10});
+  Instruction* x = b.parameter(s, "x");
+  Instruction* bias = b.parameter(Shape(DType::kF32, {10}), "bias");
+  Instruction* y = b.unary(Opcode::kExp, b.binary(Opcode::kAdd, x, b.broadcast_in_dim(bias, {64, 10}, {1})));
+  std::optional<codegen::LoopIr> loop = codegen::LoopIr::build(*y);
+  ASSERT_TRUE(loop.has_value());
+  const char* libdevice = "/usr/local/cuda/nvvm/libdevice/libdevice.10.bc";
+  if (!std::filesystem::exists(libdevice)) GTEST_SKIP() << "no CUDA libdevice at " << libdevice;
+  codegen::GeneratedCode ptx =
+      codegen::generate_loop_code({{&*loop, "k", false}}, codegen::CodegenTarget::nvptx(90), false, libdevice);
+  EXPECT_NE(ptx.binary.find(".entry k_s0"), std::string::npos) << ptx.binary.substr(0, 2000);
+  EXPECT_NE(ptx.binary.find(".target sm_86"), std::string::npos);  // LLVM 15's newest; the driver JITs it for sm_90
+  EXPECT_EQ(ptx.binary.find("__nv_expf"), std::string::npos) << "libdevice's exp must be inlined";
+}
+
+}  // namespace
+}  // namespace kiln::cpu
