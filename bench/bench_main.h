@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace kiln::bench {
@@ -73,6 +74,26 @@ double median_ms_per_step(int runs, int64_t steps, BeforeRun before_run, StepFn 
   }
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
+}
+
+/// Medians of ms per step of two step functions timed alternately, A B B A per round, so a
+/// drift in machine load falls on both alike (`runs` timed runs of each).
+template <typename BeforeRun, typename StepA, typename StepB>
+std::pair<double, double> paired_median_ms_per_step(int runs, int64_t steps, BeforeRun before_run, StepA a, StepB b) {
+  std::vector<double> ms_a, ms_b;
+  auto time = [&](auto& step, std::vector<double>& out) {
+    before_run();
+    Stopwatch w;
+    for (int64_t s = 0; s < steps; ++s) step(s);
+    out.push_back(w.seconds() * 1e3 / static_cast<double>(steps));
+  };
+  for (int r = 0; r < runs; ++r) {
+    if (r % 2 == 0) { time(a, ms_a); time(b, ms_b); }
+    else { time(b, ms_b); time(a, ms_a); }
+  }
+  std::sort(ms_a.begin(), ms_a.end());
+  std::sort(ms_b.begin(), ms_b.end());
+  return {ms_a[ms_a.size() / 2], ms_b[ms_b.size() / 2]};
 }
 
 /// Peak resident set size of this process so far, in MiB.

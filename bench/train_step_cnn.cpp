@@ -12,6 +12,8 @@
 
 #include "bench/bench_main.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cpu/cpu_backend.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 #include "tests/testing/seed_cnn.h"
 
 namespace {
@@ -70,6 +72,28 @@ int main(int argc, char** argv) {
       .add("planned_peak_bytes", exe->planned_peak_bytes())
       .add("peak_rss_mb", bench::peak_rss_mb());
   line.print();
+
+  // The code generator against the interpreter (KILN_CODEGEN=0), two models in one run.
+  testing::SeedCnn interpreted(cpu::make_cpu_backend(0, cpu::LoopEngine::kInterpreter));
+  testing::SeedCnn generated(cpu::make_cpu_backend(0, cpu::LoopEngine::kGenerated));
+  interpreted.train_step(xb, yb, key);
+  generated.train_step(xb, yb, key);
+  auto [interp_ms, gen_ms] = bench::paired_median_ms_per_step(
+      kRuns, kStepsPerRun / 2, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);
+        interpreted.train_step(xb, yb, key + s);
+      },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);
+        generated.train_step(xb, yb, key + s);
+      });
+  bench::JsonLine cg;
+  cg.add("bench", "train_step_cnn.codegen")
+      .add("interpreter_ms_per_step", interp_ms)
+      .add("codegen_ms_per_step", gen_ms)
+      .add("codegen_speedup", interp_ms / gen_ms);
+  cg.print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w2", "samples_per_s_median_step");
     bench::JsonLine p;

@@ -11,6 +11,8 @@
 
 #include "bench/bench_main.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cpu/cpu_backend.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 #include "tests/testing/seed_mlp.h"
 
 int main(int argc, char** argv) {
@@ -53,6 +55,29 @@ int main(int argc, char** argv) {
       .add("planned_peak_bytes", exe->planned_peak_bytes())
       .add("peak_rss_mb", bench::peak_rss_mb());
   line.print();
+
+  // The code generator against the interpreter (KILN_CODEGEN=0), two models in one run.
+  testing::SeedMlp interpreted(cpu::make_cpu_backend(0, cpu::LoopEngine::kInterpreter));
+  testing::SeedMlp generated(cpu::make_cpu_backend(0, cpu::LoopEngine::kGenerated));
+  interpreted.train_step(xb, yb);
+  generated.train_step(xb, yb);
+  auto [interp_ms, gen_ms] = bench::paired_median_ms_per_step(
+      kRuns, kStepsPerRun, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);
+        interpreted.train_step(xb, yb);
+      },
+      [&](int64_t s) {
+        testing::gather_batch(data, perm, s * kBatch, xb, yb);
+        generated.train_step(xb, yb);
+      });
+  bench::JsonLine cg;
+  cg.add("bench", "train_step_mlp.codegen")
+      .add("interpreter_ms_per_step", interp_ms)
+      .add("codegen_ms_per_step", gen_ms)
+      .add("codegen_speedup", interp_ms / gen_ms)
+      .add("target", 1.6);
+  cg.print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;

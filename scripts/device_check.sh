@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# scripts/device_check.sh: the checks that need a GPU, run once per session on the device
+# machine (an H200, through the session's `device` tool), in a few minutes.
+#
+# The device image has CUDA, PyTorch and CMake but not Kiln's Debian dependencies (oneDNN,
+# HDF5, LLVM 15), so the GPU code is made here first and carried:
+#   build/tests/runtime/make_ptx_cases device_cases 60     # here: PTX + inputs + CPU outputs
+#   device run: bash scripts/device_check.sh device_cases   (carry: device_cases)
+# What it runs:
+#   1. the machine: GPU, driver, CUDA, PyTorch;
+#   2. run_ptx_cases (CUDA driver API only, built here with the toolkit's g++/nvcc): the code
+#      generator's PTX for random fused loops against the CPU interpreter's outputs (exact
+#      cases bit for bit), and GB/s on the large cases;
+#   3. PyTorch's bandwidth on the same GPU (a copy and a fused-free elementwise chain), the
+#      figure the generated kernels are compared with.
+# Output: JSON lines; files under $OUT when set. Exit status: non-zero if a case failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+cases=${1:-device_cases}
+out=${OUT:-/tmp/device_check}
+mkdir -p "$out"
+status=0
+
+echo "== machine"
+nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader || status=1
+command -v nvcc >/dev/null && nvcc --version | tail -n 2
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' || true
+
+echo "== generated PTX against the CPU interpreter"
+if [ ! -f "$cases/case_0/meta.txt" ]; then
+  echo "device_check: no cases in $cases (make them here with build/tests/runtime/make_ptx_cases $cases)" >&2
+  exit 2
+fi
+cxx=$(command -v g++ || command -v c++ || true)
+cuda=${CUDA_HOME:-/usr/local/cuda}
+if [ -n "$cxx" ]; then
+  "$cxx" -O2 -std=c++17 -I"$cuda/include" tests/runtime/cuda/run_ptx_cases.cpp -L"$cuda/lib64/stubs" -lcuda -o "$out/run_ptx_cases"
+else
+  nvcc -O2 -std=c++17 tests/runtime/cuda/run_ptx_cases.cpp -lcuda -o "$out/run_ptx_cases"
+fi || { echo "device_check: cannot build run_ptx_cases" >&2; exit 2; }
+"$out/run_ptx_cases" "$cases" | tee "$out/ptx_cases.jsonl" || status=1
+
+echo "== PyTorch on the same GPU (bandwidth reference)"
+python3 - <<'EOF' | tee "$out/torch.jsonl" || true
+import json, torch
+x = torch.randn(1000, 1000, device="cuda"); y = torch.randn_like(x); z = torch.randn_like(x)
+def median_us(fn, n=20):
+    for _ in range(3): fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(n):
+        a = torch.cuda.Event(enable_timing=True); b = torch.cuda.Event(enable_timing=True)
+        a.record(); fn(); b.record(); b.synchronize(); ts.append(a.elapsed_time(b) * 1e3)
+    return sorted(ts)[n // 2]
+copy = median_us(lambda: y.copy_(x))
+chain = median_us(lambda: torch.tanh(x * y + z))
+big = torch.empty(256 << 20, dtype=torch.uint8, device="cuda"); big2 = torch.empty_like(big)
+bw = median_us(lambda: big2.copy_(big))
+print(json.dumps({"bench": "torch_reference", "gpu": torch.cuda.get_device_name(),
+                  "copy_1M_f32_us": copy, "tanh_xy_plus_z_1M_f32_us": chain,
+                  "copy_256MiB_gb_per_s": 2 * (256 << 20) / (bw * 1e-6) / 1e9}))
+EOF
+echo "== device_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
+exit $status
