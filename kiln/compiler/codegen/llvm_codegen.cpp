@@ -1,6 +1,5 @@
-// LLVM's middle and back end for generated kernels: O2 without LLVM's own vectorizers (the
-// emitter writes explicit vectors; the loop vectorizer would only add compile time), then
-// the target's code generator.
+// LLVM's middle and back end for generated kernels: a short function pipeline (no vectorizers:
+// the emitter writes explicit vectors), then the target's code generator.
 #include "kiln/compiler/codegen/llvm_codegen.h"
 
 #include <llvm/ADT/StringMap.h>
@@ -66,11 +65,8 @@ std::unique_ptr<llvm::TargetMachine> target_machine(const CodegenTarget& t) {
   return tm;
 }
 
-void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
-  llvm::PipelineTuningOptions tuning;
-  tuning.LoopVectorization = false;
-  tuning.SLPVectorization = false;
-  llvm::PassBuilder pb(&tm, tuning);
+void optimize(llvm::Module& m, llvm::TargetMachine& tm, bool gpu) {
+  llvm::PassBuilder pb(&tm);
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;
@@ -80,7 +76,18 @@ void optimize(llvm::Module& m, llvm::TargetMachine& tm) {
   pb.registerFunctionAnalyses(fam);
   pb.registerLoopAnalyses(lam);
   pb.crossRegisterProxies(lam, fam, cgam, mam);
-  pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+  if (gpu) {  // O2: it runs NVVMReflect and inlines libdevice's functions
+    pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2).run(m, mam);
+    return;
+  }
+  // CPU: the emitted IR is already vector code without allocas or calls to inline, so O2's
+  // extra passes cost compile time (a third of it on the seed MLP) for no speed: folding, CSE,
+  // CFG cleanup and hoisting of loop invariants (broadcast values, row bases) are enough.
+  llvm::ModulePassManager mpm;
+  if (llvm::Error e = pb.parsePassPipeline(
+          mpm, "function(instcombine,early-cse,simplifycfg),function(loop-mssa(licm)),function(instcombine)"))
+    KILN_THROW(CompileError, "[codegen] ", llvm::toString(std::move(e)));
+  mpm.run(m, mam);
 }
 
 std::string emit(llvm::Module& m, llvm::TargetMachine& tm, llvm::CodeGenFileType type) {
@@ -157,7 +164,7 @@ GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const Codeg
   if (llvm::verifyModule(module, &problem_stream))
     KILN_THROW(CompileError, "[codegen] generated invalid LLVM IR: ", problems);
   if (gpu) link_libdevice(module, libdevice);
-  optimize(module, *tm);
+  optimize(module, *tm, gpu);
   GeneratedCode code;
   if (with_text) {
     llvm::raw_string_ostream os(code.ir_text);
