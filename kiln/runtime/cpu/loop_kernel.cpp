@@ -129,10 +129,15 @@ void LoopProgram::work(size_t s, const void* const* srcs, void* out) const {
 
 void LoopProgram::prepare_team(const void* const* inputs, LoopRun& run) const {
 #pragma omp single
-  {  // one thread lays out where every load reads and allocates the inner stages' values
-    run.scratch.assign(stages.size(), HostTensor());
-    run.srcs.assign(stages.size(), {});
+  {  // one thread lays out where every load reads; the inner stages' values are allocated
+     // on the first run and reused (every element is written before it is read)
+    if (run.scratch.size() != stages.size()) {
+      run.scratch.assign(stages.size(), HostTensor());
+      for (size_t s = 0; s + 1 < stages.size(); ++s) run.scratch[s] = HostTensor::uninitialized(stages[s].shape);
+    }
+    run.srcs.resize(stages.size());
     for (size_t s = 0; s < stages.size(); ++s) {
+      run.srcs[s].clear();
       for (const Load& l : stages[s].loads) {
         switch (l.kind) {
           case Load::kParameter: run.srcs[s].push_back(inputs[l.index]); break;
@@ -140,7 +145,6 @@ void LoopProgram::prepare_team(const void* const* inputs, LoopRun& run) const {
           case Load::kLiteral: run.srcs[s].push_back(literals[static_cast<size_t>(l.index)].raw_data()); break;
         }
       }
-      if (s + 1 < stages.size()) run.scratch[s] = HostTensor(stages[s].shape);
     }
   }
   for (size_t s = 0; s + 1 < stages.size(); ++s)  // inner stages: values broadcasts read
