@@ -1,11 +1,14 @@
 // AtomicFileWriter: writes a file so that readers see either the old contents or the complete
 // new ones, never a torn file: temp file in the same directory, fsync, rename, fsync directory.
+// Temporary names carry the writer's host and pid, so the next save can delete what a killed
+// writer left behind without ever touching the temporary file of one still running.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace kiln::io {
 
@@ -15,8 +18,10 @@ namespace kiln::io {
 /// Every failure is an IOError naming the path and the system's error text.
 class AtomicFileWriter {
  public:
-  /// Creates the temporary file `<path>.tmp-<random>` next to `path`. Throws IOError if the
-  /// directory does not exist or is not writable.
+  /// Creates the temporary file `<path>.tmp-<host>-<pid>-<random>` next to `path`, after
+  /// deleting the temporary files of `path` that dead writers on this host left (see
+  /// remove_stale_temp_files). Throws IOError if the directory does not exist or is not
+  /// writable (the message then says so).
   explicit AtomicFileWriter(std::string path);
   ~AtomicFileWriter();
   AtomicFileWriter(const AtomicFileWriter&) = delete;
@@ -53,5 +58,31 @@ void write_file_atomically(const std::string& path, std::string_view bytes);
 /// True for names AtomicFileWriter uses for its temporary files (`*.tmp-*`), so directory
 /// listings can skip the leftovers of a process killed mid-write.
 bool is_atomic_temp_file_name(std::string_view file_name);
+
+/// "<host>-<pid>" of this process, as temporary names carry it.
+std::string writer_tag();
+
+/// A name ending in "<writer_tag()>-<random>" of this process.
+std::string unique_name(std::string_view stem);
+
+/// True if `name` ends in "<host>-<pid>-<random>" (as unique_name makes them) with this host
+/// and a pid no process has now (kill(pid, 0) fails with ESRCH): its writer is dead. A name
+/// from another host, or whose pid lives (even if reused), is never called dead.
+bool is_dead_writers_name(std::string_view name);
+
+/// Deletes the files in `dir` named "<stem>.tmp-<host>-<pid>-<random>" (AtomicFileWriter) or
+/// "<stem>.tmp-h5-<pid>" (older .h5 saves) whose stem starts with `stem_prefix` and whose
+/// writer is dead (is_dead_writers_name). Returns the deleted paths. Never throws: cleaning is
+/// best effort and must not fail a save.
+std::vector<std::string> remove_stale_temp_files(const std::string& dir, std::string_view stem_prefix);
+
+/// fsync(2) on a directory, so renames and creations inside it survive a crash. IOError if
+/// it cannot be opened; file systems that cannot sync directories are accepted.
+void sync_directory(const std::string& dir);
+
+/// Throws IOError for a failed write to `path`: errno values that mean the directory refuses
+/// writes (EACCES, EPERM, EROFS) say that `path`'s directory is not writable; others name
+/// `what` and the system's text.
+[[noreturn]] void throw_write_error(const std::string& path, std::string_view what, int err);
 
 }  // namespace kiln::io

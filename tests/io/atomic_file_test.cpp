@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "kiln/core/error.h"
@@ -73,6 +76,61 @@ TEST_F(AtomicFileTest, WriteAfterCommitIsRejected) {
   writer.commit();
   KILN_EXPECT_ERROR(writer.write("x"), ValueError, "write after commit");
   KILN_EXPECT_ERROR(writer.commit(), ValueError, "commit twice");
+}
+
+// A writer killed mid-write leaves its temporary file; the next save of the file deletes it,
+// but never the temporary file of a writer still running.
+class StaleTempFileTest : public AtomicFileTest {
+ protected:
+  // Forks a writer of `path` that stops mid-write: it exits at once (killed), or waits until
+  // release() (alive).
+  void start_writer(const std::string& path, bool stay_alive) {
+    if (::pipe(release_) != 0) FAIL() << "pipe";
+    writer_ = ::fork();
+    if (writer_ == 0) {
+      auto* w = new AtomicFileWriter(path);  // never destroyed: as after SIGKILL
+      w->write("half a sav");
+      char c;
+      if (stay_alive) (void)!::read(release_[0], &c, 1);
+      ::_exit(0);
+    }
+    if (!stay_alive) release();
+  }
+  void release() {
+    (void)!::write(release_[1], "x", 1);
+    ::waitpid(writer_, nullptr, 0);
+    ::close(release_[0]);
+    ::close(release_[1]);
+  }
+  size_t temp_files() const {
+    size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir_.path()))
+      n += is_atomic_temp_file_name(e.path().filename().string());
+    return n;
+  }
+  pid_t writer_ = -1;
+  int release_[2] = {-1, -1};
+};
+
+TEST_F(StaleTempFileTest, ADeadWritersTempFileIsDeletedByTheNextSave) {
+  const std::string path = dir_.file("model.h5");
+  for (int kill = 0; kill < 3; ++kill) {
+    start_writer(path, /*stay_alive=*/false);
+    EXPECT_EQ(temp_files(), 1u) << "each writer deletes its dead predecessor's";
+  }
+  write_file_atomically(path, "saved");
+  EXPECT_EQ(temp_files(), 0u);
+  EXPECT_EQ(read_file(path), "saved");
+}
+
+TEST_F(StaleTempFileTest, ALiveWritersTempFileIsKept) {
+  const std::string path = dir_.file("model.h5");
+  start_writer(path, /*stay_alive=*/true);
+  for (int i = 0; i < 20 && temp_files() == 0; ++i) ::usleep(50'000);
+  ASSERT_EQ(temp_files(), 1u);
+  write_file_atomically(path, "saved");
+  EXPECT_EQ(temp_files(), 1u);
+  release();
 }
 
 TEST(FileReaderTest, ReadingPastTheEndIsATruncationError) {

@@ -8,6 +8,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
+#include "kiln/io/atomic_file.h"
 #include "kiln/io/checkpoint.h"
 #include "kiln/io/checkpoint_directory.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -133,6 +134,9 @@ std::string CheckpointManager::save(const TrainingState& state, std::optional<in
                                                : 0;
   std::error_code ec;
   std::filesystem::create_directories(directory_, ec);
+  // Each step writes a new name, so the writer's own cleaning would never meet the temporary
+  // file of a killed save of another step.
+  io::remove_stale_temp_files(directory_, options_.prefix + "-");
   const std::string path = io::checkpoint_path(directory_, n, options_.prefix);
   checkpoint_.write(path, state);
   io::prune_checkpoints(directory_, options_.max_to_keep, options_.prefix);

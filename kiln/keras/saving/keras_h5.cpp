@@ -4,15 +4,11 @@
 // layer_names/weight_names as fixed-length 'S' arrays split past 64512 bytes.
 #include "kiln/keras/saving/keras_h5.h"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <filesystem>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
 #include "kiln/io/atomic_file.h"
-#include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/keras/saving/saving_impl.h"
 #include "kiln/keras/saving/training_config.h"
@@ -31,24 +27,17 @@ constexpr const char* kBackend = "tensorflow";
 constexpr StringKind kStrKind = StringKind::kVariableUtf8;
 constexpr StringKind kBytesKind = StringKind::kVariableAscii;
 
-// Builds the HDF5 file at a temporary sibling and then replaces `path` atomically, so an
-// interrupted save never leaves a torn .h5 (libhdf5 writes in place, in many places).
+// libhdf5 writes in place, in many places: build the file as AtomicFileWriter's temporary
+// sibling (which also reports an unwritable directory as such), then commit it over `path`.
 template <typename Fill>
 void write_h5_atomically(const std::string& path, Fill fill) {
-  const std::string temp = str_cat(path, ".tmp-h5-", ::getpid());
-  struct Remove {
-    const std::string& p;
-    ~Remove() {
-      std::error_code ec;
-      std::filesystem::remove(p, ec);
-    }
-  } remove_temp{temp};
+  io::AtomicFileWriter writer(path);
   {
-    Hdf5File file = Hdf5File::create(temp);
+    Hdf5File file = Hdf5File::create(writer.temp_path());
     fill(file.root());
     file.flush();
   }
-  io::write_file_atomically(path, io::read_file(temp));
+  writer.commit();  // fsync reaches libhdf5's writes too: it syncs the file, not the descriptor
 }
 
 HostTensor saved_value(const Variable& v) {

@@ -3,9 +3,14 @@
 // pruned to max_to_keep, and restore() falls back past a damaged newest file.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 
+#include "kiln/io/atomic_file.h"
+#include "kiln/io/checkpoint_directory.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/keras/saving/checkpoint.h"
 #include "tests/keras/saving/saving_testing.h"
@@ -75,6 +80,33 @@ TEST(CheckpointManagerTest, KeepsTheNewestAndRestoresTheLatest) {
   ASSERT_TRUE(s.has_value());
   EXPECT_EQ(s->epoch, 3);
   expect_same_tensors(model->get_weights(), at_step3, "weight");
+}
+
+// BackupAndRestore writes a new step each time, so a killed backup's temporary file is never
+// the target of a later write: the manager deletes the dead writers' ones on every save.
+TEST(CheckpointManagerTest, SaveDeletesTheTemporaryFilesOfKilledWritesOfOtherSteps) {
+  kiln::testing::TempDir dir;
+  auto model = build_model(model_cases()[0]);
+  compile_model(*model, "sgd");
+  CheckpointManager manager(Checkpoint(*model), dir.file("ckpts"), {.prefix = "backup"});
+  manager.save({}, 1);
+  const pid_t killed = ::fork();
+  if (killed == 0) {
+    auto* w = new io::AtomicFileWriter(io::checkpoint_path(dir.file("ckpts"), 2, "backup"));  // never destroyed
+    w->write("half a checkpoint");
+    ::_exit(0);
+  }
+  ::waitpid(killed, nullptr, 0);
+  auto temp_files = [&] {
+    int n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.file("ckpts")))
+      n += io::is_atomic_temp_file_name(e.path().filename().string());
+    return n;
+  };
+  ASSERT_EQ(temp_files(), 1);
+  manager.save({}, 3);
+  EXPECT_EQ(temp_files(), 0);
+  EXPECT_EQ(manager.checkpoints().size(), 2u);
 }
 
 TEST(CheckpointManagerTest, RestoreSkipsADamagedNewestCheckpoint) {

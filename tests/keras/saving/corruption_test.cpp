@@ -4,6 +4,8 @@
 // throw IOError. Run under ASan too (KILN_SANITIZE=ON), as corrupt_files_test in tests/io.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -13,6 +15,7 @@
 #include "kiln/io/hdf5_file.h"
 #include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"
+#include "tests/io/isolated.h"
 #include "tests/keras/saving/saving_testing.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -26,6 +29,13 @@ namespace {
 
 using namespace testing;
 namespace fs = std::filesystem;
+
+// The weights file of the model saved in `dir` (in its data directory).
+std::string weights_file(const std::string& dir) {
+  for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename() == "weights.safetensors") return e.path().string();
+  return "";
+}
 
 void write_bytes(const std::string& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
@@ -93,13 +103,14 @@ TEST_F(CorruptionTest, OptimizerStateMismatchIsNamed) {
 
 TEST_F(CorruptionTest, DirectoryChecksumAndMissingFilesAreNamed) {
   model_->save(dir_.file("d"));
-  const std::string good = io::read_file(dir_.file("d/weights.safetensors"));
+  const std::string data = fs::path(weights_file(dir_.file("d"))).parent_path().string();
+  const std::string good = io::read_file(data + "/weights.safetensors");
   std::string bytes = good;
   bytes[bytes.size() - 3] ^= 0x10;  // a weight value: safetensors itself cannot notice
-  write_bytes(dir_.file("d/weights.safetensors"), bytes);
+  write_bytes(data + "/weights.safetensors", bytes);
   KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "weights.safetensors] does not match the checksum");
-  write_bytes(dir_.file("d/weights.safetensors"), good);
-  fs::remove(dir_.file("d/optimizer.safetensors"));
+  write_bytes(data + "/weights.safetensors", good);
+  fs::remove(data + "/optimizer.safetensors");
   KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "optimizer.safetensors] is missing");
   EXPECT_FALSE(load_model(dir_.file("d"), {.compile = false})->is_compiled());
   KILN_EXPECT_ERROR(load_model(dir_.file("nowhere")), IOError, "does not exist");
@@ -122,6 +133,27 @@ TEST_F(CorruptionTest, AModelJsonFileEntryThatLeavesTheDirectoryIsRejected) {
   typed.replace(typed.find(entry), entry.size(), "\"file\": 7");
   write_bytes(dir_.file("d/model.json"), typed);
   KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "has no valid 'weights' entry");
+}
+
+// Saving into a directory the user may not write names that, not the file's HDF5 layout. As
+// root (CI), the save runs in a child that drops to nobody, for whom the mode bits count.
+TEST_F(CorruptionTest, AReadOnlyDestinationSaysTheDirectoryIsNotWritable) {
+  const std::string ro = dir_.file("read_only");
+  fs::create_directories(ro);
+  fs::permissions(ro, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                          fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
+  for (const std::string name : {"m.h5", "m_dir", "w.safetensors", "c.kckpt"}) {
+    const std::string path = ro + "/" + name;
+    std::string r = io::testing::run_isolated([&] {
+      if (::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) throw std::runtime_error("setuid");
+      if (name == "w.safetensors") model_->save_weights(path);
+      else if (name == "c.kckpt") Checkpoint(*model_).write(path);
+      else model_->save(path);
+    });
+    EXPECT_TRUE(r.starts_with("IOError") && r.find("[" + ro + "] the directory is not writable") != std::string::npos &&
+                r.find(path) != std::string::npos && r.find("HDF5") == std::string::npos)
+        << name << ": " << r;
+  }
 }
 
 TEST_F(CorruptionTest, TruncatedFilesAreIOErrors) {
@@ -166,7 +198,7 @@ TEST_F(CorruptionTest, RandomCorruptionOfEveryLoaderIsAnIOErrorOrALoad) {
   Checkpoint(*model_).write(dir_.file("c.kckpt"));
   const std::string m = io::read_file(dir_.file("m.h5")), w = io::read_file(dir_.file("w.h5")),
                     toc = io::read_file(dir_.file("d/model.json")),
-                    weights = io::read_file(dir_.file("d/weights.safetensors")),
+                    weights = io::read_file(weights_file(dir_.file("d"))),
                     ckpt = io::read_file(dir_.file("c.kckpt"));
   auto target = build_model(model_cases()[0]);
   compile_model(*target, "adam");
@@ -174,7 +206,7 @@ TEST_F(CorruptionTest, RandomCorruptionOfEveryLoaderIsAnIOErrorOrALoad) {
   fuzz(w, dir_.file("w.h5"), 100, 2, [&] { target->load_weights(dir_.file("w.h5")); });
   fuzz(toc, dir_.file("d/model.json"), 100, 3, [&] { load_model(dir_.file("d")); });
   write_bytes(dir_.file("d/model.json"), toc);
-  fuzz(weights, dir_.file("d/weights.safetensors"), 100, 4, [&] { load_model(dir_.file("d")); });
+  fuzz(weights, weights_file(dir_.file("d")), 100, 4, [&] { load_model(dir_.file("d")); });
   fuzz(ckpt, dir_.file("c.kckpt"), 150, 5, [&] { Checkpoint(*target).read(dir_.file("c.kckpt")); });
 }
 
