@@ -2,6 +2,9 @@
 // the checksums of the tensor files); the tensors are safetensors, named by variable.
 #include "kiln/keras/saving/model_directory.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -22,11 +25,19 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "kiln.model_directory";
-constexpr int kVersion = 1;
+// Version 2 keeps the tensor files in the data directory model.json names; 1 beside it.
+constexpr int kVersion = 2;
+constexpr std::string_view kDataPrefix = "data-";
+// A read that keeps meeting new saves gives up after this many tries.
+constexpr int kReadAttempts = 4;
 
 uint32_t file_crc(const std::string& path) {
   std::string bytes = io::read_file(path);
   return crc32c(bytes.data(), bytes.size());
+}
+
+std::string toc_path_of(const std::string& dir) {
+  return (fs::path(dir) / kModelJsonFile).string();
 }
 
 // Writes `vars` by name and returns the file's entry for model.json.
@@ -37,24 +48,38 @@ json write_tensors(const std::string& path, const std::vector<Variable>& vars, c
   return {{"file", fs::path(path).filename().string()}, {"crc32c", file_crc(path)}};
 }
 
+// model.json names files and the data directory by bare names: a load never leaves `dir`.
+bool is_bare_name(const std::string& name) {
+  const fs::path p(name);
+  return !name.empty() && name != "." && name != ".." && p.filename() == p && !p.is_absolute();
+}
+
+// Where the tensor files of a model.json live: its data directory, or `dir` (version 1).
+std::string data_dir_of(const std::string& dir, const json& toc) {
+  if (!toc.contains("data_dir")) return dir;
+  const json& d = toc["data_dir"];
+  if (!d.is_string() || !is_bare_name(d.get<std::string>()))
+    KILN_THROW(IOError, "[", toc_path_of(dir), "] lists ", d.dump(), " as its data directory, which is not a name "
+               "inside the model directory. Hint: the directory is damaged or was edited by hand.");
+  return (fs::path(dir) / d.get<std::string>()).string();
+}
+
 // Reads `vars` by name from the file model.json lists under `key`, after its checksum.
 void read_tensors(const std::string& dir, const json& toc, const char* key, const std::vector<Variable>& vars) {
-  const std::string toc_path = (fs::path(dir) / kModelJsonFile).string();
+  const std::string toc_path = toc_path_of(dir);
   if (!toc.contains(key) || !toc[key].is_object() || !toc[key].contains("file") || !toc[key]["file"].is_string() ||
       !toc[key].contains("crc32c") || !toc[key]["crc32c"].is_number_unsigned())
     KILN_THROW(IOError, "[", toc_path, "] has no valid '", key, "' entry. Hint: the directory is damaged.");
-  // A bare file name inside the directory: model.json must not point a load anywhere else.
   const std::string name = toc[key]["file"].get<std::string>();
-  const fs::path file_name(name);
-  if (name.empty() || name == "." || name == ".." || file_name.filename() != file_name || file_name.is_absolute())
+  if (!is_bare_name(name))
     KILN_THROW(IOError, "[", toc_path, "] lists '", name, "' as its '", key, "' file, which is not a file name inside "
                "the model directory. Hint: the directory is damaged or was edited by hand.");
-  const std::string path = (fs::path(dir) / file_name).string();
+  const std::string path = (fs::path(data_dir_of(dir, toc)) / name).string();
   if (!fs::exists(path))
     KILN_THROW(IOError, "[", path, "] is missing (listed in model.json). Hint: copy the whole model directory.");
   if (file_crc(path) != toc[key]["crc32c"].get<uint32_t>())
     KILN_THROW(IOError, "[", path, "] does not match the checksum model.json records: the file is corrupt or "
-               "from another save (a save interrupted midway?). Hint: save the model again.");
+               "from another save. Hint: save the model again.");
   io::SafetensorsFile file = io::read_safetensors(path);
   std::vector<HostTensor> values;
   std::vector<std::string> where;
@@ -72,48 +97,30 @@ void read_tensors(const std::string& dir, const json& toc, const char* key, cons
   internal::assign_checked(vars, values, path, where);
 }
 
-json read_toc(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kModelJsonFile).string();
-  if (!fs::is_directory(dir))
-    KILN_THROW(IOError, "[", dir, "] is not a model directory. Hint: pass the directory model.save wrote.");
+json parse_toc(const std::string& dir, const std::string& text) {
+  const std::string path = toc_path_of(dir);
   json toc;
   try {
-    toc = json::parse(io::read_file(path));
+    toc = json::parse(text);
   } catch (const json::exception& e) {
     KILN_THROW(IOError, "[", path, "] is not valid JSON: ", e.what(), ". Hint: the directory is damaged.");
   }
   if (!toc.is_object() || toc.value("format", "") != kFormat)
     KILN_THROW(IOError, "[", path, "] is not a Kiln model directory (expected format \"", kFormat, "\").");
-  if (toc.value("version", 0) > kVersion || !toc.contains("model_config"))
-    KILN_THROW(IOError, "[", path, "] has version ", toc.value("version", 0), " or lacks model_config; this Kiln "
-               "reads version ", kVersion, ". Hint: load it with the Kiln that saved it.");
+  if (!toc["version"].is_number_integer() || toc["version"].get<int64_t>() > kVersion || !toc.contains("model_config"))
+    KILN_THROW(IOError, "[", path, "] has version ", toc["version"].dump(), " or lacks model_config; this Kiln "
+               "reads versions up to ", kVersion, ". Hint: load it with the Kiln that saved it.");
   return toc;
 }
 
-}  // namespace
-
-void save_model_directory(const Model& model, const std::string& dir, SaveOptions options) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
+std::string read_toc_text(const std::string& dir) {
   if (!fs::is_directory(dir))
-    KILN_THROW(IOError, "[", dir, "] cannot create the model directory", ec ? ": " + ec.message() : "", ".");
-  json toc = {{"format", kFormat}, {"version", kVersion}, {"keras_version", kKerasVersion},
-              {"model_config", json::parse(model.to_json())}};
-  toc["weights"] = write_tensors((fs::path(dir) / kWeightsFile).string(), model.weights(), "kiln.weights");
-  const std::string optimizer_path = (fs::path(dir) / kOptimizerFile).string();
-  const bool with_optimizer = options.include_optimizer && model.is_compiled();
-  if (with_optimizer) {
-    toc["training_config"] = json::parse(training_config_json(model.compile_options()));
-    if (model.optimizer()->slots_created())
-      toc["optimizer"] = write_tensors(optimizer_path, model.optimizer()->variables(), "kiln.optimizer");
-  }
-  if (!toc.contains("optimizer")) fs::remove(optimizer_path, ec);  // a stale one from an earlier save
-  io::write_file_atomically((fs::path(dir) / kModelJsonFile).string(), toc.dump(2) + "\n");
+    KILN_THROW(IOError, "[", dir, "] is not a model directory. Hint: pass the directory model.save wrote.");
+  return io::read_file(toc_path_of(dir));
 }
 
-std::unique_ptr<Model> load_model_directory(const std::string& dir, bool compile) {
-  const json toc = read_toc(dir);
-  const std::string toc_path = (fs::path(dir) / kModelJsonFile).string();
+std::unique_ptr<Model> load_from_toc(const std::string& dir, const json& toc, bool compile) {
+  const std::string toc_path = toc_path_of(dir);
   try {
     std::unique_ptr<Model> model = internal::model_from_config(toc["model_config"].dump(), toc_path);
     read_tensors(dir, toc, "weights", model->weights());
@@ -127,6 +134,82 @@ std::unique_ptr<Model> load_model_directory(const std::string& dir, bool compile
     return model;
   } catch (const json::exception& e) {
     KILN_THROW(IOError, "[", toc_path, "] is malformed: ", e.what(), ". Hint: the directory is damaged.");
+  }
+}
+
+// The data directory name the current model.json names: "" when there is none or it is
+// unreadable (then nothing of it is kept).
+std::string current_data_name(const std::string& dir) {
+  try {
+    const json toc = parse_toc(dir, read_toc_text(dir));
+    return toc.contains("data_dir") && toc["data_dir"].is_string() ? toc["data_dir"].get<std::string>() : "";
+  } catch (const Error&) {
+    return "";
+  }
+}
+
+// Deletes the data directories other than `keep` that this process or a dead writer made
+// (never a live writer's, which may be mid-save), and version 1's files once two saves old.
+void remove_old_data(const std::string& dir, const std::string& current, const std::string& previous) {
+  const std::string own = str_cat(kDataPrefix, io::writer_tag(), "-");
+  std::error_code ec;
+  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(kDataPrefix) || name == current || name == previous || !entry.is_directory(ec) ||
+        entry.is_symlink(ec))
+      continue;
+    if (name.starts_with(own) || io::is_dead_writers_name(name)) fs::remove_all(entry.path(), ec);
+  }
+  if (!previous.empty())
+    for (const char* legacy : {kWeightsFile, kOptimizerFile}) fs::remove(fs::path(dir) / legacy, ec);
+}
+
+}  // namespace
+
+void save_model_directory(const Model& model, const std::string& dir, SaveOptions options) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (!fs::is_directory(dir))
+    io::throw_write_error(dir, "cannot create the model directory", ec ? ec.value() : ENOTDIR);
+  const std::string previous = current_data_name(dir);
+  const std::string data_name = io::unique_name(kDataPrefix);
+  const fs::path data = fs::path(dir) / data_name;
+  if (::mkdir(data.c_str(), 0777) != 0) io::throw_write_error(data.string(), "cannot create the data directory", errno);
+  // Until model.json names it, the new data directory is garbage: drop it if the save fails.
+  struct RemoveUnlessCommitted {
+    const fs::path& p;
+    bool committed = false;
+    ~RemoveUnlessCommitted() {
+      std::error_code e;
+      if (!committed) fs::remove_all(p, e);
+    }
+  } guard{data};
+  json toc = {{"format", kFormat}, {"version", kVersion}, {"keras_version", kKerasVersion},
+              {"model_config", json::parse(model.to_json())}, {"data_dir", data_name}};
+  toc["weights"] = write_tensors((data / kWeightsFile).string(), model.weights(), "kiln.weights");
+  if (options.include_optimizer && model.is_compiled()) {
+    toc["training_config"] = json::parse(training_config_json(model.compile_options()));
+    if (model.optimizer()->slots_created())
+      toc["optimizer"] = write_tensors((data / kOptimizerFile).string(), model.optimizer()->variables(),
+                                       "kiln.optimizer");
+  }
+  io::sync_directory(dir);  // the new data directory's entry is durable before the switch
+  io::write_file_atomically(toc_path_of(dir), toc.dump(2) + "\n");
+  guard.committed = true;
+  remove_old_data(dir, data_name, previous);
+}
+
+std::unique_ptr<Model> load_model_directory(const std::string& dir, bool compile) {
+  for (int attempt = 1;; ++attempt) {
+    const std::string text = read_toc_text(dir);
+    try {
+      return load_from_toc(dir, parse_toc(dir, text), compile);
+    } catch (const IOError&) {
+      // A save that replaced the model meanwhile may have deleted the files this model.json
+      // names: read the new one.
+      if (attempt < kReadAttempts && read_toc_text(dir) != text) continue;
+      throw;
+    }
   }
 }
 
