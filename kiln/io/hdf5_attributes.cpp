@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kiln/core/check.h"
+#include "kiln/core/crc32c.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/hdf5_impl.h"
 #include "kiln/io/named_tensor.h"
@@ -139,6 +140,7 @@ std::vector<std::string> Hdf5Group::attribute_names() const {
 }
 
 void Hdf5Group::remove_attribute(const std::string& name) {
+  if (!name.ends_with(h5::kTextRefSuffix)) remove_attribute(name + h5::kTextRefSuffix);
   if (!has_attribute(name)) return;
   h5::check_status(H5Adelete(id_, name.c_str()), file_path(), attribute_object(path_, name),
                    "cannot delete attribute");
@@ -154,14 +156,45 @@ void Hdf5Group::write_string_attribute(const std::string& name, const std::strin
   } else {
     const char* ptr = value.c_str();
     write_attribute_raw(name, type.get(), space.get(), &ptr);
+    record_text_ref(name, value);
   }
+}
+
+void Hdf5Group::record_text_ref(const std::string& name, const std::string& value) {
+  const std::string object = attribute_object(path_, name);
+  h5::check_status(H5Fflush(id_, H5F_SCOPE_LOCAL), file_path(), object, "cannot flush the file");
+  std::optional<h5::HeapTextRef> ref = h5::find_heap_text(file_path(), value);
+  if (!ref) fail(object, "cannot find the text just written in the file's global heap");
+  write_tensor_attribute(name + h5::kTextRefSuffix,
+                         HostTensor::from_vector<int64_t>({4}, {static_cast<int64_t>(ref->collection),
+                                                                static_cast<int64_t>(ref->index),
+                                                                static_cast<int64_t>(ref->size), ref->crc}));
 }
 
 std::string Hdf5Group::read_string_attribute(const std::string& name) const {
   const std::string object = attribute_object(path_, name);
   OpenAttribute a = open_attribute(id_, name, file_path(), object);
   if (a.count != 1) fail(object, str_cat("holds ", a.count, " strings where one was expected"));
-  return read_strings(a, file_path(), object).front();
+  // A variable-length text lives in the unchecksummed global heap: where Kiln recorded its
+  // place and checksum, check the heap before libhdf5 reads it, and the text after.
+  const std::string ref_name = name + h5::kTextRefSuffix;
+  std::optional<h5::HeapTextRef> ref;
+  if (H5Tis_variable_str(a.type.get()) > 0 && has_attribute(ref_name)) {
+    HostTensor r = read_tensor_attribute(ref_name);
+    if (r.dtype() != DType::kI64 || r.num_elements() != 4)
+      fail(attribute_object(path_, ref_name), str_cat("is ", r.shape(), " where Kiln writes i64[4]"));
+    auto v = r.data<int64_t>();
+    if (std::any_of(v.begin(), v.end(), [](int64_t x) { return x < 0; }) || v[3] > UINT32_MAX)
+      fail(attribute_object(path_, ref_name), "holds negative or oversized fields");
+    ref = h5::HeapTextRef{static_cast<uint64_t>(v[0]), static_cast<uint64_t>(v[1]), static_cast<uint64_t>(v[2]),
+                          static_cast<uint32_t>(v[3])};
+    h5::check_heap_text(file_path(), object, *ref);
+  }
+  std::string text = read_strings(a, file_path(), object).front();
+  if (ref && (text.size() != ref->size || crc32c(text.data(), text.size()) != ref->crc))
+    fail(object, str_cat("differs from the text Kiln recorded in ", ref_name,
+                         " when saving: another program rewrote it, or the file is corrupt"));
+  return text;
 }
 
 void Hdf5Group::write_string_list_attribute(const std::string& name,

@@ -9,11 +9,17 @@
 // readers see a float they can convert (h5py: `ds.astype('f4')[()]`). tf.keras never writes
 // bf16 variables (mixed precision keeps f32 weights), so keras/saving should store f32 there.
 //
-// Corruption: files Kiln creates use the checksummed HDF5 1.8 format (Hdf5CreateOptions), so
-// flipped or missing bytes give an IOError. Files in h5py's default format have unchecksummed
-// metadata: truncation is still detected, but libhdf5 1.10 itself may crash on arbitrary
-// corrupt bytes there (in its object-header and global-heap decoders), which no wrapper can
-// prevent short of validating HDF5's structures independently.
+// Corruption: files Kiln creates use the HDF5 1.8 format (Hdf5CreateOptions), whose
+// superblock, object headers and indexes carry checksums, so a flipped or missing byte there
+// is an IOError. Two parts carry none: dataset values (a flip changes a value) and the global
+// heap, where variable-length strings live and where libhdf5 1.10 trusts sizes (a corrupt
+// one crashes it in H5HG_read or loops forever). So for each variable-length text attribute
+// it writes, Kiln records the text's heap place, length and CRC-32C in a fixed-size attribute
+// "<name>.kiln_ref" (in the checksummed header), and read_string_attribute checks the heap
+// against it before libhdf5 reads it. Other writers' files have no such record, and h5py's
+// default format no checksums: truncation is still detected there, but libhdf5 itself may
+// crash on arbitrary corrupt bytes, which no wrapper prevents short of validating every HDF5
+// structure independently.
 //
 // Not thread-safe: Debian's libhdf5 is built without its global lock, so use one thread.
 #pragma once
@@ -32,8 +38,8 @@ namespace kiln::io {
 /// bytes as kVariableAscii and NumPy 'S' arrays (Keras's layer_names/weight_names) as
 /// kFixedAscii (null-padded, as long as the longest element). Readers accept all three.
 /// Kiln writes kFixedAscii by default: h5py 2 and 3 both return it as bytes, which every
-/// tf.keras version's `.decode('utf8')` accepts, and it avoids HDF5's global heap, whose
-/// records are not checksummed (libhdf5 1.10 can crash on a corrupt variable-length string).
+/// tf.keras version's `.decode('utf8')` accepts, and it avoids HDF5's unchecksummed global
+/// heap (see the corruption note above for how variable-length texts are guarded).
 enum class StringKind { kVariableUtf8, kVariableAscii, kFixedAscii };
 
 /// Keras's HDF5_OBJECT_HEADER_LIMIT: a string-list attribute larger than this many bytes is
@@ -89,13 +95,17 @@ class Hdf5Group {
   bool has_attribute(const std::string& name) const;
   /// Attribute names, sorted by name.
   std::vector<std::string> attribute_names() const;
-  /// Deletes the attribute if present.
+  /// Deletes the attribute (and its "<name>.kiln_ref" record) if present.
   void remove_attribute(const std::string& name);
 
-  /// Writes a scalar text attribute, replacing any attribute of that name.
+  /// Writes a scalar text attribute, replacing any attribute of that name. A variable-length
+  /// one also gets its "<name>.kiln_ref" record (which costs a flush and a scan of the file so
+  /// far: write such texts before large datasets).
   void write_string_attribute(const std::string& name, const std::string& value,
                               StringKind kind = StringKind::kFixedAscii);
-  /// Reads a text attribute of any StringKind (a scalar, or a 1-element array).
+  /// Reads a text attribute of any StringKind (a scalar, or a 1-element array). With a
+  /// "<name>.kiln_ref" record, the global heap is checked first and the text after: IOError
+  /// if either does not match.
   std::string read_string_attribute(const std::string& name) const;
 
   /// Writes a 1-D text attribute, replacing any attribute of that name.
@@ -126,6 +136,7 @@ class Hdf5Group {
   Hdf5Group(int64_t id, std::shared_ptr<h5::FileState> file, std::string path);
   [[noreturn]] void fail(const std::string& object, const std::string& what) const;
   void write_attribute_raw(const std::string& name, int64_t type, int64_t space, const void* data);
+  void record_text_ref(const std::string& name, const std::string& value);
 
   int64_t id_ = -1;  // hid_t; owned
   std::shared_ptr<h5::FileState> file_;

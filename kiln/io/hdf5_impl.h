@@ -4,7 +4,9 @@
 
 #include <hdf5.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -93,6 +95,27 @@ herr_t collect_name(hid_t, const char* name, const Info*, void* names) {
   static_cast<std::vector<std::string>*>(names)->push_back(name);
   return 0;
 }
+
+/// Where Kiln stored a variable-length text in HDF5's global heap, recorded beside the
+/// attribute (kTextRefSuffix) so reads can check the unchecksummed heap first.
+struct HeapTextRef {
+  uint64_t collection = 0;  // file offset of the "GCOL" collection
+  uint64_t index = 0;       // object index inside it
+  uint64_t size = 0;        // text bytes
+  uint32_t crc = 0;         // CRC-32C of the text
+};
+
+/// Name suffix of the int64[4] attribute {collection, index, size, crc} beside a text one.
+inline constexpr const char* kTextRefSuffix = ".kiln_ref";
+
+/// The global heap object of the (flushed) file at `path` holding exactly `text`; the newest
+/// one if several do. Collections that do not parse are skipped.
+std::optional<HeapTextRef> find_heap_text(const std::string& path, std::string_view text);
+
+/// Checks the collection `ref` names as libhdf5 will walk it (every object inside it, sizes
+/// that tile it exactly, no repeated index), and the object against `ref`'s size and CRC:
+/// fail() naming the file, `object` and the problem, so libhdf5 never reads a corrupt heap.
+void check_heap_text(const std::string& path, const std::string& object, const HeapTextRef& ref);
 
 /// Joins an object path and a child name: ("/", "a") -> "/a", ("/a", "b/c") -> "/a/b/c".
 std::string join_path(const std::string& parent, const std::string& name);

@@ -12,6 +12,7 @@
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/safetensors.h"
+#include "tests/io/isolated.h"
 #include "tests/io/tensor_samples.h"
 #include "tests/testing/temp_dir.h"
 
@@ -141,6 +142,78 @@ TEST_F(CorruptFilesTest, Hdf5OpenerRejectsEveryTruncationOfH5pyStyleFiles) {
       read_file(path), dir_.file("bad.h5"), 200, 1213,
       [](const std::string& p) { walk(Hdf5File::open(p).root()); }, Mutations::kTruncateOnly);
   EXPECT_EQ(r.io_errors, r.iterations);
+}
+
+// Variable-length texts (Keras's model_config) live in HDF5's global heap, which no checksum
+// covers and whose sizes libhdf5 1.10 trusts: a wrong object size crashed it in H5HG_read, a
+// free-space size of 0 looped forever. Each damage below must be an IOError.
+class GlobalHeapTest : public CorruptFilesTest {
+ protected:
+  void SetUp() override {
+    for (int i = 0; i < 40; ++i) text_ += R"({"class_name": "Dense", "config": {"units": 128}}, )";
+    write();
+  }
+  void write() {
+    Hdf5File f = Hdf5File::create(path_);
+    f.root().write_string_attribute("model_config", text_, StringKind::kVariableAscii);
+    f.root().write_dataset("kernel", HostTensor(Shape(DType::kF32, {16, 4})));
+  }
+  static uint64_t load64(const std::string& b, size_t at) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<size_t>(i)]);
+    return v;
+  }
+  static void store64(std::string& b, size_t at, uint64_t v) {
+    for (size_t i = 0; i < 8; ++i) b[at + i] = static_cast<char>((v >> (8 * i)) & 0xff);
+  }
+  // Applies `damage` to the file's bytes (`text_at`: where the text starts) and reads the text.
+  std::string read_after(const std::function<void(std::string& bytes, size_t text_at)>& damage) {
+    std::string bytes = read_file(path_);
+    const size_t text_at = bytes.find(text_);
+    EXPECT_NE(text_at, std::string::npos);
+    damage(bytes, text_at);
+    std::ofstream(path_, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    return testing::run_isolated([&] { Hdf5File::open(path_).root().read_string_attribute("model_config"); }, 10);
+  }
+  std::string text_;
+  std::string path_ = dir_.file("heap.h5");
+};
+
+TEST_F(GlobalHeapTest, TheIntactTextReads) {
+  EXPECT_EQ(Hdf5File::open(path_).root().read_string_attribute("model_config"), text_);
+}
+
+TEST_F(GlobalHeapTest, AFlippedTextByteIsAnIOError) {
+  std::string r = read_after([](std::string& b, size_t at) { b[at + 100] ^= 0x04; });
+  EXPECT_TRUE(r.starts_with("IOError") && r.find(path_) != std::string::npos) << r;
+}
+
+TEST_F(GlobalHeapTest, AWrongObjectSizeIsAnIOError) {
+  for (uint64_t size : {uint64_t{1} << 40, uint64_t{1} << 20, uint64_t{0}}) {
+    write();
+    std::string r = read_after([&](std::string& b, size_t at) { store64(b, at - 8, size); });
+    EXPECT_TRUE(r.starts_with("IOError")) << "object size " << size << ": " << r;
+  }
+}
+
+TEST_F(GlobalHeapTest, AWrongObjectIndexIsAnIOError) {
+  std::string r = read_after([](std::string& b, size_t at) { b[at - 16] = static_cast<char>(b[at - 16] + 7); });
+  EXPECT_TRUE(r.starts_with("IOError")) << r;
+}
+
+TEST_F(GlobalHeapTest, AFreeSpaceOfSizeZeroIsAnIOErrorNotAHang) {
+  std::string r = read_after([](std::string& b, size_t) {
+    const size_t gcol = b.find("GCOL");
+    const uint64_t end = gcol + load64(b, gcol + 8);
+    for (size_t p = gcol + 16; p + 16 <= end; p += 16 + ((load64(b, p + 8) + 7) & ~uint64_t{7})) {
+      if (b[p] == 0 && b[p + 1] == 0) {  // index 0: the free space
+        store64(b, p + 8, 0);
+        return;
+      }
+    }
+    ADD_FAILURE() << "no free space in the collection";
+  });
+  EXPECT_TRUE(r.starts_with("IOError")) << r;
 }
 
 }  // namespace
