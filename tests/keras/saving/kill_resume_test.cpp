@@ -4,20 +4,15 @@
 // backup still loads and the rerun still ends bit-identical.
 #include <gtest/gtest.h>
 
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 #include <random>
-#include <stdexcept>
 #include <thread>
 
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/keras/keras.h"
+#include "tests/keras/saving/child_process.h"
 #include "tests/testing/temp_dir.h"
 
 namespace kiln::keras {
@@ -26,51 +21,11 @@ namespace {
 namespace fs = std::filesystem;
 
 // A running driver whose stdout we read line by line.
-class Driver {
+class Driver : public testing::ChildProcess {
  public:
-  Driver(const std::string& backup_dir, const std::string& out, bool slow_writes) {
-    int fds[2];
-    if (::pipe(fds) != 0) throw std::runtime_error("pipe");
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::dup2(fds[1], 1);
-      ::close(fds[0]);
-      ::close(fds[1]);
-      const char* slow = slow_writes ? "--slow-writes" : nullptr;
-      ::execl(KILN_RESUME_DRIVER, KILN_RESUME_DRIVER, backup_dir.c_str(), out.c_str(), slow, nullptr);
-      ::_exit(127);
-    }
-    ::close(fds[1]);
-    out_ = ::fdopen(fds[0], "r");
-  }
-  ~Driver() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      wait();
-    }
-    if (out_ != nullptr) std::fclose(out_);
-  }
-  /// The next stdout line without its newline, or "" at the end.
-  std::string line() {
-    char buf[256];
-    if (std::fgets(buf, sizeof buf, out_) == nullptr) return "";
-    std::string s(buf);
-    if (!s.empty() && s.back() == '\n') s.pop_back();
-    return s;
-  }
-  void kill() { ::kill(pid_, SIGKILL); }
-  /// The exit status (128 + signal when killed).
-  int wait() {
-    int status = 0;
-    ::waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-  pid_t pid() const { return pid_; }
-
- private:
-  pid_t pid_ = -1;
-  FILE* out_ = nullptr;
+  Driver(const std::string& backup_dir, const std::string& out, bool slow_writes)
+      : ChildProcess(slow_writes ? std::vector<std::string>{KILN_RESUME_DRIVER, backup_dir, out, "--slow-writes"}
+                                 : std::vector<std::string>{KILN_RESUME_DRIVER, backup_dir, out}) {}
 };
 
 // Runs the driver to the end; returns its status.
