@@ -3,6 +3,11 @@
 // the directory format) and for weights-only files (.h5 and .safetensors).
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <regex>
+
+#include "kiln/io/file_reader.h"
 #include "kiln/keras/saving/saving.h"
 #include "tests/keras/saving/saving_testing.h"
 #include "tests/testing/temp_dir.h"
@@ -107,6 +112,34 @@ TEST(LoadModelTest, CompileFalseSkipsTheOptimizer) {
   model->save(dir.file("m.h5"));
   EXPECT_FALSE(load_model(dir.file("m.h5"), {.compile = false})->is_compiled());
   EXPECT_TRUE(load_model(dir.file("m.h5"))->is_compiled());
+}
+
+// Kilns before data directories wrote version 1: the tensor files beside model.json. Such a
+// directory loads, and saving over it removes those files once they are two saves old.
+TEST(LoadModelTest, DirectoriesOfEarlierKilnsStillLoad) {
+  namespace fs = std::filesystem;
+  kiln::testing::TempDir dir;
+  auto model = build_model(model_cases()[0]);
+  compile_model(*model, "adam");
+  train(*model, model_cases()[0].input, 1);
+  const fs::path d = dir.file("m_dir");
+  model->save(d.string());
+  std::string toc = io::read_file((d / "model.json").string());
+  const std::regex data_dir(R"re("data_dir": "(data-[^"]+)",\s*)re");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(toc, m, data_dir)) << toc;
+  for (const char* f : {"weights.safetensors", "optimizer.safetensors"}) fs::rename(d / m[1].str() / f, d / f);
+  fs::remove(d / m[1].str());
+  toc = std::regex_replace(std::regex_replace(toc, data_dir, ""), std::regex(R"("version": 2)"), R"("version": 1)");
+  std::ofstream(d / "model.json") << toc;
+  std::unique_ptr<Model> loaded = load_model(d.string());
+  expect_same_tensors(loaded->get_weights(), model->get_weights(), "weight");
+  expect_same_tensors(values_of(loaded->optimizer()->variables()), values_of(model->optimizer()->variables()), "slot");
+  model->save(d.string());
+  EXPECT_TRUE(fs::exists(d / "weights.safetensors")) << "kept while it is the previous save";
+  model->save(d.string());
+  EXPECT_FALSE(fs::exists(d / "weights.safetensors"));
+  EXPECT_FALSE(fs::exists(d / "optimizer.safetensors"));
 }
 
 }  // namespace
