@@ -85,14 +85,16 @@ bool is_dead_writers_name(std::string_view name) {
 
 std::vector<std::string> remove_stale_temp_files(const std::string& dir, std::string_view stem_prefix) {
   std::vector<std::string> removed;
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir.empty() ? "." : dir, ec)) {
+  std::error_code ec, entry_ec;
+  // increment(ec), not ++: a directory that vanishes midway must not throw.
+  for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
     const size_t marker = name.rfind(kTempMarker);
     if (marker == std::string::npos || !name.starts_with(stem_prefix) || marker < stem_prefix.size() ||
-        !entry.is_regular_file(ec) || entry.is_symlink(ec) || !is_dead_writers_name(name))
+        !entry.is_regular_file(entry_ec) || entry.is_symlink(entry_ec) || !is_dead_writers_name(name))
       continue;
-    if (fs::remove(entry.path(), ec)) removed.push_back(entry.path().string());
+    if (fs::remove(entry.path(), entry_ec)) removed.push_back(entry.path().string());
   }
   return removed;
 }

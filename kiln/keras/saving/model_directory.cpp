@@ -148,17 +148,19 @@ std::string current_data_name(const std::string& dir) {
   }
 }
 
-// Deletes the data directories other than `keep` that this process or a dead writer made
-// (never a live writer's, which may be mid-save), and version 1's files once two saves old.
+// Deletes the data directories, but the current and previous ones, that this process or a
+// dead writer made (never a live writer's: it may be mid-save), and version 1's files once
+// they are two saves old.
 void remove_old_data(const std::string& dir, const std::string& current, const std::string& previous) {
   const std::string own = str_cat(kDataPrefix, io::writer_tag(), "-");
-  std::error_code ec;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, ec)) {
+  std::error_code ec, entry_ec;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::directory_entry& entry = *it;
     const std::string name = entry.path().filename().string();
-    if (!name.starts_with(kDataPrefix) || name == current || name == previous || !entry.is_directory(ec) ||
-        entry.is_symlink(ec))
+    if (!name.starts_with(kDataPrefix) || name == current || name == previous || !entry.is_directory(entry_ec) ||
+        entry.is_symlink(entry_ec))
       continue;
-    if (name.starts_with(own) || io::is_dead_writers_name(name)) fs::remove_all(entry.path(), ec);
+    if (name.starts_with(own) || io::is_dead_writers_name(name)) fs::remove_all(entry.path(), entry_ec);
   }
   if (!previous.empty())
     for (const char* legacy : {kWeightsFile, kOptimizerFile}) fs::remove(fs::path(dir) / legacy, ec);
