@@ -8,7 +8,7 @@ loads, loads of altered values (flips inside tensor data, which only checksummed
 notice), clean errors (a kiln::Error naming the file), other exceptions, crashes and hangs.
 Exits 1 if any load crashed, hung or threw something other than a kiln::Error.
 
-    corruption_campaign.py <saving_save_driver> [--mutants N] [--seed S] [--jobs J]
+    corruption_campaign.py <saving_save_driver> [--mutants N] [--seed S] [--jobs J] [--only model.h5]
 
 CI (ctest) runs a bounded count; docs/errors.md gives a longer run's figures.
 """
@@ -174,6 +174,7 @@ def main():
     ap.add_argument("--mutants", type=int, default=400, help="mutants in all, spread over the files")
     ap.add_argument("--seed", type=int, default=19)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--only", default="", help="only files whose path contains this (e.g. model.h5)")
     args = ap.parse_args()
 
     base = tempfile.mkdtemp(prefix="kiln_campaign_")
@@ -181,7 +182,7 @@ def main():
         valid = os.path.join(base, "valid")
         subprocess.run([args.driver, "write", valid], check=True)
         rng = random.Random(args.seed)
-        files = targets(valid)
+        files = [t for t in targets(valid) if args.only in t[2]]
         jobs = []
         for i in range(args.mutants):
             format_, load, target = files[i % len(files)]
