@@ -2,10 +2,14 @@
 // the checksums of the tensor files); the tensors are safetensors, named by variable.
 #include "kiln/keras/saving/model_directory.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -119,9 +123,33 @@ std::string read_toc_text(const std::string& dir) {
   return io::read_file(toc_path_of(dir));
 }
 
+// A lock on a data directory: shared while a reader reads its files, exclusive (taken
+// without waiting) before a saver deletes it. So a saver never deletes the files a reader is
+// in the middle of, however many saves that reader falls behind.
+class DataDirLock {
+ public:
+  DataDirLock(const std::string& path, int operation) : fd_(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    locked_ = fd_ >= 0 && ::flock(fd_, operation) == 0;
+  }
+  ~DataDirLock() {
+    if (fd_ >= 0) ::close(fd_);  // closing releases the lock
+  }
+  DataDirLock(const DataDirLock&) = delete;
+  DataDirLock& operator=(const DataDirLock&) = delete;
+  bool locked() const { return locked_; }
+
+ private:
+  int fd_;
+  bool locked_ = false;
+};
+
 std::unique_ptr<Model> load_from_toc(const std::string& dir, const json& toc, bool compile) {
   const std::string toc_path = toc_path_of(dir);
+  // Version 1 keeps its files in `dir` itself: nothing to lock. If the data directory is
+  // gone already, reading fails and the caller retries with the new model.json.
+  std::optional<DataDirLock> reading;
   try {
+    if (toc.contains("data_dir")) reading.emplace(data_dir_of(dir, toc), LOCK_SH);
     std::unique_ptr<Model> model = internal::model_from_config(toc["model_config"].dump(), toc_path);
     read_tensors(dir, toc, "weights", model->weights());
     if (compile && toc.contains("training_config")) {
@@ -149,8 +177,8 @@ std::string current_data_name(const std::string& dir) {
 }
 
 // Deletes the data directories, but the current and previous ones, that this process or a
-// dead writer made (never a live writer's: it may be mid-save), and version 1's files once
-// they are two saves old.
+// dead writer made (never a live writer's: it may be mid-save; never one a reader has locked),
+// and version 1's files once they are two saves old.
 void remove_old_data(const std::string& dir, const std::string& current, const std::string& previous) {
   const std::string own = str_cat(kDataPrefix, io::writer_tag(), "-");
   std::error_code ec, entry_ec;
@@ -160,7 +188,9 @@ void remove_old_data(const std::string& dir, const std::string& current, const s
     if (!name.starts_with(kDataPrefix) || name == current || name == previous || !entry.is_directory(entry_ec) ||
         entry.is_symlink(entry_ec))
       continue;
-    if (name.starts_with(own) || io::is_dead_writers_name(name)) fs::remove_all(entry.path(), entry_ec);
+    if (!name.starts_with(own) && !io::is_dead_writers_name(name)) continue;
+    DataDirLock deleting(entry.path().string(), LOCK_EX | LOCK_NB);
+    if (deleting.locked()) fs::remove_all(entry.path(), entry_ec);  // else a reader holds it: next save
   }
   if (!previous.empty())
     for (const char* legacy : {kWeightsFile, kOptimizerFile}) fs::remove(fs::path(dir) / legacy, ec);
