@@ -2,6 +2,7 @@
 // three concrete strategies differ only in their Config.
 #include "kiln/distribute/strategy.h"
 
+#include <algorithm>
 #include <exception>
 #include <sstream>
 
@@ -163,12 +164,18 @@ PerReplica<data::Element> Strategy::split(const data::Element& batch, int parts,
     if (c.rank() == 0 || c.dims()[0] != rows)
       KILN_THROW(DataError, "[", name_, ".", where, "] the components of ", batch.shapes_string(),
                  " have different batch sizes.");
-  const int64_t per = InputContext{num_workers_, worker_index_, parts}.per_replica_batch_size(rows);
+  // A batch that does not divide (an epoch's short last batch) is split unevenly, as
+  // tf.distribute does: the first rows % parts replicas get one row more, and with fewer rows
+  // than replicas some get none. Each replica compiles its shard's shape once; the train step
+  // weighs the replicas by their rows, so loss, gradients and metrics are the global batch's.
+  const int64_t per = rows / parts, extra = rows % parts;
   PerReplica<data::Element> out;
   for (int l = 0; l < num_local_replicas(); ++l) {
-    const int64_t begin = (first_part + l) * per;
+    const int64_t g = first_part + l;
+    const int64_t begin = g * per + std::min(g, extra);
+    const int64_t end = begin + per + (g < extra ? 1 : 0);
     data::Element shard;
-    for (const HostTensor& c : batch) shard.push_back(c.slice_rows(begin, begin + per));
+    for (const HostTensor& c : batch) shard.push_back(c.slice_rows(begin, end));
     out.values.push_back(std::move(shard));
   }
   return out;

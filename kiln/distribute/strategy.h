@@ -114,8 +114,8 @@ class Strategy : public std::enable_shared_from_this<Strategy> {
   std::vector<HostTensor> reduce(ReduceOp op, const PerReplica<std::vector<HostTensor>>& values) const;
 
   /// Splits a global batch (every component's leading dim) into this worker's per-replica
-  /// shards: replica g of num_replicas_in_sync() gets rows [g*n/R, (g+1)*n/R). DataError
-  /// naming both numbers when the batch does not divide.
+  /// shards: replica g of R = num_replicas_in_sync() gets n/R rows, one more when g < n % R
+  /// (tf.distribute's uneven split of a partial batch; with n < R some shards are empty).
   PerReplica<data::Element> split_batch(const data::Element& global_batch) const;
   /// Each element of `dataset` is a global batch; the iterator yields per-replica shards.
   DistributedDataset distribute_dataset(const data::Dataset& dataset) const;

@@ -1,10 +1,12 @@
 // The replica and mirror scopes (thread_local stacks), mirrored storage, and all_reduce.
 #include "kiln/trace/replica_context.h"
 
+#include <map>
 #include <vector>
 
 #include "kiln/core/check.h"
 #include "kiln/trace/emit.h"
+#include "kiln/trace/ops/shape.h"
 #include "kiln/trace/trace_context.h"
 
 namespace kiln::trace {
@@ -56,3 +58,33 @@ Tensor all_reduce(const Tensor& x, ir::ReduceKind kind) {
 }
 
 }  // namespace kiln
+
+namespace kiln::trace {
+
+SummedReads::SummedReads(const std::vector<Variable>& variables) {
+  const ReplicaContext* rc = current_replica_context();
+  TraceContext* ctx = TraceContext::current();
+  if (rc == nullptr || rc->num_replicas_in_sync() <= 1 || ctx == nullptr) return;
+  // One collective per dtype instead of one per variable: pack the values into a vector.
+  std::map<DType, std::vector<const Variable*>> by_dtype;
+  for (const Variable& v : variables) by_dtype[v.dtype()].push_back(&v);
+  for (const auto& [dtype, group] : by_dtype) {
+    std::vector<Tensor> flat;
+    for (const Variable* v : group) flat.push_back(reshape(v->read(), {v->shape().num_elements()}));
+    const Tensor sums = all_reduce(flat.size() == 1 ? flat[0] : concat(flat, 0), ir::ReduceKind::kSum);
+    int64_t offset = 0;
+    for (const Variable* v : group) {
+      const int64_t n = v->shape().num_elements();
+      ctx->set_read_override(v->state().get(), reshape(slice(sums, {offset}, {offset + n}), v->shape().dims()));
+      overridden_.push_back(v->state().get());
+      offset += n;
+    }
+  }
+  context_ = ctx;
+}
+
+SummedReads::~SummedReads() {
+  for (const VariableState* v : overridden_) context_->clear_read_override(v);
+}
+
+}  // namespace kiln::trace

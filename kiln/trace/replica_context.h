@@ -7,15 +7,18 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/attrs.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/trace/tensor.h"
+#include "kiln/trace/variable.h"
 
 namespace kiln::trace {
 
 struct VariableState;
+class TraceContext;
 
 struct ReplicaContext {
   /// This replica's id among the replicas of this process (0 .. num_local_replicas-1).
@@ -62,6 +65,22 @@ int current_mirror_count();
 HostTensor& replica_storage(VariableState& variable, int replica);
 /// Makes sure `variable` has `copies` copies (copying the primary).
 void ensure_mirrors(VariableState& variable, int copies);
+
+/// While alive, reads of `variables` in the current trace give their sums over every replica
+/// in sync (tf.distribute's cross-replica read of SyncOnRead SUM variables, where Keras
+/// computes metric results), made with one all_reduce per dtype. Without a trace or with one
+/// replica the reads are unchanged.
+class SummedReads {
+ public:
+  explicit SummedReads(const std::vector<Variable>& variables);
+  ~SummedReads();
+  SummedReads(const SummedReads&) = delete;
+  SummedReads& operator=(const SummedReads&) = delete;
+
+ private:
+  TraceContext* context_ = nullptr;
+  std::vector<const VariableState*> overridden_;
+};
 
 }  // namespace kiln::trace
 

@@ -69,6 +69,7 @@ TraceContext::Capture& TraceContext::capture(const std::shared_ptr<VariableState
 }
 
 Tensor TraceContext::read_variable(const std::shared_ptr<VariableState>& variable) {
+  if (auto it = read_overrides_.find(variable.get()); it != read_overrides_.end()) return it->second;
   return capture(variable).current;
 }
 

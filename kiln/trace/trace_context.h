@@ -63,6 +63,9 @@ class TraceContext {
   Tensor read_variable(const std::shared_ptr<VariableState>& variable);
   /// Records `value` as the variable's new value (an output aliased to its parameter).
   void assign_variable(const std::shared_ptr<VariableState>& variable, const Tensor& value);
+  /// Until cleared, reads of `variable` give `value` instead of its value (SummedReads).
+  void set_read_override(const VariableState* variable, const Tensor& value) { read_overrides_[variable] = value; }
+  void clear_read_override(const VariableState* variable) { read_overrides_.erase(variable); }
   /// Variables in parameter order (after the inputs).
   std::vector<std::shared_ptr<VariableState>> captured_variables() const;
 
@@ -85,6 +88,7 @@ class TraceContext {
   std::shared_ptr<const void> alive_ = std::make_shared<int>(0);
   std::vector<Capture> captures_;
   std::unordered_map<const VariableState*, size_t> capture_index_;
+  std::unordered_map<const VariableState*, Tensor> read_overrides_;
   // Concrete tensors used in this trace, lowered once each (the node is kept alive so its
   // address is not reused).
   std::unordered_map<const TensorNode*, std::pair<std::shared_ptr<TensorNode>, ir::Instruction*>>

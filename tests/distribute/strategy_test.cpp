@@ -85,10 +85,17 @@ TEST_F(StrategyTest, SplitBatchGivesEachReplicaItsRows) {
   }
 }
 
-TEST_F(StrategyTest, AGlobalBatchThatDoesNotDivideNamesBothNumbers) {
+// tf.distribute's split of a partial batch: the first rows % R replicas get one row more.
+TEST_F(StrategyTest, AGlobalBatchThatDoesNotDivideIsSplitUnevenly) {
   auto s = std::make_shared<MirroredStrategy>();
-  KILN_EXPECT_ERROR(s->split_batch({iota_rows(130, 2)}), DataError,
-                    "global batch size 130 is not divisible by the 4 replicas in sync");
+  PerReplica<data::Element> shards = s->split_batch({iota_rows(130, 2)});
+  const std::vector<int64_t> rows{33, 33, 32, 32}, first{0, 33, 66, 98};
+  for (size_t r = 0; r < 4; ++r) {
+    EXPECT_EQ(shards[r][0].dims(), (Dims{rows[r], 2})) << r;
+    EXPECT_EQ(shards[r][0].to_vector<float>()[0], static_cast<float>(first[r] * 2)) << r;
+  }
+  shards = s->split_batch({iota_rows(3, 2)});
+  EXPECT_EQ(shards[3][0].dims(), (Dims{0, 2}));
   KILN_EXPECT_ERROR(s->split_batch({HostTensor::scalar<float>(1.0f)}), DataError, "expected batched elements");
 }
 

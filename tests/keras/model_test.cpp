@@ -230,5 +230,20 @@ TEST(ModelTest, DenseShapeErrorInsideFitNamesTheLayer) {
                     "[dense] expected input with last dimension 784, received f32[2,28,28]. Hint: add Flatten()");
 }
 
+// A short last batch compiles its own program once, cached across epochs, and says so once.
+TEST(ModelTest, AShortLastBatchCompilesOnceAndSaysSo) {
+  auto model = seed_model();
+  compile_seed(*model);
+  HostTensor x(Shape(DType::kF32, {10, 28, 28})), y(Shape(DType::kI32, {10}));
+  ::testing::internal::CaptureStderr();
+  model->fit(data::Dataset::from_tensor_slices({x, y}).batch(4), {.epochs = 3, .verbose = 0});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(model->train_function()->trace_count(), 2);
+  const std::string notice = "the last batch has 2 rows, not 4: the train step compiled once more";
+  const size_t at = err.find(notice);
+  EXPECT_NE(at, std::string::npos) << err;
+  EXPECT_EQ(err.find(notice, at + 1), std::string::npos) << err;
+}
+
 }  // namespace
 }  // namespace kiln::keras

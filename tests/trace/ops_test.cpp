@@ -28,6 +28,10 @@ TEST(OpsTest, BroadcastingFollowsNumPyAndScalarsAdoptTheDtype) {
   EXPECT_EQ(i.to_vector<int32_t>(), (std::vector<int32_t>{6, 8}));
   EXPECT_EQ((Tensor::from_vector<int32_t>({1}, {1}) + f32({1}, {0.5f})).dtype(), DType::kF32);
   KILN_EXPECT_ERROR(f32({2}, {1, 2}) + b, ShapeError, "cannot broadcast [2] with [3]");
+  // A dim of 1 stretches to 0 as to any size: a bias over an empty batch (a replica's share of
+  // a partial batch) stays empty.
+  Tensor empty = Tensor(HostTensor(Shape(DType::kF32, {0, 3}))) + b;
+  EXPECT_EQ(empty.shape(), Shape(DType::kF32, {0, 3}));
 }
 
 TEST(OpsTest, ComparisonsAndWhere) {

@@ -7,9 +7,32 @@
 #include "kiln/core/check.h"
 #include "kiln/distribute/strategy.h"
 #include "kiln/trace/gradient_tape.h"
+#include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/replica_context.h"
 
 namespace kiln::keras {
+namespace {
+
+// This replica's gradients of the global batch's mean loss, for apply_gradients to average over
+// the replicas. Each replica's loss is its shard's mean; weighing it by rows * R / global rows
+// makes the average exact also when the shards differ (a partial batch split unevenly); the
+// weight is 1 for equal shards.
+std::vector<Tensor> replica_gradients(GradientTape& tape, const Tensor& loss, const Tensor& y,
+                                      const std::vector<Variable>& vars) {
+  const trace::ReplicaContext* rc = trace::current_replica_context();
+  if (rc == nullptr || rc->num_replicas_in_sync() <= 1) return tape.gradient(loss, vars);
+  const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
+  const Tensor global_rows =
+      all_reduce(Tensor(HostTensor::scalar<float>(static_cast<float>(rows))), ir::ReduceKind::kSum);
+  if (rows > 0) return tape.gradient(loss * static_cast<double>(rows * rc->num_replicas_in_sync()) / global_rows, vars);
+  // A replica without rows (a partial batch smaller than the replica count) adds zeros. They
+  // use global_rows so this program keeps the all_reduce the other replicas' programs have.
+  std::vector<Tensor> zero;
+  for (const Variable& v : vars) zero.push_back(zeros(v.shape()) * global_rows);
+  return zero;
+}
+
+}  // namespace
 
 Model::Model(std::string name) : name_(std::move(name)) {
   if (distribute::has_strategy()) strategy_ = distribute::current_strategy();
@@ -186,8 +209,7 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   Tensor y_pred = call_multi(x, /*training=*/true);
   Tensor loss = (*compiled_.loss)(y, y_pred);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
-  std::vector<Tensor> grads = tape.gradient(loss, vars);
-  compiled_.optimizer->apply_gradients(grads, vars);
+  compiled_.optimizer->apply_gradients(replica_gradients(tape, loss, y, vars), vars);
   return update_metrics(y, y_pred, loss);
 }
 
@@ -217,16 +239,18 @@ std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor&
 
 std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss) {
   // Keras weighs each batch's mean loss by its rows, so a short last batch counts for what it
-  // holds and the epoch's loss is the mean over samples, as the other metrics are.
-  loss_tracker_->update(loss, y.rank() > 0 ? static_cast<double>(y.dims()[0]) : 1.0);
-  std::vector<Tensor> results{loss_tracker_->result()};
-  for (const MetricHandle& m : compiled_.metrics) {
-    m->update_state(y, y_pred);
-    results.push_back(m->result());
+  // holds and the epoch's loss is the mean over samples, as the other metrics are. A replica
+  // with no rows (a partial batch smaller than the replica count) has nothing to add.
+  const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
+  if (rows > 0) {
+    loss_tracker_->update(loss, static_cast<double>(rows));
+    for (const MetricHandle& m : compiled_.metrics) m->update_state(y, y_pred);
   }
-  // Each replica measured its shard; the logs report the mean over replicas (equal shards,
-  // so the global value). Identity without a multi-replica strategy.
-  for (Tensor& r : results) r = all_reduce(r, ir::ReduceKind::kMean);
+  // Keras computes results in cross-replica context, from the accumulators summed over the
+  // replicas: exact when the shards differ in size. Plain reads without a strategy.
+  trace::SummedReads summed(metric_variables());
+  std::vector<Tensor> results{loss_tracker_->result()};
+  for (const MetricHandle& m : compiled_.metrics) results.push_back(m->result());
   return results;
 }
 

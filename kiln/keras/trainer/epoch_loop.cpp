@@ -122,7 +122,15 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
       buffered = run_train_steps(batches);
+      const int traces = train_function_->trace_count();
       for (const data::Element& b : batches) samples += b[0].dims()[0];
+      // A short last batch (no drop_remainder) is a new shape: its program compiles once and is
+      // cached for later epochs. Say so once, since it costs a whole compile.
+      if (train_function_->trace_count() > traces && batches.back()[0].dims()[0] < params.batch_size)
+        log(LogLevel::kWarning, str_cat("[", name_, "] the last batch has ", batches.back()[0].dims()[0], " rows, not ",
+                                        params.batch_size, ": the train step compiled once more for its shape (cached "
+                                        "for later epochs). Hint: batch with drop_remainder=true to train on full "
+                                        "batches only."));
       fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
                        .valid = !pending};
       for (size_t j = 0; j < batches.size(); ++j) {

@@ -20,7 +20,7 @@ Dims broadcast_dims(const Dims& a, const Dims& b, const char* op) {
       KILN_THROW(ShapeError, "[", where(op), "] cannot broadcast ", dims_to_string(a), " with ",
                  dims_to_string(b), ": dimension ", i, " is ", da, " vs ", db,
                  ". Hint: reshape one operand so that each dimension is equal or 1.");
-    out[i] = std::max(da, db);
+    out[i] = da == 1 ? db : da;  // NumPy's rule: 1 stretches to 0 too (an empty batch)
   }
   return out;
 }
