@@ -38,7 +38,8 @@ std::string describe_cluster(const ClusterInfo& info) {
   os << "  GPU: none (this build has no CUDA backend)\n";
   os << "  MPI: ";
   if (info.mpi_world_size > 1)
-    os << "launched with " << info.mpi_world_size << " processes" << (info.mpi_built ? "" : ", but this build has no MPI");
+    os << "the environment announces " << info.mpi_world_size << " processes (" << mpi::launched_world_size_variable()
+       << ")" << (info.mpi_built ? "" : ", but this build has no MPI");
   else
     os << "not launched by mpirun (world size 1)" << (info.mpi_built ? "" : "; this build has no MPI");
   os << "\n";

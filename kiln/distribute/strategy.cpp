@@ -248,6 +248,13 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy()
         c.num_workers = world.size;
         c.worker_index = world.rank;
         return c;
+        // A launcher variable left in the environment (OMPI_COMM_WORLD_SIZE=2 without mpirun)
+        // makes MPI start a world of one: training alone while the user expects a cluster.
+        if (const int launched = mpi::launched_world_size(); launched > 1 && world.size != launched)
+          KILN_THROW(ConfigError, "[MultiWorkerMirroredStrategy] the environment announces ", launched,
+                     " processes (", mpi::launched_world_size_variable(), "), but MPI reports a world of ", world.size,
+                     ": this process was likely not started by mpirun. Hint: launch it with `mpirun -np ", launched,
+                     " ...`, or unset ", mpi::launched_world_size_variable(), " to train in this process alone.");
       }()) {}
 
 }  // namespace kiln::distribute

@@ -11,6 +11,7 @@
 #include "kiln/distribute/cluster_resolver.h"
 #include "kiln/distribute/distributed_dataset.h"
 #include "kiln/distribute/logical_devices.h"
+#include "kiln/distribute/mpi/mpi_world.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
@@ -199,6 +200,25 @@ TEST(StrategyDeathTest, AutoDetectRejectsABadKilnCpuDevicesAsAConfigError) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(3), "KILN_CPU_DEVICES.*received 'abc'");
+}
+
+// OMPI_COMM_WORLD_SIZE=2 left in the environment of a process mpirun did not start: MPI
+// initializes a world of one. auto_detect says so and trains alone instead of picking a
+// MultiWorkerMirroredStrategy of one replica.
+TEST(StrategyDeathTest, AnMpiWorldSizeWithoutMpirunIsReportedAndNotUsed) {
+  if (!mpi::built_with_mpi()) GTEST_SKIP() << "this build has no MPI";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+        std::ostringstream out;
+        std::shared_ptr<Strategy> s = auto_detect(out);
+        std::fprintf(stderr, "%s", out.str().c_str());
+        std::exit(s->name() == "MultiWorkerMirroredStrategy" ? 1 : 3);
+      },
+      ::testing::ExitedWithCode(3),
+      "announces 2 processes \\(OMPI_COMM_WORLD_SIZE=2\\), but MPI reports a world of 1: this process was likely "
+      "not started by mpirun.*Strategy: DefaultStrategy");
 }
 
 TEST_F(StrategyTest, AutoDetectFallsBackToTheDefaultStrategyWithOneDevice) {

@@ -12,10 +12,20 @@
 
 namespace kiln::distribute::mpi {
 
+namespace {
+constexpr const char* kWorldSizeVariables[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"};
+}  // namespace
+
 int launched_world_size() {
-  for (const char* var : {"OMPI_COMM_WORLD_SIZE", "PMIX_SIZE", "PMI_SIZE"})
+  for (const char* var : kWorldSizeVariables)
     if (const char* v = std::getenv(var); v != nullptr && std::atoi(v) > 0) return std::atoi(v);
   return 1;
+}
+
+std::string launched_world_size_variable() {
+  for (const char* var : kWorldSizeVariables)
+    if (const char* v = std::getenv(var); v != nullptr && std::atoi(v) > 0) return std::string(var) + "=" + v;
+  return "";
 }
 
 #if KILN_HAS_MPI

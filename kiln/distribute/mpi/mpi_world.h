@@ -15,6 +15,8 @@ bool built_with_mpi();
 /// The world size mpirun/srun announced in the environment (OMPI_COMM_WORLD_SIZE, PMI_SIZE,
 /// PMIX_SIZE), without initializing MPI; 1 when this process was not launched that way.
 int launched_world_size();
+/// The variable launched_world_size() read ("OMPI_COMM_WORLD_SIZE=2"), or "" when none.
+std::string launched_world_size_variable();
 
 struct World {
   int size = 1;
