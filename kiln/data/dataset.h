@@ -137,6 +137,11 @@ class Dataset {
   /// How many elements an iterator yields: a count, kInfiniteCardinality (-1, after repeat())
   /// or kUnknownCardinality (-2: a generator, a filter, a file's records), as tf.data's.
   int64_t cardinality() const { return node_->cardinality(); }
+  /// The component shapes of the largest element (batches at their batch_size), known from the
+  /// recipe without running the pipeline (tf.data's element_spec), or nullopt. Map functions
+  /// are applied to a copy of one source row to learn their output; readers and generators
+  /// are unknown.
+  std::optional<std::vector<Shape>> element_spec() const { return node_->element_spec(); }
 
   /// The running pipeline. `epoch` is mixed into reshuffling shuffles' seeds, so a trainer
   /// that makes one iterator per epoch passes the epoch index.

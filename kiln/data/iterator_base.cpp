@@ -12,6 +12,20 @@ IteratorBase::IteratorBase(const DatasetNode& node, const IteratorContext& ctx)
   if (ctx.stats != nullptr) counters_ = ctx.stats->counters_for(node);
 }
 
+std::optional<std::vector<Shape>> DatasetNode::element_spec() const {
+  if (keeps_elements() && !inputs_.empty()) return inputs_[0]->element_spec();
+  std::optional<Element> sample = sample_element();
+  if (!sample) return std::nullopt;
+  std::vector<Shape> shapes;
+  for (const HostTensor& c : *sample) shapes.push_back(c.shape());
+  return shapes;
+}
+
+std::optional<Element> DatasetNode::sample_element() const {
+  if (keeps_elements() && !inputs_.empty()) return inputs_[0]->sample_element();
+  return std::nullopt;
+}
+
 void IteratorBase::get_next_many(std::vector<Element>& out, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     std::optional<Element> e = get_next();

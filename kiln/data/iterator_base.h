@@ -152,6 +152,16 @@ class DatasetNode : public std::enable_shared_from_this<DatasetNode> {
   virtual int64_t cardinality() const { return kUnknownCardinality; }
   /// The first input's cardinality (for nodes that keep the element count).
   int64_t input_cardinality() const { return inputs_.empty() ? kUnknownCardinality : inputs_[0]->cardinality(); }
+  /// The component shapes of the largest element (a batch at its batch_size), as far as the
+  /// recipe tells without running the pipeline (tf.data's element_spec); nullopt when
+  /// unknown. Default: the sample element's shapes.
+  virtual std::optional<std::vector<Shape>> element_spec() const;
+  /// One element shaped like this node's, made cheaply (a source's first row, a map applied to
+  /// its input's sample); nullopt when that would read files, fill buffers or call generators.
+  /// Default: the input's, for nodes that keep elements as they are; otherwise nullopt.
+  virtual std::optional<Element> sample_element() const;
+  /// True for stages that pass elements through unchanged (shuffle, repeat, take, ...).
+  virtual bool keeps_elements() const { return false; }
   const std::vector<std::shared_ptr<const DatasetNode>>& inputs() const { return inputs_; }
 
  private:

@@ -185,6 +185,11 @@ PerReplica<data::Element> Strategy::split_batch(const data::Element& global_batc
   return split(global_batch, num_replicas_in_sync(), worker_index_ * num_local_replicas(), "split_batch");
 }
 
+int64_t Strategy::shard_rows(int64_t rows, int replica) const {
+  const int64_t parts = num_replicas_in_sync(), g = int64_t{worker_index_} * num_local_replicas() + replica;
+  return rows / parts + (g < rows % parts ? 1 : 0);
+}
+
 InputContext Strategy::input_context() const { return {num_workers_, worker_index_, num_replicas_in_sync()}; }
 
 namespace {
@@ -243,11 +248,6 @@ MirroredStrategy::MirroredStrategy(std::vector<std::string> devices)
 MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy()
     : Strategy([] {
         const mpi::World world = mpi::init();
-        Config c{.name = "MultiWorkerMirroredStrategy", .devices = logical_cpu_device_names()};
-        c.threads_per_replica = threads_per_device(config::logical_cpu_devices());
-        c.num_workers = world.size;
-        c.worker_index = world.rank;
-        return c;
         // A launcher variable left in the environment (OMPI_COMM_WORLD_SIZE=2 without mpirun)
         // makes MPI start a world of one: training alone while the user expects a cluster.
         if (const int launched = mpi::launched_world_size(); launched > 1 && world.size != launched)
@@ -255,6 +255,11 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy()
                      " processes (", mpi::launched_world_size_variable(), "), but MPI reports a world of ", world.size,
                      ": this process was likely not started by mpirun. Hint: launch it with `mpirun -np ", launched,
                      " ...`, or unset ", mpi::launched_world_size_variable(), " to train in this process alone.");
+        Config c{.name = "MultiWorkerMirroredStrategy", .devices = logical_cpu_device_names()};
+        c.threads_per_replica = threads_per_device(config::logical_cpu_devices());
+        c.num_workers = world.size;
+        c.worker_index = world.rank;
+        return c;
       }()) {}
 
 }  // namespace kiln::distribute

@@ -117,6 +117,8 @@ class Strategy : public std::enable_shared_from_this<Strategy> {
   /// shards: replica g of R = num_replicas_in_sync() gets n/R rows, one more when g < n % R
   /// (tf.distribute's uneven split of a partial batch; with n < R some shards are empty).
   PerReplica<data::Element> split_batch(const data::Element& global_batch) const;
+  /// The rows local replica `replica` gets of a global batch of `rows` (split_batch's split).
+  int64_t shard_rows(int64_t rows, int replica) const;
   /// Each element of `dataset` is a global batch; the iterator yields per-replica shards.
   DistributedDataset distribute_dataset(const data::Dataset& dataset) const;
   /// Each worker builds its own pipeline with fn(context) (reading its shard of the input,

@@ -28,15 +28,25 @@ Function::Function(std::string name, std::function<Tensor(const std::vector<Tens
                }),
                std::move(options)) {}
 
-std::string Function::signature_text(const std::vector<HostTensor>& args) {
+namespace {
+std::vector<Shape> shapes_of(const std::vector<HostTensor>& args) {
+  std::vector<Shape> out;
+  for (const HostTensor& a : args) out.push_back(a.shape());
+  return out;
+}
+}  // namespace
+
+std::string Function::signature_text(const std::vector<HostTensor>& args) { return signature_text(shapes_of(args)); }
+
+std::string Function::signature_text(const std::vector<Shape>& shapes) {
   std::ostringstream os;
   os << "(";
-  for (size_t i = 0; i < args.size(); ++i) os << (i ? ", " : "") << args[i].shape();
+  for (size_t i = 0; i < shapes.size(); ++i) os << (i ? ", " : "") << shapes[i];
   os << ")";
   return os.str();
 }
 
-void Function::check_signature(const std::vector<HostTensor>& args) const {
+void Function::check_signature(const std::vector<Shape>& args) const {
   if (!options_.input_signature) return;
   const std::vector<TensorSpec>& specs = *options_.input_signature;
   auto input_name = [&](size_t i) {
@@ -56,14 +66,14 @@ void Function::check_signature(const std::vector<HostTensor>& args) const {
                signature_text(args), ".");
   for (size_t i = 0; i < specs.size(); ++i) {
     Shape expected(specs[i].dtype, specs[i].shape);
-    if (!(args[i].shape() == expected))
+    if (!(args[i] == expected))
       KILN_THROW(CompileError, "[function '", name_, "'] input ", i, input_name(i),
-                 " expected ", expected, ", received ", args[i].shape(),
+                 " expected ", expected, ", received ", args[i],
                  args[i].rank() != expected.rank() ? " (a different rank)." : ".", hint);
   }
 }
 
-Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& args,
+Function::Compiled Function::trace_and_compile(const std::vector<Shape>& args,
                                                const std::string& signature) {
   auto start = std::chrono::steady_clock::now();
   // Under a strategy each replica traces (one at a time) and compiles its own executable,
@@ -77,7 +87,7 @@ Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& ar
     for (size_t i = 0; i < args.size(); ++i) {
       const auto& specs = options_.input_signature;
       std::string input = specs && !(*specs)[i].name.empty() ? (*specs)[i].name : str_cat("arg", i);
-      inputs.push_back(ctx.add_input(args[i].shape(), input));
+      inputs.push_back(ctx.add_input(args[i], input));
     }
     outputs = fn_(inputs);
   }
@@ -117,21 +127,25 @@ Function::Compiled Function::trace_and_compile(const std::vector<HostTensor>& ar
   return c;
 }
 
-std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
+Function::Compiled& Function::compiled_for(const std::vector<Shape>& args) {
   check_signature(args);
   std::string signature = signature_text(args);
   const trace::ReplicaContext* replica = trace::current_replica_context();
   const int replica_id = replica != nullptr ? replica->replica_id : 0;
-  Compiled* compiled = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(*mutex_);
-    const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
-    auto it = cache_.find(key);
-    if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
-    compiled = &it->second;  // std::map entries never move
-    if (replica_id == 0) last_executable_ = compiled->executable.get();
-  }
-  Compiled& c = *compiled;
+  std::lock_guard<std::mutex> lock(*mutex_);
+  const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
+  auto it = cache_.find(key);
+  if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
+  if (replica_id == 0) last_executable_ = it->second.executable.get();
+  return it->second;  // std::map entries never move
+}
+
+void Function::compile(const std::vector<Shape>& signature) { compiled_for(signature); }
+
+std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
+  Compiled& c = compiled_for(shapes_of(args));
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  const int replica_id = replica != nullptr ? replica->replica_id : 0;
 
   std::vector<HostTensor> run_args = args;
   for (const auto& v : c.variables) run_args.push_back(trace::replica_storage(*v, replica_id));

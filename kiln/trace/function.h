@@ -52,6 +52,10 @@ class Function {
   /// Runs the step for `args` (tracing and compiling on a new signature); returns the
   /// callable's outputs. Assigned variables are updated in their storage.
   std::vector<HostTensor> operator()(const std::vector<HostTensor>& args);
+  /// Traces and compiles for `signature` unless cached, without running: Model::fit compiles
+  /// its step from the dataset's element_spec before the pipeline makes a batch, so a step
+  /// too large for memory fails first. Under a strategy, call it as each replica.
+  void compile(const std::vector<Shape>& signature);
 
   const std::string& name() const { return name_; }
   /// Number of times the callable has been traced (one per distinct signature).
@@ -62,6 +66,7 @@ class Function {
   const std::string& last_ir() const { return last_ir_; }
   /// "(f32[128,784], i32[128])".
   static std::string signature_text(const std::vector<HostTensor>& args);
+  static std::string signature_text(const std::vector<Shape>& shapes);
 
  private:
   struct Compiled {
@@ -70,8 +75,10 @@ class Function {
     size_t num_outputs = 0;
     std::vector<ir::OutputAlias> aliases;
   };
-  void check_signature(const std::vector<HostTensor>& args) const;
-  Compiled trace_and_compile(const std::vector<HostTensor>& args, const std::string& signature);
+  void check_signature(const std::vector<Shape>& args) const;
+  Compiled trace_and_compile(const std::vector<Shape>& args, const std::string& signature);
+  /// The cache entry for `args` on the calling replica, traced and compiled when new.
+  Compiled& compiled_for(const std::vector<Shape>& args);
 
   std::string name_;
   Fn fn_;

@@ -245,5 +245,35 @@ TEST(ModelTest, AShortLastBatchCompilesOnceAndSaysSo) {
   EXPECT_EQ(err.find(notice, at + 1), std::string::npos) << err;
 }
 
+// An absurd batch (2^31 rows of 28x28) is refused by the step's memory plan, compiled from
+// the dataset's element_spec before the pipeline maps or stacks a single row for a batch.
+TEST(ModelTest, AStepTooLargeForMemoryFailsBeforeThePipelineMakesABatch) {
+  auto model = seed_model();
+  compile_seed(*model);
+  HostTensor x(Shape(DType::kU8, {8, 28, 28})), y(Shape(DType::kI32, {8}));
+  int calls = 0;
+  data::Dataset ds = data::Dataset::from_tensor_slices({x, y})
+                         .map([&calls](data::Element e) {
+                           ++calls;
+                           return data::Element{e[0].astype(DType::kF32), e[1]};
+                         })
+                         .repeat()
+                         .batch(int64_t{1} << 31, /*drop_remainder=*/true);
+  KILN_EXPECT_ERROR(model->fit(ds, {.verbose = 0}), OutOfMemoryError, "[train_step] the step needs");
+  KILN_EXPECT_ERROR(model->fit(ds, {.verbose = 0}), OutOfMemoryError, "largest batch size that fits is about");
+  EXPECT_LE(calls, 2) << "the map ran once per fit to learn its output, not for a batch";
+}
+
+// Sizes no device holds (a config's units or input dims of 2^40) are an error naming the
+// layer and the bytes before any allocation.
+TEST(ModelTest, AbsurdLayerSizesAreAnErrorBeforeAllocating) {
+  KILN_EXPECT_ERROR(Sequential({Flatten({.input_shape = {28, 28}}), Dense(int64_t{1} << 40)}), OutOfMemoryError,
+                    "[dense] weight 'kernel' f32[784,1099511627776] needs 3448068464705536 bytes, more than the cpu");
+  KILN_EXPECT_ERROR(Sequential({Dense(10, {.input_shape = {int64_t{1} << 40}})}), OutOfMemoryError,
+                    "weight 'kernel' f32[1099511627776,10] needs");
+  LayerHandle dense = layer_from_config("Dense", R"({"name": "big", "units": 1099511627776})");
+  KILN_EXPECT_ERROR(dense->build({784}), OutOfMemoryError, "[big] weight 'kernel'");
+}
+
 }  // namespace
 }  // namespace kiln::keras

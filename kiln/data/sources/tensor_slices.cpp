@@ -24,6 +24,10 @@ class TensorSlicesNode : public DatasetNode {
 
   int64_t rows() const { return components_[0].dims()[0]; }
   int64_t cardinality() const override { return rows(); }
+  std::optional<Element> sample_element() const override {
+    if (rows() == 0) return std::nullopt;
+    return row(0);
+  }
   Element row(int64_t i) const { return row_of(components_, i); }
   /// Row i of `components` (the node's own, or handles to them as get_next_many makes).
   Element row_of(const std::vector<HostTensor>& components, int64_t i) const {

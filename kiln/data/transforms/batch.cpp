@@ -14,6 +14,19 @@
 #include "kiln/data/buffer_pool.h"
 
 namespace kiln::data {
+std::optional<std::vector<Shape>> batched_spec(const std::optional<std::vector<Shape>>& element, int64_t batch_size,
+                                               int64_t input_cardinality) {
+  if (!element || input_cardinality == 0) return std::nullopt;
+  if (input_cardinality > 0) batch_size = std::min(batch_size, input_cardinality);
+  std::vector<Shape> out;
+  for (const Shape& s : *element) {
+    Dims dims{batch_size};
+    dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+    out.emplace_back(s.dtype(), std::move(dims));
+  }
+  return out;
+}
+
 namespace {
 
 /// Idle batch buffers a batch stage keeps (all components together): enough to absorb the
@@ -97,6 +110,10 @@ class BatchNode : public DatasetNode {
   int64_t batch_size() const { return batch_size_; }
   bool drop_remainder() const { return drop_remainder_; }
   int64_t cardinality() const override { return batches_of(input_cardinality(), batch_size_, drop_remainder_); }
+  std::optional<std::vector<Shape>> element_spec() const override {
+    if (drop_remainder_ && input_cardinality() >= 0 && input_cardinality() < batch_size_) return std::nullopt;
+    return batched_spec(inputs()[0]->element_spec(), batch_size_, input_cardinality());
+  }
 
  private:
   int64_t batch_size_;

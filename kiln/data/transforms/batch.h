@@ -61,6 +61,12 @@ class BatchAssembler {
 };
 
 /// How many batches of `batch_size` `rows` elements make (a cardinality: negative values pass).
+/// `element`'s shapes with a leading dim for the largest batch of `input_cardinality` rows
+/// (batch_size, or fewer rows when that is all there is): batch's and map_and_batch's
+/// element_spec.
+std::optional<std::vector<Shape>> batched_spec(const std::optional<std::vector<Shape>>& element, int64_t batch_size,
+                                               int64_t input_cardinality);
+
 inline int64_t batches_of(int64_t rows, int64_t batch_size, bool drop_remainder) {
   if (rows < 0) return rows;
   return drop_remainder ? rows / batch_size : (rows + batch_size - 1) / batch_size;

@@ -33,6 +33,7 @@ class CacheNode : public DatasetNode {
  public:
   explicit CacheNode(NodePtr input)
       : DatasetNode("cache", {input}), store_(std::make_shared<CacheStore>()) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   CacheStore& store() const { return *store_; }

@@ -11,6 +11,7 @@ class FilterNode : public DatasetNode {
  public:
   FilterNode(NodePtr input, Predicate predicate)
       : DatasetNode("filter", {input}), predicate_(std::move(predicate)) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   const Predicate& predicate() const { return predicate_; }

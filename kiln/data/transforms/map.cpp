@@ -10,6 +10,19 @@
 #include "kiln/data/transforms/parallel_runner.h"
 
 namespace kiln::data {
+
+std::optional<Element> sample_output(const MapFunction& fn, const DatasetNode& input) {
+  std::optional<Element> sample = input.sample_element();
+  if (!sample) return std::nullopt;
+  Element copy;  // the sample may view the source's rows; a function may write its argument
+  for (const HostTensor& c : *sample) copy.push_back(c.clone());
+  try {
+    return fn.fn(std::move(copy));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
 namespace {
 
 class MapNode : public DatasetNode {
@@ -21,6 +34,7 @@ class MapNode : public DatasetNode {
 
   const MapFunction& fn() const { return fn_; }
   int64_t cardinality() const override { return input_cardinality(); }
+  std::optional<Element> sample_element() const override { return sample_output(fn_, *inputs()[0]); }
   const MapOptions& options() const { return options_; }
 
  private:

@@ -18,6 +18,11 @@ struct StatelessMap {
 };
 std::optional<StatelessMap> as_stateless_map(const NodePtr& node);
 
+/// `fn` applied to a copy of `input`'s sample element (as tf.data traces a map function once to
+/// learn its output); nullopt when there is no sample or `fn` fails on it (the pipeline then
+/// reports the failure where it happens).
+std::optional<Element> sample_output(const MapFunction& fn, const DatasetNode& input);
+
 /// `make_stage(node)`, except when `node` is a stateless map: then the same map over
 /// `make_stage(map's input)`. For stages that only reorder or repeat elements (shuffle,
 /// repeat), which then see the map's inputs and give the same elements in the same order.

@@ -7,6 +7,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/data/transforms/batch.h"
+#include "kiln/data/transforms/map.h"
 #include "kiln/data/transforms/parallel_runner.h"
 
 namespace kiln::data {
@@ -79,6 +80,15 @@ class MapAndBatchNode : public DatasetNode {
 
   int64_t cardinality() const override {
     return batches_of(input_cardinality(), rows_of_.batch_size(), rows_of_.drop_remainder());
+  }
+  std::optional<std::vector<Shape>> element_spec() const override {
+    std::optional<Element> row = sample_output(fn_, *inputs()[0]);
+    if (!row) return std::nullopt;
+    std::vector<Shape> shapes;
+    for (const HostTensor& c : *row) shapes.push_back(c.shape());
+    if (rows_of_.drop_remainder() && input_cardinality() >= 0 && input_cardinality() < rows_of_.batch_size())
+      return std::nullopt;
+    return batched_spec(shapes, rows_of_.batch_size(), input_cardinality());
   }
 
  private:

@@ -19,6 +19,7 @@ class PrefetchNode : public DatasetNode {
  public:
   PrefetchNode(NodePtr input, int buffer_size)
       : DatasetNode("prefetch", {input}), buffer_size_(buffer_size) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   int64_t cardinality() const override { return input_cardinality(); }

@@ -11,6 +11,7 @@ namespace {
 class RepeatNode : public DatasetNode {
  public:
   RepeatNode(NodePtr input, int64_t count) : DatasetNode("repeat", {input}), count_(count) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
   int64_t count() const { return count_; }

@@ -25,6 +25,7 @@ class SelectNode : public DatasetNode {
  public:
   SelectNode(NodePtr input, Rule rule, int64_t a, int64_t b)
       : DatasetNode(rule_name(rule), {input}), rule_(rule), a_(a), b_(b) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 

@@ -20,6 +20,7 @@ class ShuffleNode : public DatasetNode {
  public:
   ShuffleNode(NodePtr input, int64_t buffer_size, uint64_t seed, bool reshuffle)
       : DatasetNode("shuffle", {input}), buffer_size_(buffer_size), seed_(seed), reshuffle_(reshuffle) {}
+  bool keeps_elements() const override { return true; }
 
   IteratorPtr make_iterator(const IteratorContext& ctx) const override;
 

@@ -6,6 +6,8 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/trace/eager.h"
 #include "kiln/trace/trace_context.h"
 
 namespace kiln::keras {
@@ -110,7 +112,15 @@ int64_t Layer::count_params() const {
 Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                            bool trainable) {
   const std::string full = name_ + "/" + name;
-  weights_.emplace_back(full, initializer(Shape(DType::kF32, shape), full), trainable);
+  const Shape weight_shape(DType::kF32, shape);  // ShapeError when the byte count overflows
+  // The bytes are known before anything is allocated: a size no device holds (units of 2^40
+  // from a config) is an error naming the layer, not an allocator failure.
+  const std::shared_ptr<runtime::Backend> backend = trace::default_backend();
+  if (const int64_t limit = backend->target_info().memory_limit_bytes(); weight_shape.byte_size() > limit)
+    KILN_THROW(OutOfMemoryError, "[", name_, "] weight '", name, "' ", weight_shape, " needs ", weight_shape.byte_size(),
+               " bytes, more than the ", backend->name(), " device's memory (", limit,
+               " bytes). Hint: check the layer's sizes (units, filters) and its input shape.");
+  weights_.emplace_back(full, initializer(weight_shape, full), trainable);
   return weights_.back();
 }
 

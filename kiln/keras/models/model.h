@@ -223,6 +223,10 @@ class Model {
   /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
   /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
   std::vector<HostTensor> call_step(Function& step, const std::vector<HostTensor>& args);
+  /// Compiles the train (or test) step for the largest batch of `dataset`'s element_spec on
+  /// every replica, before its pipeline makes a batch: a step too large for memory fails
+  /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
+  void compile_for_spec(const data::Dataset& dataset, bool train);
   void make_predict_function();
   Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
   void check_compiled(const char* where) const;

@@ -16,4 +16,30 @@ std::vector<HostTensor> Model::call_step(Function& step, const std::vector<HostT
   return std::move(outputs[0]);
 }
 
+void Model::compile_for_spec(const data::Dataset& dataset, bool train) {
+  const std::optional<std::vector<Shape>> spec = dataset.element_spec();
+  // Unknown, or not (x..., y) batches: the first batch's checks will say what is wrong.
+  if (!spec || spec->size() != num_inputs() + 1) return;
+  for (const Shape& s : *spec)
+    if (s.rank() == 0 || s.dims()[0] != spec->front().dims()[0]) return;
+  auto compile = [&](int64_t rows) {
+    std::vector<Shape> args;
+    for (const Shape& s : *spec) {
+      Dims dims = s.dims();
+      dims[0] = rows;
+      args.emplace_back(s.dtype(), std::move(dims));
+    }
+    if (!train) return test_function_->compile(args);
+    train_function_->compile(args);
+    if (multi_step_train_function_) {
+      std::vector<Shape> k_steps;
+      for (int j = 0; j < compiled_.steps_per_execution; ++j) k_steps.insert(k_steps.end(), args.begin(), args.end());
+      multi_step_train_function_->compile(k_steps);
+    }
+  };
+  const int64_t rows = spec->front().dims()[0];
+  if (strategy_ == nullptr || strategy_->num_replicas_in_sync() == 1) return compile(rows);
+  strategy_->run_replicas([&](int r) { compile(strategy_->shard_rows(rows, r)); });
+}
+
 }  // namespace kiln::keras

@@ -45,6 +45,7 @@ CallbackList::CallbackList(std::vector<CallbackHandle> callbacks, Model* model, 
 
 History Model::fit(const data::Dataset& dataset, FitOptions options) {
   check_compiled("fit");
+  compile_for_spec(dataset, /*train=*/true);
   History history;
   data::Iterator it = dataset.iterator(static_cast<uint64_t>(options.initial_epoch));
   std::optional<data::Element> pending = it.next();  // the first batch tells the batch size
@@ -121,9 +122,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
-      buffered = run_train_steps(batches);
       const int traces = train_function_->trace_count();
-      for (const data::Element& b : batches) samples += b[0].dims()[0];
+      buffered = run_train_steps(batches);
       // A short last batch (no drop_remainder) is a new shape: its program compiles once and is
       // cached for later epochs. Say so once, since it costs a whole compile.
       if (train_function_->trace_count() > traces && batches.back()[0].dims()[0] < params.batch_size)
@@ -131,6 +131,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                                         params.batch_size, ": the train step compiled once more for its shape (cached "
                                         "for later epochs). Hint: batch with drop_remainder=true to train on full "
                                         "batches only."));
+      for (const data::Element& b : batches) samples += b[0].dims()[0];
       fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
                        .valid = !pending};
       for (size_t j = 0; j < batches.size(); ++j) {
@@ -180,6 +181,7 @@ Logs Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
 }
 
 Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackList* callbacks) {
+  compile_for_spec(dataset, /*train=*/false);
   reset_metrics();
   callbacks->call(&Callback::on_test_begin, Logs{});
   data::Iterator it = dataset.iterator();
