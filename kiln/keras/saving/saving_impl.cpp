@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/core/logging.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/training_config.h"
@@ -120,7 +121,16 @@ void assign_checked(const std::vector<Variable>& vars, const std::vector<HostTen
       KILN_THROW(IOError, "[", path, "] ", where[i], " has shape ", shape_text(values[i].shape()), ", but ",
                  vars[i].name(), " is ", shape_text(vars[i].shape()),
                  ". Hint: load into the architecture the file was saved from.");
-  for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(Tensor(values[i]));
+  for (size_t i = 0; i < vars.size(); ++i) {
+    // Kiln stores bf16/f16 variables as f32; any other dtype change (a kernel stored as i32,
+    // f64 or f16) may round or truncate the values, which the user should know about.
+    const DType stored = values[i].dtype(), want = vars[i].dtype();
+    const bool kiln_widened = stored == DType::kF32 && (want == DType::kBF16 || want == DType::kF16);
+    if (stored != want && !kiln_widened)
+      log(LogLevel::kWarning, str_cat("[", path, "] ", where[i], " is stored as ", kiln::name(stored), "; converting it to ",
+                                      kiln::name(want), " for ", vars[i].name(), "."));
+    vars[i].assign(Tensor(values[i]));
+  }
 }
 
 }  // namespace kiln::keras::internal

@@ -213,6 +213,38 @@ h = np.maximum(x.reshape(6, 20) @ w['dense/kernel:0'] + w['dense/bias:0'], 0)
   EXPECT_EQ(model->optimizer()->iterations().storage().to_vector<int64_t>()[0], 8);
 }
 
+// A kernel stored in another dtype than the variable's (another tool's f64, i32 or f16) loads
+// converted, with one warning per weight naming it and both dtypes.
+TEST_F(KerasH5PythonTest, AWeightStoredInAnotherDtypeWarnsOncePerWeight) {
+  auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{
+      Flatten({.input_shape = {4, 5}}), Dense(8, {.activation = "relu"}), Dense(3)});
+  compile_model(*model, "adam");
+  model->save_weights(dir_.file("w.h5"));
+  const std::string script = R"PY(
+import sys, h5py
+with h5py.File(sys.argv[1] + '/w.h5', 'r+') as f:
+    for path, dtype in (('dense/dense/kernel:0', 'f8'), ('dense/dense/bias:0', 'i4'), ('dense_1/dense_1/kernel:0', 'f2')):
+        v = f[path][()]
+        del f[path]
+        f.create_dataset(path, data=v.astype(dtype))
+)PY";
+  ASSERT_EQ(io::testing::run_python(dir_.file("retype.py"), script, dir_.path().string()), 0);
+  auto target = std::make_unique<Sequential>(std::vector<LayerHandle>{
+      Flatten({.input_shape = {4, 5}}), Dense(8, {.activation = "relu"}), Dense(3)});
+  ::testing::internal::CaptureStderr();
+  target->load_weights(dir_.file("w.h5"));
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("dense/dense/kernel:0 is stored as f64; converting it to f32 for dense/kernel"), std::string::npos) << err;
+  EXPECT_NE(err.find("dense/dense/bias:0 is stored as i32; converting it to f32 for dense/bias"), std::string::npos) << err;
+  EXPECT_NE(err.find("dense_1/dense_1/kernel:0 is stored as f16; converting it to f32"), std::string::npos) << err;
+  EXPECT_EQ(err.find("dense_1/dense_1/bias:0"), std::string::npos) << err;  // stored as f32
+  size_t warnings = 0;
+  for (size_t at = err.find("is stored as"); at != std::string::npos; at = err.find("is stored as", at + 1)) ++warnings;
+  EXPECT_EQ(warnings, 3u) << err;
+  const std::vector<HostTensor> want = model->get_weights(), got = target->get_weights();
+  EXPECT_EQ(got[0].to_vector<float>(), want[0].to_vector<float>());  // f32 -> f64 -> f32 is exact
+}
+
 TEST(KerasH5Test, UnknownLayerClassIsAnIOErrorNamingTheClassAndFile) {
   kiln::testing::TempDir dir;
   auto model = build_model(model_cases()[0]);
