@@ -82,6 +82,9 @@ class HostTensor {
   /// (from_tensor_slices, unbatch hand out rows this way).
   HostTensor view_at(Shape shape, int64_t byte_offset) const;
   bool shares_storage_with(const HostTensor& other) const { return storage_ == other.storage_; }
+  /// The shared allocation; a from_storage deleter may carry where the bytes came from
+  /// (data::record_source reads a TFRecord record's file and index back this way).
+  const std::shared_ptr<std::byte>& storage() const { return storage_; }
 
  private:
   void check_type(DType requested) const;

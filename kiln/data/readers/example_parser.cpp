@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "kiln/core/check.h"
+#include "kiln/data/readers/tfrecord_reader.h"
 
 namespace kiln::data {
 namespace {
@@ -166,6 +167,21 @@ void put_len(std::string& out, uint32_t field, const std::string& payload) {
   out += payload;
 }
 
+// Rethrows the DataError in flight with the record's file and index after its "[where] ",
+// when a TFRecord reader made the record.
+[[noreturn]] void rethrow_naming_source(const HostTensor& record) {
+  try {
+    throw;
+  } catch (const DataError& e) {
+    const std::optional<RecordSource> source = record_source(record);
+    if (!source) throw;
+    std::string message = e.what();
+    const size_t end = message.starts_with("[") ? message.find("] ") : std::string::npos;
+    message.insert(end == std::string::npos ? 0 : end + 2, source->describe() + ": ");
+    throw DataError(message);
+  }
+}
+
 }  // namespace
 
 Example parse_example(const uint8_t* data, size_t size) {
@@ -183,7 +199,11 @@ Example parse_example(const uint8_t* data, size_t size) {
 
 Example parse_example(const HostTensor& record) {
   auto bytes = record.data<uint8_t>();
-  return parse_example(bytes.data(), bytes.size());
+  try {
+    return parse_example(bytes.data(), bytes.size());
+  } catch (const DataError&) {
+    rethrow_naming_source(record);
+  }
 }
 
 std::string serialize_example(const Example& example) {
@@ -224,7 +244,15 @@ std::string serialize_example(const Example& example) {
 }
 
 Element parse_single_example(const HostTensor& record, const std::vector<FixedLenFeature>& spec) {
-  const Example example = parse_example(record);
+  auto bytes = record.data<uint8_t>();
+  try {
+    return parse_single_example(parse_example(bytes.data(), bytes.size()), spec);
+  } catch (const DataError&) {
+    rethrow_naming_source(record);
+  }
+}
+
+Element parse_single_example(const Example& example, const std::vector<FixedLenFeature>& spec) {
   Element out;
   for (const FixedLenFeature& s : spec) {
     auto it = example.find(s.key);

@@ -30,7 +30,8 @@ using Example = std::map<std::string, Feature>;
 /// Decodes a serialized tf.train.Example (packed and unpacked repeated fields both accepted;
 /// unknown fields skipped). Throws DataError naming the byte offset for malformed bytes.
 Example parse_example(const uint8_t* data, size_t size);
-/// The same for a u8[n] record tensor (what tfrecord_dataset yields).
+/// The same for a u8[n] record tensor (what tfrecord_dataset yields); errors also name the
+/// record's file and index when a TFRecord reader made it.
 Example parse_example(const HostTensor& record);
 
 /// Encodes an Example as TensorFlow would (packed floats and int64s).
@@ -45,8 +46,11 @@ struct FixedLenFeature {
 };
 
 /// tf.io.parse_single_example: one tensor per spec entry, in spec order, as an Element.
-/// Throws DataError naming the feature for a missing feature without default, a kind that
-/// does not match the dtype, or a wrong value count.
+/// Throws DataError naming the feature (and the record's file and index, as parse_example)
+/// for a missing feature without default, a kind that does not match the dtype, or a wrong
+/// value count.
 Element parse_single_example(const HostTensor& record, const std::vector<FixedLenFeature>& spec);
+/// The same for an already decoded Example.
+Element parse_single_example(const Example& example, const std::vector<FixedLenFeature>& spec);
 
 }  // namespace kiln::data

@@ -1,7 +1,9 @@
 // TFRecord reader and writer over stdio, and the restorable tfrecord_dataset source.
 #include "kiln/data/readers/tfrecord_reader.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "kiln/core/check.h"
@@ -20,6 +22,12 @@ void store_le(uint8_t* p, uint64_t v, int bytes) {
   for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
 }
 
+// Frees a record's bytes and remembers where they came from (record_source).
+struct RecordStorage {
+  RecordSource source;
+  void operator()(std::byte* p) const { std::free(p); }
+};
+
 [[noreturn]] void fail(const std::string& path, uint64_t offset, const std::string& what) {
   KILN_THROW(DataError, "[TFRecordReader] ", path, ": record at byte offset ", offset, ": ", what);
 }
@@ -36,6 +44,7 @@ void TFRecordReader::seek(uint64_t offset) {
   if (std::fseek(file_.get(), static_cast<long>(offset), SEEK_SET) != 0)
     KILN_THROW(DataError, "[TFRecordReader] ", path_, ": cannot seek to byte offset ", offset, ".");
   offset_ = offset;
+  index_ = offset == 0 ? 0 : -1;
 }
 
 std::optional<HostTensor> TFRecordReader::next() {
@@ -57,7 +66,15 @@ std::optional<HostTensor> TFRecordReader::next() {
   if (length > remain || remain - length < 4)  // (length + 4 could wrap around)
     fail(path_, offset_, str_cat("truncated: the record promises ", length, " data bytes + 4 CRC bytes, ",
                                  size - here, " remain"));
-  HostTensor data(Shape(DType::kU8, {static_cast<int64_t>(length)}));
+  // Aligned and padded as HostTensor's own storage (kernels may read a vector past the end).
+  const size_t bytes = (std::max<size_t>(length, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  auto* block = static_cast<std::byte*>(std::aligned_alloc(kHostAlignment, bytes));
+  if (block == nullptr)
+    KILN_THROW(OutOfMemoryError, "[TFRecordReader] ", path_, ": cannot allocate ", length, " bytes for the record at byte offset ",
+               offset_, ".");
+  HostTensor data = HostTensor::from_storage(
+      Shape(DType::kU8, {static_cast<int64_t>(length)}),
+      std::shared_ptr<std::byte>(block, RecordStorage{RecordSource{path_, index_, offset_}}));
   uint8_t crc_bytes[4];
   if (std::fread(data.raw_data(), 1, length, file_.get()) != length ||
       std::fread(crc_bytes, 1, 4, file_.get()) != 4)
@@ -65,7 +82,18 @@ std::optional<HostTensor> TFRecordReader::next() {
   if (crc32c_mask(crc32c(data.raw_data(), length)) != static_cast<uint32_t>(load_le(crc_bytes, 4)))
     fail(path_, offset_, str_cat("the data's CRC does not match (", length, " bytes; corrupt record)"));
   offset_ += 12 + length + 4;
+  if (index_ >= 0) ++index_;
   return data;
+}
+
+std::string RecordSource::describe() const {
+  if (index < 0) return str_cat(path, ", record at byte offset ", offset);
+  return str_cat(path, ", record ", index, " (byte offset ", offset, ")");
+}
+
+std::optional<RecordSource> record_source(const HostTensor& record) {
+  if (const RecordStorage* s = std::get_deleter<RecordStorage>(record.storage())) return s->source;
+  return std::nullopt;
 }
 
 TFRecordWriter::TFRecordWriter(const std::string& path) : path_(path) {

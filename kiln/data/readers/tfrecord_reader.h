@@ -39,7 +39,20 @@ class TFRecordReader {
   std::string path_;
   std::unique_ptr<std::FILE, FileCloser> file_;
   uint64_t offset_ = 0;
+  int64_t index_ = 0;  // of the next record; -1 after a seek past the start
 };
+
+/// Where a record TFRecordReader::next made comes from.
+struct RecordSource {
+  std::string path;
+  int64_t index = -1;  // record number in the file (0-based); -1 when unknown (after a seek)
+  uint64_t offset = 0;
+  /// "data/train.tfrecord, record 17 (byte offset 4242)".
+  std::string describe() const;
+};
+/// The source of a record tensor TFRecordReader::next made, or of a view of it; nullopt for
+/// other tensors. parse_example's errors name it.
+std::optional<RecordSource> record_source(const HostTensor& record);
 
 /// Writes records with their length and data CRCs (for tests and for preparing data).
 class TFRecordWriter {

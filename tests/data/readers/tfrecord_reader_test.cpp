@@ -135,5 +135,32 @@ TEST_F(TFRecordReaderTest, ListFilesInterleaveAndParseExamples) {
   EXPECT_EQ(labels, (std::vector<int64_t>{0, 10, 20, 1, 11, 21, 2, 12, 22, 3, 13, 23}));
 }
 
+// A record that is not a valid Example, or lacks a feature, is named by file and record index,
+// also after a pipeline's map ran the parse (the record keeps its source through the stages).
+TEST_F(TFRecordReaderTest, ParseErrorsNameTheFileAndRecordIndex) {
+  Example good;
+  good["label"] = Feature{.kind = Feature::Kind::kInt64, .int64_list = {1}};
+  Example unlabeled;
+  unlabeled["x"] = Feature{.kind = Feature::Kind::kFloat, .float_list = {1.f}};
+  const std::string path = write_records("mixed.tfrecord", {serialize_example(good), serialize_example(good),
+                                                            std::string("\x0a\xff", 2), serialize_example(unlabeled)});
+  TFRecordReader r(path);
+  r.next();
+  r.next();
+  const HostTensor malformed = *r.next(), missing = *r.next();
+  KILN_EXPECT_ERROR(parse_example(malformed), DataError, path + ", record 2 (byte offset ");
+  KILN_EXPECT_ERROR(parse_example(malformed), DataError, "malformed tf.train.Example");
+  const std::vector<FixedLenFeature> spec = {{"label", DType::kI64, {}}};
+  KILN_EXPECT_ERROR(parse_single_example(missing, spec), DataError,
+                    "[parse_single_example] " + path + ", record 3 (byte offset ");
+  KILN_EXPECT_ERROR(parse_single_example(missing, spec), DataError, "feature 'label' is missing");
+
+  Dataset d = tfrecord_dataset({path}).map([spec](Element e) { return parse_single_example(e[0], spec); });
+  Iterator it = d.iterator();
+  it.next();
+  it.next();
+  KILN_EXPECT_ERROR(it.next(), DataError, path + ", record 2 (byte offset ");
+}
+
 }  // namespace
 }  // namespace kiln::data
