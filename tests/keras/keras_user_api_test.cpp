@@ -1,7 +1,7 @@
 // The seed's program as a tf.keras user writes it: tf.keras's namespaces name Kiln's types,
 // a model declared before strategy.scope() and assigned inside it keeps that strategy (models
 // move), layers take Keras's first positional arguments, and a moved trained model predicts
-// what it did before the move.
+// what it did before the move, and the layer object a user holds is the one in the model.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -164,6 +164,46 @@ TEST(KerasUserApiLayersTest, LayersTakeKerassFirstPositionalArguments) {
   EXPECT_EQ(Dropout(0.2).get_config(), Dropout(0.2, {}).get_config());
   EXPECT_EQ(Conv2D(32, {3, 3}).get_config(), Conv2D(32, 3).get_config());
   EXPECT_EQ(Reshape({28, 28, 1}).get_config(), Reshape({28, 28, 1}, {}).get_config());
+}
+
+// Keras layers are objects, not values: `d = Dense(4); m = Sequential([d])` leaves d the model's
+// layer, built with it, trained with it, and shared by every model it joins.
+TEST(KerasUserApiLayersTest, TheLayerTheUserHoldsIsTheLayerInTheModel) {
+  using namespace keras;
+  Dense d(4);
+  Sequential m({d});
+  m.build({3});
+  EXPECT_TRUE(d.built());
+  EXPECT_EQ(d.count_params(), 3 * 4 + 4);
+  EXPECT_EQ(d.name(), m.layers()[0]->name());
+  ASSERT_TRUE(d.kernel().defined());
+  EXPECT_EQ(d.kernel().state(), m.trainable_weights()[0].state());
+
+  m.compile({.optimizer = "sgd", .loss = "mse"});
+  const HostTensor x = HostTensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6});
+  const HostTensor y(Shape(DType::kF32, {2, 4}));
+  const std::vector<float> before = d.kernel().storage().to_vector<float>();
+  m.fit(data::Dataset::from_tensor_slices({x, y}).batch(2), {.verbose = 0});
+  EXPECT_NE(d.kernel().storage().to_vector<float>(), before) << "the model trained another layer";
+  const std::vector<float> eager = d(Tensor(x)).to_vector<float>(), predicted = m.predict(x).to_vector<float>();
+  ASSERT_EQ(eager.size(), predicted.size());
+  for (size_t i = 0; i < eager.size(); ++i) EXPECT_NEAR(eager[i], predicted[i], 1e-5) << i;
+
+  // Freezing the object the user holds freezes the model's layer; a second model shares it.
+  d.set_trainable(false);
+  EXPECT_TRUE(m.trainable_weights().empty());
+  Sequential m2({d, Dense(1)});
+  EXPECT_EQ(m2.layers()[0].get(), m.layers()[0].get());
+  Dense copy = d;  // a copy of a model's layer stands for the same layer
+  EXPECT_EQ(copy.kernel().state(), d.kernel().state());
+
+  // A layer object called on KerasTensors is shared by its calls and the functional model.
+  Dense shared(2);
+  KerasTensor a = Input({3}), b = Input({3});
+  Functional f({a, b}, Add()({shared(a), shared(b)}));
+  EXPECT_EQ(f.layers().size(), 4u);  // two inputs, one Dense, Add
+  EXPECT_TRUE(shared.built());
+  EXPECT_EQ(shared.count_params(), 3 * 2 + 2);
 }
 
 }  // namespace

@@ -45,10 +45,10 @@ class BatchNormalization : public Layer {
   static BatchNormalization from_config(const std::string& config_json);
   std::string class_name() const override { return "BatchNormalization"; }
   std::string get_config() const override;
-  const Variable& gamma() const { return gamma_; }
-  const Variable& beta() const { return beta_; }
-  const Variable& moving_mean() const { return moving_mean_; }
-  const Variable& moving_variance() const { return moving_variance_; }
+  const Variable& gamma() const { return self_as<BatchNormalization>().gamma_; }
+  const Variable& beta() const { return self_as<BatchNormalization>().beta_; }
+  const Variable& moving_mean() const { return self_as<BatchNormalization>().moving_mean_; }
+  const Variable& moving_variance() const { return self_as<BatchNormalization>().moving_variance_; }
 
  protected:
   void build_weights(const Dims& input_shape) override;

@@ -37,8 +37,8 @@ class Conv2D : public Layer {
   std::string get_config() const override;
   int64_t filters() const { return filters_; }
   const Dims& kernel_size() const { return kernel_size_; }
-  const Variable& kernel() const { return kernel_; }
-  const Variable& bias() const { return bias_; }
+  const Variable& kernel() const { return self_as<Conv2D>().kernel_; }
+  const Variable& bias() const { return self_as<Conv2D>().bias_; }
 
  protected:
   void build_weights(const Dims& input_shape) override;

@@ -25,8 +25,8 @@ class Dense : public Layer {
   Dims compute_output_shape(const Dims& input_shape) const override;
   std::string get_config() const override;
   int64_t units() const { return units_; }
-  const Variable& kernel() const { return kernel_; }
-  const Variable& bias() const { return bias_; }
+  const Variable& kernel() const { return self_as<Dense>().kernel_; }
+  const Variable& bias() const { return self_as<Dense>().bias_; }
 
  protected:
   void build_weights(const Dims& input_shape) override;

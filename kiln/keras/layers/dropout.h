@@ -22,9 +22,10 @@ class Dropout : public Layer {
   std::string class_name() const override { return "Dropout"; }
   std::string get_config() const override;
   /// The step counter (i64 scalar) mixed into the key; advanced by each training call.
-  const Variable& seed_state() const { return counter_; }
+  const Variable& seed_state() const { return self_as<Dropout>().counter_; }
   std::vector<Variable> random_state() const override {
-    return counter_.defined() ? std::vector<Variable>{counter_} : std::vector<Variable>{};
+    const Variable& counter = seed_state();
+    return counter.defined() ? std::vector<Variable>{counter} : std::vector<Variable>{};
   }
 
  protected:

@@ -21,7 +21,7 @@ class Embedding : public Layer {
   std::string class_name() const override { return "Embedding"; }
   Dims compute_output_shape(const Dims& input_shape) const override;
   std::string get_config() const override;
-  const Variable& embeddings() const { return embeddings_; }
+  const Variable& embeddings() const { return self_as<Embedding>().embeddings_; }
 
  protected:
   void build_weights(const Dims& input_shape) override;

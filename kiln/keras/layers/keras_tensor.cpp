@@ -59,39 +59,40 @@ KerasTensor record_call(std::shared_ptr<Layer> layer, std::vector<KerasTensor> i
 
 namespace {
 
-std::shared_ptr<Layer> shared_or_throw(Layer& layer) {
-  std::shared_ptr<Layer> self = layer.weak_from_this().lock();
-  if (self == nullptr)
-    KILN_THROW(ValueError, "[", layer.name().empty() ? layer.class_name() : layer.name(),
-               "] a layer called on KerasTensors must be held by a LayerHandle (or be a temporary) so the "
-               "model can share it. Hint: `auto dense = std::make_shared<Dense>(64); (*dense)(x);` or `Dense(64)(x)`.");
-  return self;
-}
-
-// A temporary layer moves into the graph as a copy made from its config (the same route a
-// loaded model takes), since its concrete type is unknown here.
+// A layer object no shared_ptr owns joins the graph as a copy made from its config (the same
+// route a loaded model takes), since its concrete type is unknown here.
 std::shared_ptr<Layer> shared_copy(Layer& layer) {
   if (std::shared_ptr<Layer> self = layer.weak_from_this().lock()) return self;
   if (layer.built())
-    KILN_THROW(ValueError, "[", layer.name(), "] a built temporary layer cannot join a functional graph (its "
-               "weights would be lost). Hint: hold it in a LayerHandle.");
+    KILN_THROW(ValueError, "[", layer.name(), "] a built layer that no model holds yet cannot join a functional "
+               "graph (its weights would be lost). Hint: hold it in a LayerHandle, or call it on KerasTensors "
+               "before calling it on tensors.");
   try {
     return layer_from_config(layer.class_name(), layer.get_config()).shared();
   } catch (const ConfigError& e) {
-    KILN_THROW(ValueError, "[", layer.class_name(), "] cannot move this temporary layer into a functional graph: ",
+    KILN_THROW(ValueError, "[", layer.class_name(), "] cannot make this layer object part of a functional graph: ",
                e.what(), " Hint: hold it in a LayerHandle: `auto l = std::make_shared<MyLayer>(...); (*l)(x);`.");
   }
 }
 
 }  // namespace
 
-KerasTensor Layer::operator()(const KerasTensor& x) & { return internal::record_call(shared_or_throw(*this), {x}, {}); }
-KerasTensor Layer::operator()(const KerasTensor& x) && { return internal::record_call(shared_copy(*this), {x}, {}); }
+std::shared_ptr<Layer> Layer::shared_self() {
+  if (body_) return body_;
+  std::shared_ptr<Layer> shared = shared_copy(*this);
+  if (shared.get() != this) body_ = shared;
+  return shared;
+}
+
+KerasTensor Layer::operator()(const KerasTensor& x) & { return internal::record_call(shared_self(), {x}, {}); }
+KerasTensor Layer::operator()(const KerasTensor& x) && {
+  return internal::record_call(body_ ? body_ : shared_copy(*this), {x}, {});
+}
 KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags) & {
-  return internal::record_call(shared_or_throw(*this), inputs, flags);
+  return internal::record_call(shared_self(), inputs, flags);
 }
 KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags) && {
-  return internal::record_call(shared_copy(*this), inputs, flags);
+  return internal::record_call(body_ ? body_ : shared_copy(*this), inputs, flags);
 }
 
 }  // namespace kiln::keras

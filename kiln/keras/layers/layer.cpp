@@ -30,6 +30,7 @@ std::string to_snake_case(const std::string& class_name) {
 }
 
 Tensor Layer::operator()(const Tensor& x, bool training) {
+  if (body_) return (*body_)(x, training);
   if (name_.empty()) name_ = to_snake_case(class_name());
   SourceScope scope(name_);
   if (x.rank() == 0)
@@ -40,6 +41,7 @@ Tensor Layer::operator()(const Tensor& x, bool training) {
 }
 
 Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const CallFlags& flags) {
+  if (body_) return (*body_)(inputs, training, flags);
   if (name_.empty()) name_ = to_snake_case(class_name());
   SourceScope scope(name_);
   std::vector<Dims> shapes;
@@ -56,6 +58,7 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
 void Layer::build(const Dims& input_shape) { build_multi(std::vector<Dims>{input_shape}); }
 
 void Layer::build_multi(const std::vector<Dims>& input_shapes) {
+  if (body_) return body_->build_multi(input_shapes);
   if (built_) return;
   if (name_.empty()) name_ = to_snake_case(class_name());
   build_weights_multi(input_shapes);
@@ -90,22 +93,22 @@ Tensor Layer::call_multi(const std::vector<Tensor>& inputs, const CallFlags& fla
 
 std::vector<Variable> Layer::trainable_weights() const {
   std::vector<Variable> out;
-  if (!trainable_) return out;
-  for (const Variable& w : weights_)
+  if (!trainable()) return out;
+  for (const Variable& w : weights())
     if (w.trainable()) out.push_back(w);
   return out;
 }
 
 std::vector<Variable> Layer::non_trainable_weights() const {
   std::vector<Variable> out;
-  for (const Variable& w : weights_)
-    if (!trainable_ || !w.trainable()) out.push_back(w);
+  for (const Variable& w : weights())
+    if (!trainable() || !w.trainable()) out.push_back(w);
   return out;
 }
 
 int64_t Layer::count_params() const {
   int64_t n = 0;
-  for (const Variable& w : weights_) n += w.shape().num_elements();
+  for (const Variable& w : weights()) n += w.shape().num_elements();
   return n;
 }
 

@@ -33,8 +33,12 @@ class NameScope {
 /// "Dense" -> "dense", "InputLayer" -> "input_layer" (Keras's default-name rule).
 std::string to_snake_case(const std::string& class_name);
 
-// enable_shared_from_this: a layer held by a LayerHandle is shared by the functional graphs
-// that call it (Keras shared layers).
+// Layers are shared objects, as in Keras: `Dense d(4); Sequential m({d});` puts d's layer in the
+// model, and d stands for it from then on (built, weights, calls), as does any copy of d made
+// after that. The first time a layer object the user holds joins a model (a LayerHandle made
+// from it, or a call on KerasTensors) its state moves into a heap copy of the same class that
+// the model holds; the object forwards to it. A layer already owned by a shared_ptr is shared
+// as it is. enable_shared_from_this: functional graphs share the layers they call.
 class Layer : public std::enable_shared_from_this<Layer> {
  public:
   virtual ~Layer() = default;
@@ -42,8 +46,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// The Keras class name ("Dense").
   virtual std::string class_name() const = 0;
   /// The layer's name; "" until it is named by a model, its options or its first call.
-  const std::string& name() const { return name_; }
-  void set_name(std::string name) { name_ = std::move(name); }
+  const std::string& name() const { return self().name_; }
+  void set_name(std::string name) { self().name_ = std::move(name); }
 
   /// Applies the layer to x (batch first). Builds on the first call from x's shape.
   /// `training` switches Dropout-like layers on.
@@ -53,9 +57,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   Tensor operator()(const std::vector<Tensor>& inputs, bool training = false, const CallFlags& flags = {});
 
   /// Functional API: records this layer applied to symbolic inputs and returns its output.
-  /// A layer held by a LayerHandle is shared by every call (one set of weights); a temporary
-  /// (`Dense(10)(x)`) moves into the graph (re-created from its config); calling an lvalue that
-  /// no LayerHandle holds is a ValueError (its weights could not be shared safely).
+  /// Every call of one layer shares it (one set of weights); a temporary (`Dense(10)(x)`) moves
+  /// into the graph. A layer object that is not shared yet joins as a copy made from its config
+  /// that it forwards to (ValueError when it is already built: its weights would be lost).
   KerasTensor operator()(const KerasTensor& x) &;
   KerasTensor operator()(const KerasTensor& x) &&;
   KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &;
@@ -65,7 +69,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   void build(const Dims& input_shape);
   /// The same for a layer with several inputs (one dims list per input).
   void build_multi(const std::vector<Dims>& input_shapes);
-  bool built() const { return built_; }
+  bool built() const { return self().built_; }
   /// Per-example output dims for per-example input dims.
   virtual Dims compute_output_shape(const Dims& input_shape) const { return input_shape; }
   /// The same for several inputs; the default accepts exactly one.
@@ -73,26 +77,42 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// The input shape declared in the options (Keras input_shape=), empty when none.
   const Dims& declared_input_shape() const { return declared_input_shape_; }
   /// The per-example dims the layer was built for.
-  const Dims& built_input_shape() const { return built_input_shape_; }
-  const std::vector<Dims>& built_input_shapes() const { return built_input_shapes_; }
+  const Dims& built_input_shape() const { return self().built_input_shape_; }
+  const std::vector<Dims>& built_input_shapes() const { return self().built_input_shapes_; }
   /// Keras names of the call's tensor arguments after the first, in input order
   /// (MultiHeadAttention: value, key); empty when all inputs form the first argument (a list
   /// for Add and Concatenate). Functional configs serialize the rest as call kwargs.
   virtual std::vector<std::string> call_arg_names() const { return {}; }
 
   /// All weights in creation order; the trainable ones (empty when !trainable()); the rest.
-  const std::vector<Variable>& weights() const { return weights_; }
+  const std::vector<Variable>& weights() const { return self().weights_; }
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   int64_t count_params() const;
   /// State that is not a weight but that a resumed run needs to draw the same random numbers
   /// (Dropout's step counter); checkpoints save it, .h5 files (like Keras's) do not.
   virtual std::vector<Variable> random_state() const { return {}; }
-  bool trainable() const { return trainable_; }
-  void set_trainable(bool trainable) { trainable_ = trainable; }
+  bool trainable() const { return self().trainable_; }
+  void set_trainable(bool trainable) { self().trainable_ = trainable; }
 
   /// Keras config JSON: {"name": ..., "trainable": ..., "dtype": "float32", ...}.
   virtual std::string get_config() const;
+
+  /// What a LayerHandle made from this object holds (handle.h): the layer it stands for, this
+  /// object when a shared_ptr owns it, else a heap copy of class D that this object forwards
+  /// to from then on. A temporary moves into the handle instead.
+  template <typename D>
+  std::shared_ptr<Layer> handle_target() const& {
+    if (body_) return body_;
+    if (std::shared_ptr<const Layer> owned = weak_from_this().lock()) return std::const_pointer_cast<Layer>(owned);
+    body_ = std::make_shared<D>(static_cast<const D&>(*this));
+    return body_;
+  }
+  template <typename D>
+  std::shared_ptr<Layer> handle_target() && {
+    if (body_ || !weak_from_this().expired()) return static_cast<const Layer&>(*this).handle_target<D>();
+    return std::make_shared<D>(static_cast<D&&>(*this));
+  }
 
  protected:
   Layer(std::string name, Dims declared_input_shape)
@@ -108,8 +128,19 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// A weight named "<layer>/<name>" initialized by `initializer`.
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                       bool trainable = true);
+  /// The object holding the layer's state, as class D: subclass accessors read their members
+  /// through it, so a forwarding object answers with the shared layer's weights.
+  template <typename D>
+  const D& self_as() const {
+    return static_cast<const D&>(self());
+  }
 
  private:
+  Layer& self() { return body_ ? *body_ : *this; }
+  const Layer& self() const { return body_ ? *body_ : *this; }
+  /// The shared layer this object forwards to (see the class comment), made on first need.
+  std::shared_ptr<Layer> shared_self();
+
   std::string name_;
   Dims declared_input_shape_;
   Dims built_input_shape_;
@@ -117,6 +148,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   bool built_ = false;
   bool trainable_ = true;
   std::vector<Variable> weights_;
+  // The shared layer this object stands for; null when this object is the layer. Mutable:
+  // sharing a const layer object does not change what it is.
+  mutable std::shared_ptr<Layer> body_;
 };
 
 using LayerHandle = Handle<Layer>;

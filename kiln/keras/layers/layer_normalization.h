@@ -33,8 +33,8 @@ class LayerNormalization : public Layer {
   static LayerNormalization from_config(const std::string& config_json);
   std::string class_name() const override { return "LayerNormalization"; }
   std::string get_config() const override;
-  const Variable& gamma() const { return gamma_; }
-  const Variable& beta() const { return beta_; }
+  const Variable& gamma() const { return self_as<LayerNormalization>().gamma_; }
+  const Variable& beta() const { return self_as<LayerNormalization>().beta_; }
 
  protected:
   void build_weights(const Dims& input_shape) override;

@@ -193,8 +193,9 @@ TEST(FunctionalTest, GraphErrorsNameWhatIsWrong) {
   KerasTensor y = Add()({a, b});
   KILN_EXPECT_ERROR(Functional({a}, y), ValueError, "graph disconnected");
   KILN_EXPECT_ERROR(Functional({y}, y), ValueError, "input 0 is not a keras::Input tensor");
-  Dense held(3);
-  KILN_EXPECT_ERROR(held(a), ValueError, "must be held by a LayerHandle");
+  Dense built(3);
+  built(Tensor(HostTensor(Shape(DType::kF32, {1, 4}))));
+  KILN_EXPECT_ERROR(built(a), ValueError, "a built layer that no model holds yet cannot join a functional graph");
   KILN_EXPECT_ERROR(Add()({a}), ValueError, "Add expects a list of at least 2 inputs, received 1");
   KILN_EXPECT_ERROR(Add()({a, Input({5})}), ShapeError, "Add expects inputs of one shape, received [4], [5]");
   KILN_EXPECT_ERROR(Concatenate()({Input({2, 3}), Input({3, 3})}), ShapeError, "equal in every other dim");
