@@ -64,8 +64,10 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
     Tensor batch_var = reshape(var, {features});
     if (fused && n > 1) batch_var = batch_var * (n / (n - 1));
     const double rate = 1.0 - options_.momentum;
-    moving_mean_.assign(moving_mean_ - (moving_mean_ - reshape(m, {features})) * rate);
-    moving_variance_.assign(moving_variance_ - (moving_variance_ - batch_var) * rate);
+    if (n > 0) {  // an empty batch (a replica's share of a short partial batch) has no moments
+      moving_mean_.assign(moving_mean_ - (moving_mean_ - reshape(m, {features})) * rate);
+      moving_variance_.assign(moving_variance_ - (moving_variance_ - batch_var) * rate);
+    }
   } else {
     m = per_feature(moving_mean_);
     var = per_feature(moving_variance_);

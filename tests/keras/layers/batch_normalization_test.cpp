@@ -36,6 +36,11 @@ TEST(BatchNormalizationTest, TrainingNormalizesWithBatchMomentsAndMovesTheAverag
   expect_near(values(bn.moving_variance()), {0.99 + 0.0125, 0.99 + 0.05});
   bn(x, /*training=*/false);  // inference leaves the statistics alone
   expect_near(values(bn.moving_mean()), {0.025, 0.05});
+  // An empty batch (a replica's share of a partial batch smaller than the replica count) has
+  // no moments: the averages stay (they became NaN).
+  bn(Tensor(HostTensor(Shape(DType::kF32, {0, 2}))), /*training=*/true);
+  expect_near(values(bn.moving_mean()), {0.025, 0.05});
+  expect_near(values(bn.moving_variance()), {0.99 + 0.0125, 0.99 + 0.05});
 }
 
 TEST(BatchNormalizationTest, FourDimensionalInputsFeedTheUnbiasedVarianceLikeTfKeras) {
