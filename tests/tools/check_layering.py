@@ -1,6 +1,15 @@
 #!/usr/bin/env python3
-"""Checks STYLE.md 1.3: every `#include "kiln/<layer>/..."` in kiln/ and tests/ follows the
-layer table. Prints each violation as file:line and exits 1 if there is any."""
+"""Checks STYLE.md 1.3 on the includes of kiln/ and tests/ and prints each violation as
+file:line; exits 1 if there is any. Rules:
+  1. `#include "kiln/<layer>/..."` and `#include <kiln/<layer>/...>` follow the layer table;
+     runtime/cpu and runtime/cuda never include each other.
+  2. No relative includes ("../x.h", "./x.h"): every project include names its path from the root.
+  3. An internal header (`*_impl.h`) is included only from its own layer (tests: from the tests
+     of that layer, tests/<layer>/).
+  4. A public header (kiln/**/*.h, not *_impl.h) includes no third-party library header: it is
+     installed, and a user's build must not need hdf5.h, dnnl.hpp, omp.h, ... to include it.
+`check_layering.py [ROOT]` (default: the repository). tests/tools/layering_fixture/ is a tree
+that breaks every rule once; ctest checks that it fails."""
 import pathlib
 import re
 import sys
@@ -20,11 +29,47 @@ ALLOWED = {
 }
 # runtime/cpu and runtime/cuda must not include each other.
 SIBLINGS = {"runtime/cpu": "runtime/cuda", "runtime/cuda": "runtime/cpu"}
-INCLUDE = re.compile(r'^\s*#\s*include\s+"kiln/([a-z_]+)(/[a-z_]+)?')
+KILN_INCLUDE = re.compile(r'^\s*#\s*include\s+["<]kiln/([a-z_]+)(/[a-z_]+)?([^">]*)[">]')
+RELATIVE_INCLUDE = re.compile(r'^\s*#\s*include\s+"\.\.?/')
+ANGLE_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
+# Third-party libraries Kiln uses (or may): never in a public header.
+THIRD_PARTY = re.compile(r'^(hdf5|H5[A-Za-z]*\.h|dnnl|oneapi/|nlohmann/|llvm/|llvm-c/|mpi\.h|omp\.h|cuda|cudnn|cublas|'
+                         r'nccl|nvrtc|zlib\.h|gtest/|gmock/|benchmark/)')
 
 
 def layer_of(rel_parts):
     return rel_parts[1] if len(rel_parts) > 2 else None
+
+
+def check_file(root, path, errors):
+    rel = path.relative_to(root).parts
+    where = str(path.relative_to(root))
+    in_kiln = rel[0] == "kiln"
+    src = layer_of(rel)
+    public_header = in_kiln and path.suffix == ".h" and not path.name.endswith("_impl.h")
+    src_sub = "/".join(rel[1:3])
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if RELATIVE_INCLUDE.match(line):
+            errors.append(f"{where}:{n}: relative include; name the path from the repository root (kiln/...)")
+            continue
+        angle = ANGLE_INCLUDE.match(line)
+        if public_header and angle and THIRD_PARTY.match(angle.group(1)):
+            errors.append(f"{where}:{n}: public header includes third-party <{angle.group(1)}>; "
+                          "move it to an _impl.h or a .cpp")
+        m = KILN_INCLUDE.match(line)
+        if not m:
+            continue
+        dst, dst_sub_part, rest = m.group(1), m.group(2) or "", m.group(3) or ""
+        dst_sub = dst + dst_sub_part
+        if (dst_sub_part + rest).endswith("_impl.h") and src != dst:
+            errors.append(f"{where}:{n}: {'/'.join(rel[:2])}/ includes kiln/{dst}/'s internal header "
+                          f"{(dst_sub_part + rest).lstrip('/')}")
+        if src not in ALLOWED:  # umbrella headers, e2e tests, testing helpers
+            continue
+        if dst != src and dst not in ALLOWED[src]:
+            errors.append(f"{where}:{n}: {src}/ may not include kiln/{dst}/")
+        if SIBLINGS.get(src_sub) == dst_sub:
+            errors.append(f"{where}:{n}: {src_sub}/ may not include kiln/{dst_sub}/")
 
 
 def main(root):
@@ -34,21 +79,9 @@ def main(root):
         for path in sorted((root / base).rglob("*")):
             if path.suffix not in (".h", ".cpp", ".cc", ".cu", ".def"):
                 continue
-            rel = path.relative_to(root).parts
-            src = layer_of(rel)
-            if src not in ALLOWED:  # umbrella headers, e2e tests, testing helpers
+            if "layering_fixture" in path.relative_to(root).parts:  # the negative fixture, checked alone
                 continue
-            src_sub = "/".join(rel[1:3])
-            for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
-                m = INCLUDE.match(line)
-                if not m:
-                    continue
-                dst = m.group(1)
-                dst_sub = dst + (m.group(2) or "")
-                if dst != src and dst not in ALLOWED[src]:
-                    errors.append(f"{path.relative_to(root)}:{n}: {src}/ may not include kiln/{dst}/")
-                if SIBLINGS.get(src_sub) == dst_sub:
-                    errors.append(f"{path.relative_to(root)}:{n}: {src_sub}/ may not include kiln/{dst_sub}/")
+            check_file(root, path, errors)
     for e in errors:
         print(e)
     print(f"check_layering: {len(errors)} violation(s)")

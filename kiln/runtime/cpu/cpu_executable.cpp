@@ -9,7 +9,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/ir/printer.h"
-#include "kiln/runtime/cpu/team.h"
+#include "kiln/runtime/cpu/team_impl.h"
 
 namespace kiln::cpu {
 

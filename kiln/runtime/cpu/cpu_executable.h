@@ -23,7 +23,7 @@ struct Step {
   std::vector<int> reads;
   std::vector<int> writes;
   std::function<void(void* const* values)> run;
-  /// When set, the step can also run as team work (team.h) inside a team shared with its
+  /// When set, the step can also run as team work (team_impl.h) inside a team shared with its
   /// neighbours; `work` (elements) sizes that team.
   std::function<void(void* const* values)> team;
   int64_t work = 0;

@@ -1,6 +1,6 @@
 // Index kernels: gather (embedding lookup, jnp.take along an axis), scatter_add (its gradient)
 // and rng_bits (counter-based Philox bits, bit-identical to the reference evaluator). All are
-// team work (team.h) and deterministic whatever the thread count.
+// team work (team_impl.h) and deterministic whatever the thread count.
 #pragma once
 
 #include "kiln/core/shape.h"

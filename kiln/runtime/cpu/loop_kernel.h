@@ -66,7 +66,7 @@ class LoopKernel {
   /// inputs[i] points at the data of body parameter i; `out` receives the result. Runs on
   /// its own team, or on the caller's when called inside one.
   void run(const void* const* inputs, void* out) const;
-  /// Team work (team.h): every thread of the current team calls it.
+  /// Team work (team_impl.h): every thread of the current team calls it.
   void run_team(const void* const* inputs, void* out) const;
   const Shape& shape() const;
   /// Elements computed per run (sizes the team).

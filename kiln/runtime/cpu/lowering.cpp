@@ -15,7 +15,7 @@
 #include "kiln/runtime/cpu/onednn_pooling.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 #include "kiln/runtime/cpu/reduce_kernel.h"
-#include "kiln/runtime/cpu/team.h"
+#include "kiln/runtime/cpu/team_impl.h"
 
 namespace kiln::cpu {
 namespace {
@@ -82,7 +82,7 @@ class Lowerer {
     });
   }
 
-  // A kernel that is team work (team.h): it runs alone on its own team, or shares one with
+  // A kernel that is team work (team_impl.h): it runs alone on its own team, or shares one with
   // its neighbours once CpuExecutable::group_team_steps merges them.
   template <typename Fn>
   void add_team(const Instruction& inst, std::string label, int64_t work, Fn team_fn) {

@@ -14,7 +14,7 @@
 #include "kiln/ir/instruction.h"
 #include "kiln/runtime/cpu/cpu_isa_impl.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
-#include "kiln/runtime/cpu/team.h"
+#include "kiln/runtime/cpu/team_impl.h"
 
 namespace kiln::cpu {
 namespace {

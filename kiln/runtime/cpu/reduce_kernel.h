@@ -22,7 +22,7 @@ class ReduceKernel {
   /// inputs[i] points at parameter i of the reduce's computation. Runs on its own team, or on
   /// the caller's when called inside one.
   void run(const void* const* inputs, void* out) const;
-  /// Team work (team.h): every thread of the current team calls it.
+  /// Team work (team_impl.h): every thread of the current team calls it.
   void run_team(const void* const* inputs, void* out) const;
   /// Input elements read per run (sizes the team).
   int64_t work() const;

@@ -1,0 +1,2 @@
+// Fixture: a relative include.
+#include "../core/shape.h"
