@@ -88,9 +88,47 @@ class StageEmitter {
   // Row-invariant state for one row of the collapsed space: where each load's row starts
   // (elements, offset included) and the values of loads that do not move along the row.
   struct Row {
-    std::vector<Value*> base;      // per load, i64
+    std::vector<Value*> base;      // per load, i64 (flat: the lanes' element indices)
     std::vector<Value*> invariant; // per load: the register-type scalar, or null
+    bool flat = false;             // lanes walk the flat index across rows (short rows)
+    std::vector<bool> contiguous;  // flat: the load walks the flat index itself
   };
+
+  // Flat mode, for rows shorter than a vector: lane l is element `first + l`; every load's
+  // index comes from the lanes' multi-indices (constant divisions), so a vector spans rows.
+  Row begin_flat(Value* first, int w) {
+    Row r;
+    r.flat = true;
+    const size_t rank = space_.dims.size();
+    Value* lanes = splat(first, w);
+    if (w > 1) {
+      std::vector<llvm::Constant*> steps;
+      for (int l = 0; l < w; ++l) steps.push_back(llvm::ConstantInt::get(i64_, static_cast<uint64_t>(l)));
+      lanes = b_.CreateAdd(lanes, llvm::ConstantVector::get(steps));
+    }
+    auto vconst = [&](int64_t v) { return llvm::ConstantInt::get(vec(i64_, w), static_cast<uint64_t>(v)); };
+    std::vector<Value*> idx(rank);
+    Value* rem = lanes;
+    for (size_t d = rank; d-- > 0;) {
+      idx[d] = d == 0 ? rem : b_.CreateURem(rem, vconst(space_.dims[d]));
+      if (d > 0) rem = b_.CreateUDiv(rem, vconst(space_.dims[d]));
+    }
+    for (size_t k = 0; k < st_.loads.size(); ++k) {
+      Dims contiguous(rank, 0);
+      for (size_t d = rank, step = 1; d-- > 0;) {
+        contiguous[d] = static_cast<int64_t>(step);
+        step *= static_cast<size_t>(space_.dims[d]);
+      }
+      r.contiguous.push_back(space_.strides[k] == contiguous);
+      Value* base = r.contiguous.back() ? b_.CreateAdd(first, iconst(st_.loads[k].offset)) : vconst(st_.loads[k].offset);
+      if (!r.contiguous.back())
+        for (size_t d = 0; d < rank; ++d)
+          if (space_.strides[k][d] != 0) base = b_.CreateAdd(base, b_.CreateMul(idx[d], vconst(space_.strides[k][d])));
+      r.base.push_back(base);
+      r.invariant.push_back(nullptr);
+    }
+    return r;
+  }
 
   Row begin_row(const std::vector<Value*>& srcs, Value* row) {
     Row r;
@@ -145,6 +183,13 @@ class StageEmitter {
     if (row.invariant[k] != nullptr) return splat(row.invariant[k], w);
     const DType dt = st_.loads[k].dtype;
     Type* mt = mem_type(dt);
+    if (row.flat) {  // base: the first lane's index (contiguous) or every lane's
+      if (w == 1) return load_scalar(srcs[k], k, row.base[k]);
+      Value* at = b_.CreateGEP(mt, srcs[k], row.base[k]);
+      Value* raw = row.contiguous[k] ? static_cast<Value*>(b_.CreateAlignedLoad(vec(mt, w), at, llvm::Align(size_of(dt))))
+                                     : b_.CreateMaskedGather(vec(mt, w), at, llvm::Align(size_of(dt)));
+      return to_register(raw, dt);
+    }
     const int64_t s = inner_stride(k);
     Value* first = b_.CreateAdd(row.base[k], s == 1 ? j : b_.CreateMul(j, iconst(s)));
     if (w == 1) return load_scalar(srcs[k], k, first);
@@ -366,6 +411,25 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   const int64_t inner = e.space().dims.back();
   auto konst = [&](int64_t v) { return llvm::ConstantInt::get(i64, static_cast<uint64_t>(v)); };
 
+  auto store = [&](Value* index, Value* v, int lanes) {
+    if (read) e.store_register(out, b.CreateSub(index, begin), v);
+    else e.store(out, st.shape.dtype(), index, v, lanes);
+  };
+  if (inner < w && e.space().dims.size() > 1) {
+    // Rows shorter than a vector: vectors over the flat index, across rows; a scalar tail.
+    Value* vec_end = b.CreateAdd(begin, b.CreateAnd(b.CreateSub(end, begin), konst(~int64_t{w - 1})));
+    const auto zero = konst(0);
+    emit_loop(b, begin, vec_end, w, "fv", [&](Value* i) {
+      StageEmitter::Row r = e.begin_flat(i, w);
+      store(i, e.values(srcs, r, i, zero, w), w);
+    });
+    emit_loop(b, vec_end, end, 1, "fs", [&](Value* i) {
+      StageEmitter::Row r = e.begin_flat(i, 1);
+      store(i, e.values(srcs, r, i, zero, 1), 1);
+    });
+    b.CreateRetVoid();
+    return;
+  }
   // Rows: i walks [begin, end) a row segment at a time.
   llvm::BasicBlock* entry = b.GetInsertBlock();
   auto* head = llvm::BasicBlock::Create(c, "row.head", f);
@@ -385,13 +449,8 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   StageEmitter::Row r = e.begin_row(srcs, row);
   // Vector part: whole W-lane groups from j0; then the scalar tail.
   Value* vec_end = b.CreateAdd(j0, b.CreateAnd(b.CreateSub(j_end, j0), konst(~int64_t{w - 1})));
-  auto store = [&](Value* j, Value* v, int lanes) {
-    Value* index = b.CreateAdd(row_flat, j);
-    if (read) e.store_register(out, b.CreateSub(index, begin), v);
-    else e.store(out, st.shape.dtype(), index, v, lanes);
-  };
-  emit_loop(b, j0, vec_end, w, "v", [&](Value* j) { store(j, e.values(srcs, r, row_flat, j, w), w); });
-  emit_loop(b, vec_end, j_end, 1, "s", [&](Value* j) { store(j, e.values(srcs, r, row_flat, j, 1), 1); });
+  emit_loop(b, j0, vec_end, w, "v", [&](Value* j) { store(b.CreateAdd(row_flat, j), e.values(srcs, r, row_flat, j, w), w); });
+  emit_loop(b, vec_end, j_end, 1, "s", [&](Value* j) { store(b.CreateAdd(row_flat, j), e.values(srcs, r, row_flat, j, 1), 1); });
   i->addIncoming(b.CreateAdd(row_flat, j_end), b.GetInsertBlock());
   b.CreateBr(head);
   b.SetInsertPoint(exit);
