@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "kiln/core/crc32c.h"
+#include "kiln/core/fnv1a.h"
 #include "kiln/core/logging.h"
 #include "kiln/core/str_cat.h"
 
@@ -16,15 +17,6 @@ namespace kiln::codegen {
 namespace {
 
 constexpr char kMagic[8] = {'K', 'I', 'L', 'N', 'K', 'R', 'N', '1'};
-
-uint64_t fnv1a(const std::string& a, const std::string& b) {
-  uint64_t h = 1469598103934665603ull;
-  for (const std::string* s : {&a, &b}) {
-    for (unsigned char c : *s) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;  // separates (a, b) from (a + b[0], b[1:])
-  }
-  return h;
-}
 
 void put_u64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -52,7 +44,7 @@ KernelCache::KernelCache(std::string dir, std::string tag) : dir_(std::move(dir)
 
 std::string KernelCache::path_for(const std::string& key) const {
   char name[32];
-  std::snprintf(name, sizeof name, "%016llx.kk", static_cast<unsigned long long>(fnv1a(tag_, key)));
+  std::snprintf(name, sizeof name, "%016llx.kk", static_cast<unsigned long long>(fnv1a64(key, fnv1a64("\xff", fnv1a64(tag_)))));
   return str_cat(dir_, "/", name);
 }
 

@@ -9,6 +9,7 @@
 // Rules for a body compiled under KILN_ISA_V4_BEGIN: include no header inside it (a function
 // defined there gets the AVX-512 target, and an inline one shared with other files would
 // leak it to CPUs without AVX-512), and keep its functions in an anonymous namespace.
+// cpu_isa_variants.inc does the double inclusion; KILN_ISA_SELECT picks a variant.
 // KILN_CPU_ISA=baseline in the environment forces the baseline variants (to compare them).
 #pragma once
 
@@ -50,6 +51,15 @@ inline CpuIsa cpu_isa() {
   }();
   return isa;
 }
+
+/// `&isa_v4::name` on a CPU that runs the x86-64-v4 variant, else `&isa_baseline::name`
+/// (the namespaces cpu_isa_variants.inc makes).
+#if KILN_ISA_HAVE_V4
+#define KILN_ISA_SELECT(name) \
+  (::kiln::cpu::cpu_isa() == ::kiln::cpu::CpuIsa::kV4 ? &isa_v4::name : &isa_baseline::name)
+#else
+#define KILN_ISA_SELECT(name) (&isa_baseline::name)
+#endif
 
 inline const char* cpu_isa_name(CpuIsa isa) { return isa == CpuIsa::kV4 ? "x86-64-v4" : "baseline"; }
 

@@ -14,6 +14,7 @@
 #include "kiln/compiler/codegen/kernel_cache.h"
 #include "kiln/core/debug_options.h"
 #include "kiln/core/error.h"
+#include "kiln/core/fnv1a.h"
 #include "kiln/core/logging.h"
 #include "kiln/core/str_cat.h"
 
@@ -27,10 +28,8 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 // A symbol prefix from the key: the same kernel gets the same symbols in every process, so a
 // cached object links as compiled.
 std::string prefix_for(const std::string& key) {
-  uint64_t h = 1469598103934665603ull;
-  for (unsigned char c : key) h = (h ^ c) * 1099511628211ull;
   char name[32];
-  std::snprintf(name, sizeof name, "kiln_loop_%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(name, sizeof name, "kiln_loop_%016llx", static_cast<unsigned long long>(fnv1a64(key)));
   return name;
 }
 
@@ -54,17 +53,18 @@ class CpuJit::Impl {
   void compile(std::vector<JitRequest>& requests) {
     std::lock_guard<std::mutex> lock(mutex_);
     // The kernels not loaded yet, each once, in request order (so the batch key is stable).
-    std::vector<std::string> keys;
+    std::vector<std::string> keys;  // of the units
     std::vector<codegen::LoopUnit> units;
     std::unordered_map<std::string, size_t> unit_of;
+    std::vector<std::string> request_keys;
     for (JitRequest& r : requests) {
-      std::string key = str_cat(r.read ? "read " : "store ", r.ir->key());
+      const std::string& key = request_keys.emplace_back(str_cat(r.read ? "read " : "store ", r.ir->key()));
       if (auto it = loaded_.find(key); it != loaded_.end()) {
         ++stats_.memory_hits;
         r.functions = it->second;
       } else if (unit_of.emplace(key, units.size()).second) {
         units.push_back({r.ir, prefix_for(key), r.read});
-        keys.push_back(std::move(key));
+        keys.push_back(key);
       }
     }
     if (units.empty()) return;
@@ -95,8 +95,8 @@ class CpuJit::Impl {
       loaded_.emplace(keys[u], functions);
     }
     stats_.load_ms += ms_since(start);
-    for (JitRequest& r : requests)
-      if (r.functions == nullptr) r.functions = loaded_.at(str_cat(r.read ? "read " : "store ", r.ir->key()));
+    for (size_t i = 0; i < requests.size(); ++i)
+      if (requests[i].functions == nullptr) requests[i].functions = loaded_.at(request_keys[i]);
   }
 
   Stats stats() const {

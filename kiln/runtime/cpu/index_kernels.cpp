@@ -13,26 +13,10 @@ namespace {
 
 // rng_bits' loop per ISA variant (cpu_isa_impl.h): Philox's 32x32->64-bit multiplies
 // vectorize twice as wide with AVX-512.
-namespace isa_baseline {
-#include "kiln/runtime/cpu/index_kernels_exec.inc"
-}  // namespace isa_baseline
-#if KILN_ISA_HAVE_V4
-KILN_ISA_V4_BEGIN
-namespace isa_v4 {
-#include "kiln/runtime/cpu/index_kernels_exec.inc"
-}  // namespace isa_v4
-KILN_ISA_V4_END
-#endif
+#define KILN_ISA_BODY "kiln/runtime/cpu/index_kernels_exec.inc"
+#include "kiln/runtime/cpu/cpu_isa_variants.inc"
 
 using RngBitsRange = void (*)(int64_t key, int64_t begin, int64_t end, int32_t* out);
-
-RngBitsRange rng_bits_range_for(CpuIsa isa) {
-#if KILN_ISA_HAVE_V4
-  if (isa == CpuIsa::kV4) return &isa_v4::rng_bits_range;
-#endif
-  (void)isa;
-  return &isa_baseline::rng_bits_range;
-}
 
 int64_t index_at(const void* indices, DType t, int64_t k, int64_t axis_size) {
   int64_t i = t == DType::kI64 ? static_cast<const int64_t*>(indices)[k] : static_cast<const int32_t*>(indices)[k];
@@ -104,7 +88,7 @@ void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, 
 }
 
 void rng_bits_team(int64_t key, int64_t count, void* out) {
-  static const RngBitsRange range = rng_bits_range_for(cpu_isa());
+  static const RngBitsRange range = KILN_ISA_SELECT(rng_bits_range);
   auto* o = static_cast<int32_t*>(out);
   constexpr int64_t kBlock = 4096;  // the variant is called per block; the loop is inside it
   const int64_t blocks = (count + kBlock - 1) / kBlock;

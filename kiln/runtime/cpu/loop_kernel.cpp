@@ -1,5 +1,6 @@
-// The loop-fusion interpreter: runs a LoopIr (compiler/codegen/loop_ir.h) chunk by chunk. The executor (loop_kernel_exec.inc) is compiled for the
-// build's baseline and for x86-64-v4, and each kernel runs the variant its CPU supports.
+// Loop kernels: a LoopIr (compiler/codegen/loop_ir.h) run by generated code (CpuJit) or by the
+// interpreter, chunk by chunk. The interpreter's executor (loop_kernel_exec.inc) is compiled
+// for the build's baseline and for x86-64-v4; each kernel runs the variant its CPU supports.
 #include "kiln/runtime/cpu/loop_kernel.h"
 
 #include <omp.h>
@@ -40,14 +41,10 @@ struct LoopKernels {
 
 }  // namespace
 
-class LoopProgram {
+// A LoopIr with what runs it: the interpreter's ISA variant and, once compiled, generated code.
+class LoopProgram : public codegen::LoopIr {
  public:
-  explicit LoopProgram(codegen::LoopIr loop_ir)
-      : ir(std::move(loop_ir)), stages(ir.stages), literals(ir.literals), use_double(ir.use_double) {}
-  const codegen::LoopIr ir;
-  const std::vector<Stage>& stages;  // the last one computes the result
-  const std::vector<HostTensor>& literals;
-  const bool use_double;
+  explicit LoopProgram(codegen::LoopIr loop_ir) : codegen::LoopIr(std::move(loop_ir)) {}
   const LoopKernels* kernels = nullptr;  // the variant for this CPU, chosen at creation
   std::shared_ptr<const JitLoopFunctions> jit;  // the generated code, when KILN_CODEGEN is on
 
@@ -65,24 +62,8 @@ class LoopProgram {
 
 // The executor, compiled once per ISA variant; the dispatch is per chunk (256 elements).
 namespace {
-namespace isa_baseline {
-#include "kiln/runtime/cpu/loop_kernel_exec.inc"
-}  // namespace isa_baseline
-#if KILN_ISA_HAVE_V4
-KILN_ISA_V4_BEGIN
-namespace isa_v4 {
-#include "kiln/runtime/cpu/loop_kernel_exec.inc"
-}  // namespace isa_v4
-KILN_ISA_V4_END
-#endif
-
-const LoopKernels* loop_kernels_for(CpuIsa isa) {
-#if KILN_ISA_HAVE_V4
-  if (isa == CpuIsa::kV4) return &isa_v4::kKernels;
-#endif
-  (void)isa;
-  return &isa_baseline::kKernels;
-}
+#define KILN_ISA_BODY "kiln/runtime/cpu/loop_kernel_exec.inc"
+#include "kiln/runtime/cpu/cpu_isa_variants.inc"
 
 }  // namespace
 
@@ -197,7 +178,7 @@ void LoopJitBatch::compile() {
   CpuJit* jit = CpuJit::instance();
   if (jit == nullptr || programs_.empty()) return;
   std::vector<JitRequest> requests;
-  for (const auto& [program, read] : programs_) requests.push_back({&program->ir, read, nullptr});
+  for (const auto& [program, read] : programs_) requests.push_back({program, read, nullptr});
   jit->compile(requests);
   for (size_t i = 0; i < programs_.size(); ++i) programs_[i].first->jit = requests[i].functions;
   programs_.clear();
@@ -210,7 +191,7 @@ std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root, 
   std::optional<codegen::LoopIr> loop_ir = codegen::LoopIr::build(root);
   if (!loop_ir) return nullptr;
   auto program = std::make_unique<LoopProgram>(std::move(*loop_ir));
-  program->kernels = loop_kernels_for(cpu_isa());
+  program->kernels = KILN_ISA_SELECT(kKernels);
   if (engine == LoopEngine::kGenerated) {
     LoopJitBatch own;
     (batch != nullptr ? batch : &own)->add(program.get(), read);

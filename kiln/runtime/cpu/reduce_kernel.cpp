@@ -28,24 +28,11 @@ struct ReduceKernels {
   Fn f64;  // in double (f64 and i64 inputs)
 };
 
-namespace isa_baseline {
-#include "kiln/runtime/cpu/reduce_kernel_exec.inc"
-}  // namespace isa_baseline
-#if KILN_ISA_HAVE_V4
-KILN_ISA_V4_BEGIN
-namespace isa_v4 {
-#include "kiln/runtime/cpu/reduce_kernel_exec.inc"
-}  // namespace isa_v4
-KILN_ISA_V4_END
-#endif
+#define KILN_ISA_BODY "kiln/runtime/cpu/reduce_kernel_exec.inc"
+#include "kiln/runtime/cpu/cpu_isa_variants.inc"
 
 const ReduceKernels& reduce_kernels() {
-  static const ReduceKernels& k = []() -> const ReduceKernels& {
-#if KILN_ISA_HAVE_V4
-    if (cpu_isa() == CpuIsa::kV4) return isa_v4::kKernels;
-#endif
-    return isa_baseline::kKernels;
-  }();
+  static const ReduceKernels& k = *KILN_ISA_SELECT(kKernels);
   return k;
 }
 
