@@ -46,12 +46,21 @@ struct LoopInstr {
   int64_t div = 1, mod = 1;  // kIota: (i / div) % mod
 };
 
+/// A value a stage stores: a register, converted to `dtype` on the way to memory.
+struct LoopResult {
+  int reg = 0;
+  DType dtype = DType::kF32;
+};
+
 struct LoopStage {
   Shape shape;
   std::vector<LoopInstr> code;
   std::vector<LoopLoad> loads;
   int num_registers = 0;
-  int result = 0;
+  /// What the stage stores, output k to its k-th destination. Inner stages and single-output
+  /// bodies store one value (of the stage shape's dtype); a horizontally fused body stores
+  /// one per output, each at the same element index.
+  std::vector<LoopResult> results;
 };
 
 struct LoopIr {
@@ -62,6 +71,10 @@ struct LoopIr {
   /// Lowers the value of `root`, whose leaves are parameters of its computation. nullopt when
   /// it holds an op a loop cannot run (the caller then uses another kernel).
   static std::optional<LoopIr> build(const ir::Instruction& root);
+  /// Lowers several values of one computation, all over the same dims (dtypes may differ),
+  /// into one last stage that computes them together and stores each (horizontal fusion):
+  /// a value the roots share is computed once.
+  static std::optional<LoopIr> build(const std::vector<const ir::Instruction*>& roots);
   /// Everything that decides the generated code (ops, shapes, strides, literal bytes), as
   /// text: two LoopIrs with the same key compute the same function. Cache keys use it.
   std::string key() const;
