@@ -1,7 +1,8 @@
 // bench/train_step_mlp: the seed MLP's whole train step (W1: batch 128, Adam) compiled by Kiln
 // for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5 runs of 200 steps),
 // samples_per_s, gflop_per_s, kernel launches and peak RSS; the code generator against the
-// interpreter; the Adam update against the machine's bandwidth. With --peer it also runs
+// interpreter; the Adam update against the machine's bandwidth. --compete also times the step
+// with another CPU-bound process running (a busy machine). With --peer it also runs
 // ../shared/peers/pytorch W1 in the same run and prints the ratio.
 #include <algorithm>
 #include <cstdio>
@@ -20,6 +21,7 @@
 int main(int argc, char** argv) {
   using namespace kiln;
   const bool peer = argc > 1 && std::string(argv[1]) == "--peer";
+  const bool compete = argc > 1 && std::string(argv[1]) == "--compete";
   const std::string peers = argc > 2 ? argv[2] : "../shared/peers";
   constexpr int64_t kBatch = 128, kStepsPerRun = 200, kRuns = 5;
 
@@ -85,6 +87,20 @@ int main(int argc, char** argv) {
       .add("codegen_over_interpreter_same_lowering", interp_ms / gen2_ms);
   cg.print();
   bench::adam_vs_bandwidth(mlp.params(), kRuns).print();
+  if (compete) {  // the same steps with another CPU-bound process on the machine
+    double busy_ms;
+    {
+      bench::CompetingLoad load;
+      busy_ms = bench::median_ms_per_step(kRuns, kStepsPerRun, shuffle, stepper(mlp));
+    }
+    bench::JsonLine c;
+    c.add("bench", "train_step_mlp.compete")
+        .add("quiet_ms_per_step", median_ms)
+        .add("competing_ms_per_step", busy_ms)
+        .add("slowdown", busy_ms / median_ms)
+        .add("target", 1.5);
+    c.print();
+  }
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;
