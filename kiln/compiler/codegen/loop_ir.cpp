@@ -184,9 +184,30 @@ class StageBuilder {
     }
     in.dst = new_register(st);
     st.code.push_back(in);
+    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op)) {
+      LoopInstr round{};
+      round.op = LoopOp::kRoundF32;
+      round.a = in.dst;
+      round.dst = new_register(st);
+      st.code.push_back(round);
+      in.dst = round.dst;
+    }
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
+  }
+
+  // Ops whose f32 result a double register must round: those that compute a new value (not
+  // loads, constants, selects or comparisons, whose values are already f32 or 0/1).
+  static bool rounds_to_f32(LoopOp op) {
+    switch (op) {
+      case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: case LoopOp::kSelect: case LoopOp::kCopy:
+      case LoopOp::kRoundF32: case LoopOp::kToBool: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt:
+      case LoopOp::kLe: case LoopOp::kGt: case LoopOp::kGe:
+        return false;
+      default:
+        return true;
+    }
   }
 
   static bool select_op(const ir::Instruction* inst, LoopOp* op) {
@@ -298,7 +319,7 @@ std::optional<LoopIr> LoopIr::build(const std::vector<const ir::Instruction*>& r
   KILN_CHECK(!roots.empty(), "a loop needs a value to compute");
   LoopIr ir;
   for (const ir::Instruction* inst : roots[0]->parent()->post_order())
-    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) ir.use_double = true;
+    if (needs_double_registers(inst->dtype())) ir.use_double = true;
   StageBuilder builder(ir);
   int stage;
   if (!builder.build_stage(roots, &stage)) return std::nullopt;

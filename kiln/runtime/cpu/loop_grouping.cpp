@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "kiln/compiler/codegen/loop_ir.h"
 #include "kiln/core/str_cat.h"
 #include "kiln/ir/builder.h"
 
@@ -14,11 +15,11 @@ using ir::Instruction;
 
 const ir::Computation& body_of(const Instruction& fusion) { return *fusion.attrs().body; }
 
-// A LoopIr's register type (loop_ir.h): double when the body touches f64 or i64. Members must
-// agree, or grouping would change the precision a member computes in.
+// A LoopIr's register type (loop_ir.h). Members must agree, or grouping would change the
+// precision a member computes in.
 bool uses_double(const Instruction& fusion) {
   for (const Instruction* inst : body_of(fusion).post_order())
-    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) return true;
+    if (codegen::needs_double_registers(inst->dtype())) return true;
   return false;
 }
 

@@ -172,6 +172,41 @@ TEST(LoopCodegenTest, MultiOutputLoopsMatchSingleOutputKernelsBitForBit) {
   EXPECT_GE(compared, 60);
 }
 
+// i32 beyond 2^24 (where float registers would round) stays exact; f32 arithmetic in the same
+// (double-register) body still gives f32's results.
+TEST(LoopCodegenTest, I32BeyondTwoToThe24IsExactAndF32StaysF32) {
+  ir::Module module("wide");
+  ir::Computation* c = module.add_computation("body");
+  Builder b(c);
+  const Shape si(DType::kI32, {40}), sf(DType::kF32, {40});
+  Instruction* i = b.parameter(si, "i");
+  Instruction* f = b.parameter(sf, "f");
+  Instruction* sum = b.binary(Opcode::kAdd, i, b.binary(Opcode::kMul, i, b.full(si, 3)));  // 4 i
+  // f32 ops whose double results would round differently: (f * f) / 3 + f.
+  Instruction* g = b.binary(Opcode::kAdd, b.binary(Opcode::kDiv, b.binary(Opcode::kMul, f, f), b.full(sf, 3)), f);
+  c->add_output(sum);
+  c->add_output(g);
+  HostTensor ia(si), fa(sf);
+  std::mt19937 rng(3);
+  for (int k = 0; k < 40; ++k) {
+    ia.data<int32_t>()[k] = (1 << 24) + 1 + k * 7919;  // odd, above 2^24: float would round
+    fa.data<float>()[k] = std::uniform_real_distribution<float>(-100, 100)(rng);
+  }
+  const std::vector<const void*> in{ia.raw_data(), fa.raw_data()};
+  for (LoopEngine engine : {LoopEngine::kInterpreter, LoopEngine::kGenerated}) {
+    auto k = LoopKernel::create(*c, engine);
+    HostTensor out_i(si), out_f(sf);
+    void* outs[] = {out_i.raw_data(), out_f.raw_data()};
+    k->run_outputs(in.data(), outs);
+    for (int j = 0; j < 40; ++j) {
+      EXPECT_EQ(out_i.data<int32_t>()[j], 4 * ia.data<int32_t>()[j]) << j;
+      const float x = fa.data<float>()[j];
+      const float expected = x * x / 3.0f + x;  // f32 arithmetic, op by op
+      EXPECT_EQ(out_f.data<float>()[j], expected) << j;
+    }
+  }
+}
+
 TEST(LoopCodegenTest, LargeInPlaceUpdateMatchesInterpreterAcrossThreads) {
   // Adam-like: out may be the buffer of an input (the planner donates variables).
   ir::Module module("adam");
