@@ -39,7 +39,8 @@ HostTensor read_f32(const std::string& path, const std::vector<int64_t>& dims) {
 // The fixtures the generator writes, by name (its FIXTURES list).
 const char* const kFixtures[] = {
     "keras-2.0.8-bare-list-rmsprop",          "keras-2.1.6-bare-list-conv-adam",
-    "keras-2.2.4-channels-first-sgd",         "keras-2.3.1-build-input-shape-adadelta",
+    "keras-2.2.4-channels-first-sgd",         "keras-2.2.4-model-functional-adam",
+    "keras-2.3.1-build-input-shape-adadelta",
     "keras-2.4.0-functional-adam-v2",         "keras-2.6.0-adam-state-mismatch",
     "keras-2.10.0-no-optimizer-weights",      "keras-2.13.1-module-registered-name-rmsprop",
     "keras-2.15.0-input-layer-adam-new",
@@ -282,6 +283,13 @@ TEST(KerasConstraintsTest, ConstraintsAndRegularizersFollowKeras) {
   const Regularizer l1l2 = Regularizer::from_config("L1L2", R"({"l1": 0.5, "l2": 0.25})");
   EXPECT_NEAR(l1l2(w).to_vector<float>()[0], 0.5 * 8 + 0.25 * 26, 1e-5);
   EXPECT_NEAR(Regularizer::from_config("l2")(w).to_vector<float>()[0], 0.01 * 26, 1e-6);
+  // Where Kiln does not build them, they are an error naming the layer and key, never dropped.
+  KILN_EXPECT_ERROR(
+      layer_from_config("BatchNormalization", R"({"name": "bn", "gamma_regularizer": {"class_name": "L2", "config": {}}})"),
+      ConfigError, "[bn] config key 'gamma_regularizer'");
+  KILN_EXPECT_ERROR(layer_from_config("Embedding", R"({"name": "emb", "input_dim": 5, "output_dim": 2,
+                                                      "embeddings_constraint": {"class_name": "MaxNorm"}})"),
+                    ConfigError, "[emb] config key 'embeddings_constraint'");
 }
 
 }  // namespace
