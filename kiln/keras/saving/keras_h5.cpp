@@ -67,6 +67,22 @@ void write_weights(Hdf5Group& g, const Model& model) {
   }
 }
 
+// conv_utils.convert_kernel: reverses every axis but the last two of (kh, kw, in, out).
+HostTensor flip_spatial(const HostTensor& kernel) {
+  if (kernel.dims().size() != 4) return kernel;
+  const HostTensor k = kernel.astype(DType::kF32);
+  HostTensor out(k.shape());
+  const int64_t kh = k.dims()[0], kw = k.dims()[1], inner = k.dims()[2] * k.dims()[3];
+  auto src = k.data<float>();
+  auto dst = out.data<float>();
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t c = 0; c < inner; ++c)
+        dst[static_cast<size_t>((i * kw + j) * inner + c)] =
+            src[static_cast<size_t>(((kh - 1 - i) * kw + (kw - 1 - j)) * inner + c)];
+  return out;
+}
+
 // Keras's load_weights_from_hdf5_group: topological, weightless layers skipped on both sides.
 struct FileLayer {
   std::string name;
@@ -94,6 +110,9 @@ std::vector<FileLayer> file_layers_of(const Hdf5Group& g, const std::string& pat
 // changes nothing. With skip_mismatch a pair whose weight count or shapes differ is skipped.
 void read_weights(const Hdf5Group& g, Model& model, const std::string& path, LoadWeightsOptions options) {
   const std::vector<FileLayer> file_layers = file_layers_of(g, path);
+  // Keras 2's _need_convert_kernel: Theano convolves, TensorFlow (and Kiln) correlate, so a
+  // kernel saved under the Theano backend is flipped in its spatial axes on load.
+  const bool theano = g.has_attribute("backend") && g.read_string_attribute("backend") == "theano";
   std::vector<const Layer*> layers;
   for (const LayerHandle& l : model.layers())
     if (!internal::saved_weights(*l).empty()) layers.push_back(l.get());
@@ -142,6 +161,8 @@ void read_weights(const Hdf5Group& g, Model& model, const std::string& path, Loa
                    " (listed in weight_names). Hint: the file is damaged or truncated.");
       layer_values.push_back(lg.read_dataset(wn));
     }
+    if (theano && layer->class_name() == "Conv2D" && !layer_values.empty())
+      layer_values[0] = flip_spatial(layer_values[0]);
     bool shapes_match = true;
     for (size_t i = 0; i < weights.size(); ++i) shapes_match &= layer_values[i].dims() == weights[i].shape().dims();
     if (!shapes_match && skip("weight shapes differ")) continue;

@@ -38,7 +38,8 @@ HostTensor read_f32(const std::string& path, const std::vector<int64_t>& dims) {
 
 // The fixtures the generator writes, by name (its FIXTURES list).
 const char* const kFixtures[] = {
-    "keras-2.0.8-bare-list-rmsprop",          "keras-2.1.6-bare-list-conv-adam",
+    "keras-2.0.8-bare-list-rmsprop",          "keras-2.0.8-theano-channels-first-adadelta",
+    "keras-2.1.6-bare-list-conv-adam",
     "keras-2.2.4-channels-first-sgd",         "keras-2.2.4-model-functional-adam",
     "keras-2.3.1-build-input-shape-adadelta",
     "keras-2.4.0-functional-adam-v2",         "keras-2.6.0-adam-state-mismatch",
