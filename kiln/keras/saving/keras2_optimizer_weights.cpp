@@ -9,6 +9,7 @@
 //     <opt>/<variable>/<slot>:0 (Adam/dense/kernel/m:0), slot kind by kind.
 //   Keras 2.11-2.15 optimizers: iteration:0, then <opt>/<slot>/<variable>:0 (Adam/m/dense/kernel:0),
 //     in each optimizer's build order (Adam interleaves m and v per variable).
+//   Nadam's momentum product (optimizer_v2 momentum_cache, 2.3's m_schedule) -> u_product.
 // Names are matched where they carry the variable (the last two), positions otherwise.
 #include <algorithm>
 #include <map>
@@ -61,9 +62,11 @@ bool is_iterations(const std::string& name) {
 }
 
 // The optimizer's slots by (variable name, kind): Kiln names them "<optimizer>/<var>/<kind>".
+// Other optimizer variables ("<optimizer>/u_product", Nadam's) are extras, by their last name.
 struct SlotTable {
   std::map<std::pair<std::string, std::string>, Variable> slots;
   std::set<std::string> kinds;
+  std::map<std::string, Variable> extras;
 
   const Variable* find(const std::string& var, const std::string& keras_kind) const {
     for (const std::string& k : kiln_kinds(keras_kind))
@@ -75,18 +78,32 @@ struct SlotTable {
       if (kinds.count(k)) return true;
     return false;
   }
+  // The extra a saved name stands for: Keras 2's Nadam momentum cache (optimizer_v2's
+  // momentum_cache, 2.3's m_schedule) is the product Keras 3 and Kiln call u_product.
+  const Variable* extra(const std::string& saved_name) const {
+    std::string last = saved_name.substr(saved_name.rfind('/') + 1);
+    if (last == "momentum_cache" || last == "m_schedule") last = "u_product";
+    auto it = extras.find(last);
+    return it == extras.end() ? nullptr : &it->second;
+  }
 };
 
-SlotTable slot_table(const Optimizer& optimizer) {
+SlotTable slot_table(const Optimizer& optimizer, const std::vector<Variable>& trainable) {
   SlotTable t;
-  const std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, slots
+  const std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, the rest
   const std::string prefix = optimizer.name() + "/";
   for (size_t i = 2; i < all.size(); ++i) {
     const std::string& n = all[i].name();
-    KILN_CHECK(n.rfind(prefix, 0) == 0 && n.rfind('/') > prefix.size(), "slot ", n, " is named <optimizer>/<var>/<kind>");
-    const size_t cut = n.rfind('/');
-    t.slots.emplace(std::pair{n.substr(prefix.size(), cut - prefix.size()), n.substr(cut + 1)}, all[i]);
-    t.kinds.insert(n.substr(cut + 1));
+    const std::string rest = n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
+    const size_t cut = rest.rfind('/');
+    const std::string var = cut == std::string::npos ? "" : rest.substr(0, cut);
+    const bool is_slot = std::any_of(trainable.begin(), trainable.end(), [&](const Variable& v) { return v.name() == var; });
+    if (!is_slot) {
+      t.extras.emplace(rest.substr(cut == std::string::npos ? 0 : cut + 1), all[i]);
+      continue;
+    }
+    t.slots.emplace(std::pair{var, rest.substr(cut + 1)}, all[i]);
+    t.kinds.insert(rest.substr(cut + 1));
   }
   return t;
 }
@@ -134,7 +151,7 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
   KILN_CHECK(file_names.size() == values.size());
   std::vector<std::string> names;
   for (std::string n : file_names) names.push_back(n.ends_with(":0") ? n.substr(0, n.size() - 2) : n);
-  const SlotTable table = slot_table(optimizer);
+  const SlotTable table = slot_table(optimizer, trainable);
   const std::string cls = optimizer.class_name();
 
   std::vector<Variable> vars;
@@ -149,8 +166,15 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
     return "";
   };
 
-  std::vector<size_t> rest;  // indices of the non-iteration weights
+  std::vector<size_t> rest;  // indices of the per-variable slot weights
   for (size_t i = 0; i < names.size(); ++i) {
+    if (const Variable* extra = table.extra(names[i]); extra != nullptr && !is_iterations(names[i])) {
+      const HostTensor& v = values[i];  // a scalar saved as () or (1,)
+      const bool same_size = v.num_elements() == extra->shape().num_elements();
+      if (std::string why = take(*extra, same_size ? v.reshape(extra->shape().dims()) : v, names[i]); !why.empty())
+        return why;
+      continue;
+    }
     if (!is_iterations(names[i])) {
       rest.push_back(i);
       continue;
@@ -203,6 +227,10 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
     if (!covered.count(slot.state().get()))
       return str_cat("the file has no '", key.second, "' value for ", key.first, " (", names.size(),
                      " saved weights: ", join_names(names), ")");
+  for (const auto& [name, extra] : table.extras)
+    if (!covered.count(extra.state().get()))
+      return str_cat("the file has no value for ", cls, "'s ", name, " (", names.size(), " saved weights: ",
+                     join_names(names), ")");
   for (size_t i = 0; i < vars.size(); ++i) vars[i].assign(Tensor(picked[i]));
   return "";
 }
