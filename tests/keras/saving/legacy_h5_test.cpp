@@ -244,54 +244,5 @@ TEST_F(KerasLegacyH5Test, UnknownConfigKeysAreNamedWithTheKerasVersion) {
                     "(written by Keras 2.0.8) model_config is malformed: not valid JSON");
 }
 
-// Verify VarianceScaling with Keras's semantics: the named initializers are its presets
-// (same values), and fan_out / untruncated_normal give the variance Keras's formula does.
-TEST(KerasInitializersTest, VarianceScalingIsKerasFormula) {
-  const Initializer vs = Initializer::from_config(
-      "VarianceScaling", R"({"scale": 1.0, "mode": "fan_avg", "distribution": "uniform", "seed": 7})");
-  EXPECT_EQ(vs.name, "glorot_uniform");
-  const Shape shape(DType::kF32, {300, 200});
-  EXPECT_EQ(vs(shape, "k").to_vector<float>(), Initializer("glorot_uniform", 7)(shape, "k").to_vector<float>());
-  EXPECT_EQ(Initializer::from_config("VarianceScaling", R"({"scale": 2.0, "mode": "fan_in", "distribution": "normal"})").name,
-            "he_normal");
-  const Initializer un = Initializer::from_config(
-      "VarianceScaling", R"({"scale": 3.0, "mode": "fan_out", "distribution": "untruncated_normal", "seed": 1})");
-  EXPECT_EQ(un.name, "variance_scaling");
-  double sq = 0;
-  const std::vector<float> v = un(shape, "k").to_vector<float>();
-  for (float f : v) sq += double(f) * f;
-  EXPECT_NEAR(sq / double(v.size()), 3.0 / 200, 3.0 / 200 * 0.03);  // var = scale / fan_out
-  EXPECT_EQ(Initializer::from_config("normal").name, "random_normal");
-  EXPECT_EQ(Initializer::from_config("GlorotUniform").name, "glorot_uniform");
-  KILN_EXPECT_ERROR(Initializer::from_config("Orthogonal", "{}"), ConfigError, "unknown initializer class 'Orthogonal'");
-}
-
-// Verify the constraint and regularizer formulas against hand-computed values.
-TEST(KerasConstraintsTest, ConstraintsAndRegularizersFollowKeras) {
-  // w = [[3, 0], [4, -1]]: column norms 5 and 1.
-  const Tensor w(HostTensor::from_vector<float>({2, 2}, {3, 0, 4, -1}));
-  const std::vector<float> max_norm = Constraint::from_config("MaxNorm", R"({"max_value": 2, "axis": 0})")(w).to_vector<float>();
-  EXPECT_NEAR(max_norm[0], 3 * 2 / (5 + 1e-7), 1e-6);
-  EXPECT_NEAR(max_norm[3], -1 * 1 / (1 + 1e-7), 1e-6);
-  const std::vector<float> non_neg = Constraint::from_config("NonNeg")(w).to_vector<float>();
-  EXPECT_EQ(non_neg, (std::vector<float>{3, 0, 4, 0}));
-  const std::vector<float> unit = Constraint::from_config("unit_norm", R"({"axis": 1})")(w).to_vector<float>();
-  EXPECT_NEAR(unit[0], 1.0, 1e-6);  // row 0 is [3, 0]
-  const std::vector<float> mm =
-      Constraint::from_config("MinMaxNorm", R"({"min_value": 2, "max_value": 4, "rate": 0.5, "axis": 0})")(w).to_vector<float>();
-  EXPECT_NEAR(mm[0], 3 * (0.5 * 4 + 0.5 * 5) / (5 + 1e-7), 1e-5);
-  EXPECT_NEAR(mm[1], 0.0, 1e-6);
-  const Regularizer l1l2 = Regularizer::from_config("L1L2", R"({"l1": 0.5, "l2": 0.25})");
-  EXPECT_NEAR(l1l2(w).to_vector<float>()[0], 0.5 * 8 + 0.25 * 26, 1e-5);
-  EXPECT_NEAR(Regularizer::from_config("l2")(w).to_vector<float>()[0], 0.01 * 26, 1e-6);
-  // Where Kiln does not build them, they are an error naming the layer and key, never dropped.
-  KILN_EXPECT_ERROR(
-      layer_from_config("BatchNormalization", R"({"name": "bn", "gamma_regularizer": {"class_name": "L2", "config": {}}})"),
-      ConfigError, "[bn] config key 'gamma_regularizer'");
-  KILN_EXPECT_ERROR(layer_from_config("Embedding", R"({"name": "emb", "input_dim": 5, "output_dim": 2,
-                                                      "embeddings_constraint": {"class_name": "MaxNorm"}})"),
-                    ConfigError, "[emb] config key 'embeddings_constraint'");
-}
-
 }  // namespace
 }  // namespace kiln::keras
