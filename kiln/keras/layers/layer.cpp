@@ -53,6 +53,13 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
     shapes.emplace_back(x.dims().begin() + 1, x.dims().end());
   }
   if (!built_) build_multi(shapes);
+  // A `training` call argument (Keras's layer(x, training=False), saved in a functional
+  // config's node kwargs) pins the mode of this call, whatever the model runs in.
+  if (auto pinned = flags.find("training"); pinned != flags.end()) {
+    CallFlags rest = flags;
+    rest.erase("training");
+    return call_multi(inputs, rest, pinned->second);
+  }
   return call_multi(inputs, flags, training);
 }
 

@@ -159,6 +159,18 @@ TEST_F(KerasLegacyH5Test, RestoredModelTrainsWithItsRegularizerAndConstraint) {
   }
 }
 
+// Verify that a node's training kwarg (Keras's dropout(x, training=False), in the 2.4.0
+// fixture) pins the call's mode: the Dropout stays off while the model trains, and the
+// kwarg is written back by to_json.
+TEST_F(KerasLegacyH5Test, TrainingCallArgumentPinsTheMode) {
+  const json& fx = manifest_["keras-2.4.0-functional-adam-v2"];
+  std::unique_ptr<Model> model = load_model(path(fx["file"]));
+  EXPECT_NE(model->to_json().find("\"training\":false"), std::string::npos);
+  Dropout dropout(0.5);
+  const Tensor x(HostTensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(dropout({x}, /*training=*/true, {{"training", false}}).to_vector<float>(), x.to_vector<float>());
+}
+
 // Verify that save_weights + to_json() (a weights-only .h5 and a JSON architecture) loads
 // through model_from_json and load_weights, and that load_model says what the file is.
 TEST_F(KerasLegacyH5Test, WeightsOnlyFileLoadsThroughModelFromJson) {
