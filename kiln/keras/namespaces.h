@@ -67,8 +67,17 @@ namespace models {
 using keras::Functional;
 using keras::load_model;
 using keras::Model;
+using keras::model_from_config;
+using keras::model_from_json;
 using keras::Sequential;
 }  // namespace models
+
+namespace saving {
+using keras::CustomObjects;
+using keras::LayerFactory;
+using keras::load_model;
+using keras::read_model_config;
+}  // namespace saving
 
 namespace optimizers {
 using keras::Adam;

@@ -19,7 +19,7 @@ std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) 
   if (!std::filesystem::exists(path, ec))
     KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .h5 file or a "
                "model directory).");
-  return load_model_h5(path, options.compile);
+  return load_model_h5(path, options);
 }
 
 void Model::save(const std::string& path, SaveOptions options) const {

@@ -9,8 +9,6 @@
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
-#include "kiln/keras/models/functional.h"
-#include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/training_config.h"
 
 namespace kiln::keras::internal {
@@ -85,30 +83,14 @@ namespace kiln::keras::internal {
 
 // ---- model_config and training_config (shared by the .h5 and directory formats) ----------
 
-std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path) {
-  try {
-    nlohmann::json j = nlohmann::json::parse(config_json);
-    const std::string cls = j.is_object() ? j.value("class_name", "") : "";
-    if (cls == "Functional" || cls == "Model") return Functional::from_json(config_json);
-    if (cls != "Sequential")
-      KILN_THROW(IOError, "[", path, "] model_config describes a '", cls.empty() ? "(no class_name)" : cls,
-                 "' model; Kiln loads Sequential and Functional models. Hint: rebuild the model in C++ and use load_weights.");
-    return Sequential::from_json(config_json);
-  } catch (const nlohmann::json::exception& e) {
-    KILN_THROW(IOError, "[", path, "] model_config is malformed: ", e.what(), ".");
-  } catch (const IOError&) {
-    throw;
-  } catch (const Error& e) {  // ConfigError (unknown layer class), ValueError, ShapeError
-    KILN_THROW(IOError, "[", path, "] model_config: ", e.what());
-  }
-}
-
-void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path) {
+void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path,
+                                  const std::string& keras_version) {
   CompileOptions options;
   try {
     options = compile_options_from_training_config(config_json);
   } catch (const Error& e) {
-    KILN_THROW(IOError, "[", path, "] training_config: ", e.what());
+    KILN_THROW(IOError, "[", path, "]", keras_version.empty() ? "" : " (written by Keras " + keras_version + ")",
+               " training_config: ", e.what(), " (load_model(path, {.compile = false}) loads the model without it.)");
   }
   model.compile(std::move(options));
 }
