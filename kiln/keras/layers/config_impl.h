@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/core/check.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -23,6 +24,15 @@ Dims input_shape_from(const nlohmann::json& config);
 int64_t int_field(const nlohmann::json& config, const char* key, const char* layer);
 /// Parses `text`, throwing ConfigError naming `where` on malformed JSON.
 nlohmann::json parse(const std::string& text, const char* where);
+/// Runs `f`, turning a JSON value of the wrong type into a ConfigError naming `where`.
+template <typename F>
+auto guarded(const char* where, F f) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed config: ", e.what(), ".");
+  }
+}
 
 /// The config fields of layers with a kernel (Dense, Conv2D): activation, use_bias, the two
 /// initializers, and the regularizers and constraints Kiln writes as null.
