@@ -109,7 +109,7 @@ struct OptimizerClass {
   OptimizerHandle (*make)(const ConfigReader& c);
 };
 
-// keep-sorted start
+// One row per class, in name order: the order the unknown-class error lists them in.
 const OptimizerClass kOptimizerClasses[] = {
     {"Adadelta",
      [](const ConfigReader& c) -> OptimizerHandle {
@@ -185,7 +185,6 @@ const OptimizerClass kOptimizerClasses[] = {
                    .nesterov = c.flag("nesterov", o.nesterov), .name = c.name(o.name)});
      }},
 };
-// keep-sorted end
 
 std::string lower(std::string s) {
   for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
