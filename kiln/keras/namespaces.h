@@ -34,7 +34,14 @@
 #include "kiln/keras/metrics/metric.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
+#include "kiln/keras/optimizers/adadelta.h"
+#include "kiln/keras/optimizers/adagrad.h"
 #include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/adamax.h"
+#include "kiln/keras/optimizers/deserialize.h"
+#include "kiln/keras/optimizers/ftrl.h"
+#include "kiln/keras/optimizers/lion.h"
+#include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/schedules.h"
 #include "kiln/keras/optimizers/sgd.h"
@@ -80,8 +87,14 @@ using keras::read_model_config;
 }  // namespace saving
 
 namespace optimizers {
+using keras::Adadelta;
+using keras::Adagrad;
 using keras::Adam;
+using keras::Adamax;
 using keras::AdamW;
+using keras::Ftrl;
+using keras::Lion;
+using keras::Nadam;
 using keras::Optimizer;
 using keras::RMSprop;
 using keras::SGD;

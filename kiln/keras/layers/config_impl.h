@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/core/check.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -29,6 +30,15 @@ Dims input_shape_from(const nlohmann::json& config);
 int64_t int_field(const nlohmann::json& config, const char* key, const char* layer);
 /// Parses `text`, throwing ConfigError naming `where` on malformed JSON.
 nlohmann::json parse(const std::string& text, const char* where);
+/// Runs `f`, turning a JSON value of the wrong type into a ConfigError naming `where`.
+template <typename F>
+auto guarded(const char* where, F f) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed config: ", e.what(), ".");
+  }
+}
 
 /// A serialized regularizer / constraint / activation (null for none), and back: every form
 /// Keras 2.x and 3 wrote (names, {"class_name", "config"}, 2.13+'s module/registered_name).

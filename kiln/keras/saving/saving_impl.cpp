@@ -14,20 +14,30 @@
 namespace kiln::keras::internal {
 namespace {
 
-// Kiln slot names are Keras 3's; tf.keras 2.x's optimizer_v2 calls them (and orders them) so.
+// Kiln slot names are tf.keras 2.11+'s; tf.keras 2.x's legacy optimizer_v2 classes call them
+// (and order them) so: kind by kind (every m, then every v), or per variable in creation
+// order (Ftrl's accumulator, linear).
 struct SlotKind {
   const char* kiln;
   const char* keras2;
 };
-const std::vector<SlotKind>& keras2_slot_order(const std::string& optimizer_class) {
-  static const std::map<std::string, std::vector<SlotKind>> kOrder = {
-      {"Adam", {{"m", "m"}, {"v", "v"}}},
-      {"SGD", {{"momentum", "momentum"}}},
-      {"RMSprop", {{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}},
+struct Keras2Layout {
+  std::vector<SlotKind> kinds;
+  bool kind_by_kind = true;
+};
+// Null for a class without a legacy form (or a user's optimizer).
+const Keras2Layout* keras2_layout(const std::string& optimizer_class) {
+  static const std::map<std::string, Keras2Layout> kLayouts = {
+      {"Adadelta", {{{"accumulated_grad", "accum_grad"}, {"accumulated_delta_var", "accum_var"}}}},
+      {"Adagrad", {{{"accumulator", "accumulator"}}}},
+      {"Adam", {{{"m", "m"}, {"v", "v"}}}},
+      {"Adamax", {{{"m", "m"}, {"u", "v"}}}},
+      {"Ftrl", {{{"accumulator", "accumulator"}, {"linear", "linear"}}, /*kind_by_kind=*/false}},
+      {"SGD", {{{"momentum", "momentum"}}}},
+      {"RMSprop", {{{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}}},
   };
-  static const std::vector<SlotKind> kNone;
-  auto it = kOrder.find(optimizer_class);
-  return it == kOrder.end() ? kNone : it->second;
+  auto it = kLayouts.find(optimizer_class);
+  return it == kLayouts.end() ? nullptr : &it->second;
 }
 
 std::string slot_kind(const std::string& slot_name) { return slot_name.substr(slot_name.rfind('/') + 1); }
@@ -44,21 +54,29 @@ std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer) {
   std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, slots
   std::vector<Variable> slots(all.begin() + 2, all.end());
   const std::string& name = optimizer.name();
-  const std::vector<SlotKind>& order = keras2_slot_order(optimizer.class_name());
   std::vector<NamedVariable> out;
-  if (order.empty()) {  // tf.keras 2.11+'s new optimizers (AdamW): creation order
+  const Keras2Layout* layout = keras2_layout(optimizer.class_name());
+  if (!optimizer.has_keras2_legacy_form() || layout == nullptr) {  // tf.keras 2.11+'s new optimizers: creation order
     out.push_back({name + "/iteration", optimizer.iterations()});
     for (const Variable& s : slots) out.push_back({s.name(), s});
     return out;
   }
+  // The Keras 2 name of a slot of `kind`: its Kiln name with the kind's Keras 2 spelling.
+  auto keras2_name = [](const Variable& s, const SlotKind& kind) {
+    std::string keras_name = s.name();
+    keras_name.replace(keras_name.size() - std::string(kind.kiln).size(), std::string::npos, kind.keras2);
+    return keras_name;
+  };
   out.push_back({name + "/iter", optimizer.iterations()});
-  for (const SlotKind& kind : order)
+  if (layout->kind_by_kind) {
+    for (const SlotKind& kind : layout->kinds)
+      for (const Variable& s : slots)
+        if (slot_kind(s.name()) == kind.kiln) out.push_back({keras2_name(s, kind), s});
+  } else {
     for (const Variable& s : slots)
-      if (slot_kind(s.name()) == kind.kiln) {
-        std::string keras_name = s.name();
-        keras_name.replace(keras_name.size() - std::string(kind.kiln).size(), std::string::npos, kind.keras2);
-        out.push_back({keras_name, s});
-      }
+      for (const SlotKind& kind : layout->kinds)
+        if (slot_kind(s.name()) == kind.kiln) out.push_back({keras2_name(s, kind), s});
+  }
   KILN_CHECK(out.size() == slots.size() + 1, "every slot of ", name, " has a Keras 2 kind");
   return out;
 }
