@@ -108,6 +108,17 @@ TEST(CpuBackendTest, ArgmaxGatherAndFallbackOps) {
   });
 }
 
+TEST(CpuBackendTest, EmptyIntegerMaxAndMinGiveTheIntegerIdentity) {
+  // Verify that reducing an empty axis of integers gives lowest/max as the reference does
+  // (the f32 accumulator's -inf/+inf used to be cast to an integer: undefined, INT_MIN here).
+  for (DType t : {DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+    SCOPED_TRACE(str_cat(t));
+    expect_matches_reference({Shape(t, {0, 3})}, [](Builder& b, auto& p) {
+      return std::vector<Instruction*>{b.reduce(Opcode::kReduceMax, p[0], {0}), b.reduce(Opcode::kReduceMin, p[0], {0})};
+    });
+  }
+}
+
 TEST(CpuBackendTest, GatherScatterAddAndRngBitsRunOnTheirOwnKernels) {
   Shape table(DType::kF32, {3, 20, 5}), picks(DType::kF32, {4, 6});
   std::string steps;
