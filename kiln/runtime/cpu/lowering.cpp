@@ -2,6 +2,8 @@
 #include "kiln/runtime/cpu/lowering.h"
 
 #include <cstring>
+#include <set>
+#include <string_view>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -33,6 +35,18 @@ const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
   for (const Instruction* op : inst.operands()) params.push_back(b.parameter(op->shape(), ""));
   c->add_output(b.add(inst.opcode(), params, inst.attrs(), &inst.shape()));
   return c;
+}
+
+// The op a fallback is counted under: the opcode's name, or for a fusion its kind and the
+// distinct ops of its body ("fusion(loop: add, pad)"), which are what lacked a kernel.
+std::string fallback_key(const Instruction& inst) {
+  if (inst.opcode() != Opcode::kFusion) return std::string(ir::opcode_name(inst.opcode()));
+  std::set<std::string_view> ops;
+  for (const Instruction* i : inst.attrs().body->post_order())
+    if (i->opcode() != Opcode::kParameter && i->opcode() != Opcode::kConstant) ops.insert(ir::opcode_name(i->opcode()));
+  std::string key = str_cat("fusion(", ir::fusion_kind_name(inst.attrs().fusion_kind), ":");
+  for (std::string_view op : ops) key += str_cat(key.back() == ':' ? " " : ", ", op);
+  return key + ")";
 }
 
 class Lowerer {
@@ -112,6 +126,7 @@ class Lowerer {
 
   void fallback(const Instruction& inst) {
     log(LogLevel::kDebug, str_cat("cpu: reference kernel for ", ir::describe(inst)));
+    exe_.add_reference_fallback({fallback_key(inst), ir::describe(inst)});
     std::vector<Shape> shapes;
     for (const Instruction* op : inst.operands()) shapes.push_back(op->shape());
     const Instruction* ip = &inst;

@@ -119,6 +119,30 @@ TEST(CpuBackendTest, EmptyIntegerMaxAndMinGiveTheIntegerIdentity) {
   }
 }
 
+TEST(CpuBackendTest, ReferenceFallbacksAreCountedAndWarnedOncePerOp) {
+  // Verify that a step without a fast kernel is not silent: each compile counts it, and the
+  // backend warns at the default log level the first time it falls back on an op.
+  std::unique_ptr<runtime::Backend> cpu = make_cpu_backend();
+  auto make = [] {
+    auto m = std::make_unique<ir::Module>("padded");
+    Builder b(m->entry());
+    auto* x = b.parameter(Shape(DType::kF32, {2, 3}), "x");
+    m->entry()->set_outputs({b.pad(x, {1, 0}, {0, 2}, 0.5), b.unary(Opcode::kExp, x)});
+    return m;
+  };
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<runtime::Executable> first = cpu->compile(make(), {});
+  std::unique_ptr<runtime::Executable> second = cpu->compile(make(), {});
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(first->reference_fallbacks(), std::vector<std::string>{"pad"});
+  EXPECT_EQ(cpu->reference_fallback_counts(), (std::map<std::string, int64_t>{{"pad", 2}}));
+  const std::string warning = "kiln warning: [cpu] no fast kernel for pad: ";
+  ASSERT_NE(warnings.find(warning), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find(warning, warnings.find(warning) + 1), std::string::npos) << "warned twice:\n" << warnings;
+  // The reference backend is the evaluator itself: nothing there is a fallback.
+  EXPECT_TRUE(runtime::make_backend("reference")->compile(make(), {})->reference_fallbacks().empty());
+}
+
 TEST(CpuBackendTest, GatherScatterAddAndRngBitsRunOnTheirOwnKernels) {
   Shape table(DType::kF32, {3, 20, 5}), picks(DType::kF32, {4, 6});
   std::string steps;
