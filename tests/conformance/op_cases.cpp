@@ -202,7 +202,8 @@ std::vector<OpCase> make_cases() {
   add({.name = "concatenate", .op = Opcode::kConcatenate, .dtypes = kAll,
        .variants = {{.operands = {{.dims = {2, 3}}, {.dims = {1, 3}}}, .attrs = dims_attr({0})},
                     {.operands = {{.dims = {2, 1}}, {.dims = {2, 0}}, {.dims = {2, 2}}}, .attrs = dims_attr({1})},
-                    {.operands = {{.dims = {3}}}, .attrs = dims_attr({0})}}});
+                    {.operands = {{.dims = {3}}}, .attrs = dims_attr({0})},
+                    {.operands = std::vector<Operand>(20, Operand{.dims = {2}}), .attrs = dims_attr({0})}}});
   add({.name = "pad", .op = Opcode::kPad, .dtypes = kAll,
        .variants = {unary({2, 3}, slice_attr({1, 0}, {0, 2}, {}, 1.0)),
                     unary({3, 4}, slice_attr({-1, 1}, {1, -2}, {}, 0.0)),  // negative padding crops

@@ -49,7 +49,6 @@ const std::set<DType> kNotOneDnn = {DType::kF64, DType::kI32, DType::kI64, DType
 // (Executable::reference_fallbacks) and dtype, and why: today all on the CPU backend, whose
 // fast kernels are oneDNN's and its own loops. Any other fallback fails the table.
 const std::map<std::string, AllowedFallback> kAllowedFallbacks = {
-    {"concatenate", {kAnyDType, "no CPU kernel yet (a copy per operand)"}},
     {"pad", {kAnyDType, "no CPU kernel yet (loop kernels do not read out of bounds)"}},
     {"dot_general", {kNotOneDnn, "oneDNN matmul has no f64 or integer form"}},
     {"convolution", {kNotOneDnn, "oneDNN convolution has no f64 or integer form"}},

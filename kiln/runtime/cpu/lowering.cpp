@@ -109,18 +109,29 @@ class Lowerer {
            k != compiler::BufferKind::kConstant;
   }
 
+  // Calls `fn(inputs, out)` with the pointers of values `reads` and `out`: from a stack array
+  // up to kInlineOperands operands (no allocation per run), from the heap beyond (concatenate).
+  static constexpr size_t kInlineOperands = 16;
+  template <typename Fn>
+  static void with_pointers(const std::vector<int>& reads, int out, void* const* values, const Fn& fn) {
+    if (reads.size() <= kInlineOperands) {
+      const void* in[kInlineOperands];
+      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+      fn(in, values[out]);
+      return;
+    }
+    std::vector<const void*> in(reads.size());
+    for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+    fn(in.data(), values[out]);
+  }
+
   // Runs `fn(inputs, out)` with the operand and result pointers of the step.
   template <typename Fn>
   void add(const Instruction& inst, std::string label, Fn fn) {
     Step s = make_step(inst, std::move(label));
     std::vector<int> reads = s.reads;
     int out = s.writes[0];
-    s.run = [reads, out, fn](void* const* values) {
-      const void* in[16];
-      KILN_CHECK(reads.size() <= 16, "more than 16 operands");
-      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-      fn(in, values[out]);
-    };
+    s.run = [reads, out, fn](void* const* values) { with_pointers(reads, out, values, fn); };
     exe_.add_step(std::move(s));
   }
 
@@ -232,6 +243,26 @@ class Lowerer {
     fallback(inst);
   }
 
+  // out: (outer, axis, inner) row-major, so each operand is `outer` contiguous blocks of its
+  // axis x inner elements, copied side by side into each out row.
+  void add_concatenate(const Instruction& inst) {
+    const size_t axis = static_cast<size_t>(inst.attrs().dims.at(0));
+    const Dims& dims = inst.shape().dims();
+    int64_t outer = 1, inner = static_cast<int64_t>(size_of(inst.dtype()));  // inner in bytes
+    for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+    for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+    std::vector<int64_t> block;  // bytes of each operand per out row
+    for (const Instruction* op : inst.operands()) block.push_back(op->shape().dims()[axis] * inner);
+    const int64_t row = dims[axis] * inner;
+    add(inst, "concatenate(copy)", [outer, row, block](const void* const* in, void* out) {
+      int64_t at = 0;
+      for (size_t i = 0; i < block.size(); at += block[i], ++i)
+        for (int64_t o = 0; o < outer && block[i] > 0; ++o)
+          std::memcpy(static_cast<char*>(out) + o * row + at, static_cast<const char*>(in[i]) + o * block[i],
+                      static_cast<size_t>(block[i]));
+    });
+  }
+
   void lower_one(const Instruction& inst) {
     if (!has_step(inst)) return;
     const Opcode op = inst.opcode();
@@ -245,6 +276,9 @@ class Lowerer {
         return;
       case Opcode::kReshape:
         add(inst, "copy(reshape)", copy);
+        return;
+      case Opcode::kConcatenate:
+        add_concatenate(inst);
         return;
       case Opcode::kAllReduce: {
         const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();

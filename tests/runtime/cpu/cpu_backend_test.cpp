@@ -143,6 +143,18 @@ TEST(CpuBackendTest, ReferenceFallbacksAreCountedAndWarnedOncePerOp) {
   EXPECT_TRUE(runtime::make_backend("reference")->compile(make(), {})->reference_fallbacks().empty());
 }
 
+TEST(CpuBackendTest, ConcatenateOfManyOperandsIsACopyKernel) {
+  // Verify that concatenate has a kernel of its own, for any number of operands (more than 16
+  // used to be an InternalError, on the reference fallback too).
+  std::vector<Shape> parts(20, Shape(DType::kF32, {3, 2, 4}));
+  parts[7] = Shape(DType::kF32, {3, 0, 4});
+  std::string steps;
+  expect_matches_reference(parts, [](Builder& b, auto& p) {
+    return std::vector<Instruction*>{b.concatenate(p, 1), b.concatenate({p[0], p[1]}, 2)};
+  }, {.steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
+}
+
 TEST(CpuBackendTest, GatherScatterAddAndRngBitsRunOnTheirOwnKernels) {
   Shape table(DType::kF32, {3, 20, 5}), picks(DType::kF32, {4, 6});
   std::string steps;
