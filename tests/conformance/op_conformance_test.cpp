@@ -69,9 +69,6 @@ bool fallback_allowed(const std::string& key, DType t) {
 // must still be wrong (a fix removes its entry); any other mismatch fails the table.
 // TODO(issue 19): loop kernels compute integers in f32 (f64 when a value is i64) registers.
 const std::map<std::string, std::string_view> kKnownCpuMismatches = {
-    {"div(integer by 0 or -1) i32", "loop kernels give x / 0 = 0; the IR defines -1 (all bits set)"},
-    {"div(integer by 0 or -1) i64", "loop kernels give x / 0 = 0; the IR defines -1 (all bits set)"},
-    {"div(integer by 0 or -1) u8", "loop kernels give x / 0 = 0; the IR defines 255 (all bits set)"},
     {"add(large integers) i32", "i32 in f32 registers: inexact beyond 2^24, and no wrap-around"},
     {"mul(large integers) i32", "i32 in f32 registers: inexact beyond 2^24, and no wrap-around"},
     {"max(large integers) i32", "i32 in f32 registers: inexact beyond 2^24"},

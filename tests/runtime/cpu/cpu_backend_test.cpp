@@ -7,6 +7,7 @@
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 
@@ -141,6 +142,19 @@ TEST(CpuBackendTest, ReferenceFallbacksAreCountedAndWarnedOncePerOp) {
   EXPECT_EQ(warnings.find(warning, warnings.find(warning) + 1), std::string::npos) << "warned twice:\n" << warnings;
   // The reference backend is the evaluator itself: nothing there is a fallback.
   EXPECT_TRUE(runtime::make_backend("reference")->compile(make(), {})->reference_fallbacks().empty());
+}
+
+TEST(CpuBackendTest, IntegerDivisionByZeroHasAllBitsSetOnBothLoopEngines) {
+  // Verify that x / 0 is -1 (255 for u8) as the IR defines it, not 0, interpreted or generated.
+  for (LoopEngine engine : {LoopEngine::kInterpreter, LoopEngine::kGenerated})
+    for (DType t : {DType::kI32, DType::kI64, DType::kU8}) {
+      SCOPED_TRACE(str_cat(t, engine == LoopEngine::kGenerated ? " generated" : " interpreted"));
+      std::unique_ptr<runtime::Backend> cpu = make_cpu_backend(0, engine);
+      expect_matches_reference({Shape(t, {2, 9})}, [](Builder& b, auto& p) {
+        return std::vector<Instruction*>{b.binary(Opcode::kDiv, p[0], b.full(p[0]->shape(), 0.0)),
+                                         b.binary(Opcode::kDiv, b.full(p[0]->shape(), 7.0), p[0])};
+      }, {.backend = cpu.get()});
+    }
 }
 
 TEST(CpuBackendTest, ConcatenateOfManyOperandsIsACopyKernel) {
