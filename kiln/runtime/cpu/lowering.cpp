@@ -1,6 +1,8 @@
 // Per-instruction kernel selection.
 #include "kiln/runtime/cpu/lowering.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <set>
 #include <string_view>
@@ -263,6 +265,55 @@ class Lowerer {
     });
   }
 
+  // out = value everywhere, then the part of x that stays (negative padding crops it) copied
+  // in runs along the last dim. x: xd, out: od = xd + low + high per dim.
+  void add_pad(const Instruction& inst) {
+    const Dims& xd = inst.operand(0)->shape().dims();
+    const Dims& od = inst.shape().dims();
+    const Dims& low = inst.attrs().starts;
+    const int64_t elem = static_cast<int64_t>(size_of(inst.dtype()));
+    const HostTensor value = HostTensor::scalar<double>(inst.attrs().scalar).astype(inst.dtype());
+    std::vector<std::byte> fill(static_cast<size_t>(elem));
+    std::memcpy(fill.data(), value.raw_data(), fill.size());
+    // The kept box of x: [begin, end) per dim, and row-major strides in bytes.
+    const size_t r = xd.size();
+    Dims begin(r), end(r), xs(r, elem), os(r, elem);
+    bool empty = false;
+    for (size_t d = 0; d < r; ++d) {
+      begin[d] = std::max<int64_t>(0, -low[d]);
+      end[d] = std::min<int64_t>(xd[d], od[d] - low[d]);
+      empty = empty || begin[d] >= end[d];
+    }
+    for (size_t d = r; d-- > 1;) {
+      xs[d - 1] = xs[d] * xd[d];
+      os[d - 1] = os[d] * od[d];
+    }
+    const int64_t count = inst.shape().num_elements();
+    add(inst, "pad(fill+copy)", [=](const void* const* in, void* out) {
+      auto* dst = static_cast<std::byte*>(out);
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * elem, fill.data(), static_cast<size_t>(elem));
+      if (empty) return;
+      const auto* src = static_cast<const std::byte*>(in[0]);
+      if (r == 0) {
+        std::memcpy(dst, src, static_cast<size_t>(elem));
+        return;
+      }
+      const size_t run = static_cast<size_t>((end[r - 1] - begin[r - 1]) * elem);
+      Dims at = begin;  // odometer over the kept box, last dim fixed at its begin
+      while (true) {
+        int64_t x_off = 0, o_off = 0;
+        for (size_t d = 0; d < r; ++d) {
+          x_off += at[d] * xs[d];
+          o_off += (at[d] + low[d]) * os[d];
+        }
+        std::memcpy(dst + o_off, src + x_off, run);
+        size_t d = r - 1;
+        while (d-- > 0 && ++at[d] == end[d]) at[d] = begin[d];
+        if (d == static_cast<size_t>(-1)) return;
+      }
+    });
+  }
+
   void lower_one(const Instruction& inst) {
     if (!has_step(inst)) return;
     const Opcode op = inst.opcode();
@@ -279,6 +330,9 @@ class Lowerer {
         return;
       case Opcode::kConcatenate:
         add_concatenate(inst);
+        return;
+      case Opcode::kPad:
+        add_pad(inst);
         return;
       case Opcode::kAllReduce: {
         const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();

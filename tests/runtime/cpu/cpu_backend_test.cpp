@@ -98,15 +98,19 @@ TEST(CpuBackendTest, ReductionsOverEveryAxisCombination) {
     }
 }
 
-TEST(CpuBackendTest, ArgmaxGatherAndFallbackOps) {
-  Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4});
-  expect_matches_reference({x, table}, [](Builder& b, auto& p) {
+TEST(CpuBackendTest, ArgmaxGatherPadAndConcatenate) {
+  // Verify that pad (negative padding crops) and concatenate run on kernels of their own.
+  Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4}), cube(DType::kBF16, {3, 4, 5});
+  std::string steps;
+  expect_matches_reference({x, table, cube}, [](Builder& b, auto& p) {
     auto* am = b.argmax(p[0], 1);
     auto* g = b.gather(p[1], am, 0);
     auto* padded = b.pad(p[0], {1, 0}, {0, 2}, 0.5);
+    auto* cropped = b.pad(p[2], {-1, 2, 0}, {1, -3, 1}, -2.0);
     auto* cat = b.concatenate({p[0], p[0]}, 0);
-    return std::vector<Instruction*>{am, g, padded, cat};
-  });
+    return std::vector<Instruction*>{am, g, padded, cropped, cat};
+  }, {.steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
 }
 
 TEST(CpuBackendTest, EmptyIntegerMaxAndMinGiveTheIntegerIdentity) {
@@ -124,20 +128,22 @@ TEST(CpuBackendTest, ReferenceFallbacksAreCountedAndWarnedOncePerOp) {
   // Verify that a step without a fast kernel is not silent: each compile counts it, and the
   // backend warns at the default log level the first time it falls back on an op.
   std::unique_ptr<runtime::Backend> cpu = make_cpu_backend();
-  auto make = [] {
-    auto m = std::make_unique<ir::Module>("padded");
+  auto make = [] {  // oneDNN has no f64 matmul
+    auto m = std::make_unique<ir::Module>("f64_matmul");
     Builder b(m->entry());
-    auto* x = b.parameter(Shape(DType::kF32, {2, 3}), "x");
-    m->entry()->set_outputs({b.pad(x, {1, 0}, {0, 2}, 0.5), b.unary(Opcode::kExp, x)});
+    auto* x = b.parameter(Shape(DType::kF64, {2, 3}), "x");
+    auto* w = b.parameter(Shape(DType::kF64, {3, 4}), "w");
+    m->entry()->set_outputs({b.dot_general(x, w, {.lhs_contracting = {1}, .rhs_contracting = {0}}),
+                             b.unary(Opcode::kExp, x)});
     return m;
   };
   ::testing::internal::CaptureStderr();
   std::unique_ptr<runtime::Executable> first = cpu->compile(make(), {});
   std::unique_ptr<runtime::Executable> second = cpu->compile(make(), {});
   const std::string warnings = ::testing::internal::GetCapturedStderr();
-  EXPECT_EQ(first->reference_fallbacks(), std::vector<std::string>{"pad"});
-  EXPECT_EQ(cpu->reference_fallback_counts(), (std::map<std::string, int64_t>{{"pad", 2}}));
-  const std::string warning = "kiln warning: [cpu] no fast kernel for pad: ";
+  EXPECT_EQ(first->reference_fallbacks(), std::vector<std::string>{"dot_general"});
+  EXPECT_EQ(cpu->reference_fallback_counts(), (std::map<std::string, int64_t>{{"dot_general", 2}}));
+  const std::string warning = "kiln warning: [cpu] no fast kernel for dot_general: ";
   ASSERT_NE(warnings.find(warning), std::string::npos) << warnings;
   EXPECT_EQ(warnings.find(warning, warnings.find(warning) + 1), std::string::npos) << "warned twice:\n" << warnings;
   // The reference backend is the evaluator itself: nothing there is a fallback.
