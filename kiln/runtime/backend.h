@@ -2,6 +2,8 @@
 // explicitly through backend_registry.h, never by self-registering statics.
 #pragma once
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 
@@ -35,6 +37,10 @@ class Backend {
   /// anything runs.
   virtual std::unique_ptr<Executable> compile(std::unique_ptr<ir::Module> module,
                                               const CompileOptions& options) = 0;
+  /// Steps that every compile() so far lowered to the reference evaluator, counted by the
+  /// names of Executable::reference_fallbacks. A backend warns once per name (at the default
+  /// log level) the first time it falls back on it.
+  virtual std::map<std::string, int64_t> reference_fallback_counts() const { return {}; }
 };
 
 }  // namespace kiln::runtime

@@ -32,6 +32,10 @@ class Executable {
   virtual int kernel_count() const = 0;
   /// The lowered program, one step per line (what KILN_DUMP_IR writes as "lowered").
   virtual std::string describe() const = 0;
+  /// One entry per step that runs on the reference evaluator because the backend has no
+  /// kernel for its instruction: the op's name, or for a fusion "fusion(<kind>: <body ops>)".
+  /// Empty when every step has a real kernel (and always on the reference backend).
+  virtual std::vector<std::string> reference_fallbacks() const { return {}; }
 };
 
 inline std::vector<HostTensor> Executable::run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) {

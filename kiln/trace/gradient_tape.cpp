@@ -66,11 +66,16 @@ void record_variable_read(const std::shared_ptr<VariableState>& variable, const 
   for_recording_tapes([&](GradientTape::Impl& tape) { tape.reads.emplace_back(variable.get(), value); });
 }
 
-VjpRule find_vjp(ir::Opcode op) {
+const VjpEntry* find_vjp_entry(ir::Opcode op) {
   for (auto table : {elementwise_vjps(), shape_vjps(), reduce_vjps(), contraction_vjps()})
     for (const VjpEntry& e : table)
-      if (e.op == op) return e.rule;
+      if (e.op == op) return &e;
   return nullptr;
+}
+
+VjpRule find_vjp(ir::Opcode op) {
+  const VjpEntry* e = find_vjp_entry(op);
+  return e != nullptr ? e->rule : nullptr;
 }
 
 }  // namespace trace
@@ -155,11 +160,17 @@ std::vector<Tensor> GradientTape::gradient_impl(const Tensor& target,
     const Impl::Record& r = records[i];
     auto it = cotangents.find(key(r.output));
     if (it == cotangents.end()) continue;
-    trace::VjpRule rule = trace::find_vjp(r.op);
-    if (rule == nullptr) continue;  // no gradient: stops here
     std::vector<bool> needs;
     for (const Tensor& op : r.operands)
       needs.push_back(trace::differentiable(op) && influenced.count(key(op)) > 0);
+    const trace::VjpEntry* entry = trace::find_vjp_entry(r.op);
+    if (entry == nullptr)  // a missing row would silently give zeros: say so instead
+      KILN_THROW(CompileError, "[GradientTape::gradient] cannot differentiate through ",
+                 ir::opcode_name(r.op), " (result ", r.output.shape(), "): it has no VJP rule. "
+                 "Hint: add a row for it to the tables of kiln/trace/vjp/, or apply "
+                 "stop_gradient() to its operands if no gradient should flow through it.");
+    trace::VjpRule rule = entry->rule;
+    if (rule == nullptr) continue;  // listed as non-differentiable: the gradient stops here
     Tensor g = it->second;
     trace::Grads grads = rule({r.op, r.attrs, r.operands, r.output, g, needs});
     KILN_CHECK(grads.size() == r.operands.size(), "VJP of ", r.op, " returned ", grads.size(),

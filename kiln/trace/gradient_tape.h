@@ -34,7 +34,9 @@ class GradientTape {
   /// d target / d source for each source, shaped like the source. `target` is usually a
   /// scalar loss; a non-scalar target is summed (its cotangent is ones). Sources the target
   /// does not depend on through recorded ops get zeros. Integer and bool values get no
-  /// gradient, and ops without a VJP (compare, argmax, rng_bits, ...) stop it, as in TF.
+  /// gradient, and ops listed as non-differentiable (compare, argmax, rng_bits, ...) stop it,
+  /// as in TF. Throws CompileError naming the op when the gradient must flow through an op
+  /// that has no VJP rule.
   /// A variable's gradient flows through its reads made while the tape was recording.
   std::vector<Tensor> gradient(const Tensor& target, std::initializer_list<GradientSource> sources);
   template <typename T>

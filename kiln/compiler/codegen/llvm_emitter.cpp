@@ -338,8 +338,8 @@ class StageEmitter {
       case LoopOp::kSub: return b_.CreateFSub(a, bv);
       case LoopOp::kMul: return b_.CreateFMul(a, bv);
       case LoopOp::kDiv: return b_.CreateFDiv(a, bv);
-      case LoopOp::kDivInt:
-        return b_.CreateSelect(b_.CreateFCmpOEQ(bv, fconst(0, w)), fconst(0, w),
+      case LoopOp::kDivInt: case LoopOp::kDivUnsigned:  // x / 0 has all bits set: -1, or 255 for u8
+        return b_.CreateSelect(b_.CreateFCmpOEQ(bv, fconst(0, w)), fconst(in.op == LoopOp::kDivInt ? -1 : 255, w),
                                b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(a, bv)));
       // NaN propagates, as in XLA (and the interpreter: a > b || a != a ? a : b).
       case LoopOp::kMax: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOGT(a, bv), b_.CreateFCmpUNO(a, a)), a, bv);

@@ -239,7 +239,10 @@ class StageBuilder {
       case Opcode::kAdd: *op = LoopOp::kAdd; return true;
       case Opcode::kSub: *op = LoopOp::kSub; return true;
       case Opcode::kMul: *op = LoopOp::kMul; return true;
-      case Opcode::kDiv: *op = is_floating(out) ? LoopOp::kDiv : LoopOp::kDivInt; return true;
+      // Integer division truncates; x / 0 has all bits set (-1, or 255 for u8), as in XLA.
+      case Opcode::kDiv:
+        *op = is_floating(out) ? LoopOp::kDiv : (out == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt);
+        return true;
       case Opcode::kPow: *op = LoopOp::kPow; return true;
       case Opcode::kMax: *op = LoopOp::kMax; return true;
       case Opcode::kMin: *op = LoopOp::kMin; return true;
@@ -306,7 +309,8 @@ int loop_operand_count(const LoopInstr& in) {
   switch (in.op) {
     case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: return 0;
     case LoopOp::kSelect: return 3;
-    case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kDiv: case LoopOp::kDivInt: case LoopOp::kPow:
+    case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kDiv: case LoopOp::kDivInt: case LoopOp::kDivUnsigned:
+    case LoopOp::kPow:
     case LoopOp::kMax: case LoopOp::kMin: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe:
     case LoopOp::kGt: case LoopOp::kGe: return 2;
     default: return 1;

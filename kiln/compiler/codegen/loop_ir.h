@@ -25,7 +25,7 @@ enum class LoopOp : uint8_t {
   kLoad, kSplat, kIota,
   kNeg, kAbs, kSign, kExp, kLog, kLog1p, kTanh, kLogistic, kSqrt, kRsqrt, kErf,
   kCopy, kTrunc, kToBool, kRoundF32, kRoundBF16, kRoundF16,
-  kAdd, kSub, kMul, kDiv, kDivInt, kPow, kMax, kMin,
+  kAdd, kSub, kMul, kDiv, kDivInt, kDivUnsigned, kPow, kMax, kMin,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kSelect,
 };

@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
+#include <mutex>
 
 #include "kiln/compiler/default_pipeline.h"
 #include "kiln/compiler/passes/backend_legality.h"
@@ -58,6 +60,10 @@ class CpuBackend : public runtime::Backend {
       : target_(limit), engine_(engine), horizontal_fusion_(horizontal_fusion) {}
   std::string name() const override { return "cpu"; }
   const compiler::TargetInfo& target_info() const override { return target_; }
+  std::map<std::string, int64_t> reference_fallback_counts() const override {
+    std::lock_guard<std::mutex> lock(fallbacks_mutex_);
+    return fallbacks_;
+  }
 
   std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
                                                const runtime::CompileOptions& options) override {
@@ -81,6 +87,7 @@ class CpuBackend : public runtime::Backend {
     const std::vector<std::string>& disabled = options.debug.disabled_passes;
     lower(*exe, engine_,
           horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end());
+    note_fallbacks(*exe);
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
                                                             ".lowered.txt"), exe->describe());
@@ -88,9 +95,24 @@ class CpuBackend : public runtime::Backend {
   }
 
  private:
+  // Counts the steps `exe` runs on the reference evaluator and warns the first time this
+  // backend falls back on an op: such a step is correct but can be orders of magnitude slower.
+  void note_fallbacks(const CpuExecutable& exe) {
+    std::lock_guard<std::mutex> lock(fallbacks_mutex_);
+    for (const ReferenceFallback& f : exe.reference_fallback_steps()) {
+      if (fallbacks_[f.op]++ > 0) continue;
+      log(LogLevel::kWarning,
+          str_cat("[cpu] no fast kernel for ", f.op, ": ", f.instruction,
+                  " runs on the reference evaluator (correct, but slow). Further ", f.op,
+                  " fallbacks are not reported; KILN_LOG=3 lists each."));
+    }
+  }
+
   CpuTargetInfo target_;
   LoopEngine engine_;
   bool horizontal_fusion_;
+  mutable std::mutex fallbacks_mutex_;  // compile() may run on several replicas' threads
+  std::map<std::string, int64_t> fallbacks_;
 };
 
 }  // namespace

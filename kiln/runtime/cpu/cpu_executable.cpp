@@ -22,6 +22,12 @@ CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::Memor
   values_.resize(plan_.order.size(), nullptr);
 }
 
+std::vector<std::string> CpuExecutable::reference_fallbacks() const {
+  std::vector<std::string> ops;
+  for (const ReferenceFallback& f : fallbacks_) ops.push_back(f.op);
+  return ops;
+}
+
 int CpuExecutable::value_id(const ir::Instruction* inst) const {
   auto it = ids_.find(inst);
   KILN_CHECK(it != ids_.end(), "instruction %", inst->id(), " has no value in the memory plan");

@@ -29,6 +29,13 @@ struct Step {
   int64_t work = 0;
 };
 
+/// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks)
+/// and the instruction it runs, described for the warning.
+struct ReferenceFallback {
+  std::string op;
+  std::string instruction;
+};
+
 class CpuExecutable : public runtime::Executable {
  public:
   CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile = false);
@@ -39,10 +46,14 @@ class CpuExecutable : public runtime::Executable {
   int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;
+  std::vector<std::string> reference_fallbacks() const override;
 
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
   void add_step(Step step) { steps_.push_back(std::move(step)); }
+  /// Lowering notes each step it gives to the reference evaluator.
+  void add_reference_fallback(ReferenceFallback fallback) { fallbacks_.push_back(std::move(fallback)); }
+  const std::vector<ReferenceFallback>& reference_fallback_steps() const { return fallbacks_; }
   /// Merges each run of consecutive team-capable steps into one step (one launch).
   void group_team_steps();
   ir::Module& scratch_module() { return *scratch_; }
@@ -62,6 +73,7 @@ class CpuExecutable : public runtime::Executable {
   compiler::MemoryPlan plan_;
   std::unordered_map<const ir::Instruction*, int> ids_;
   std::vector<Step> steps_;
+  std::vector<ReferenceFallback> fallbacks_;
   std::shared_ptr<runtime::Collectives> collectives_;
   int replica_id_ = 0;
   HostTensor arena_;

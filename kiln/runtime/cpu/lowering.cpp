@@ -1,7 +1,11 @@
 // Per-instruction kernel selection.
 #include "kiln/runtime/cpu/lowering.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstring>
+#include <set>
+#include <string_view>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -33,6 +37,18 @@ const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
   for (const Instruction* op : inst.operands()) params.push_back(b.parameter(op->shape(), ""));
   c->add_output(b.add(inst.opcode(), params, inst.attrs(), &inst.shape()));
   return c;
+}
+
+// The op a fallback is counted under: the opcode's name, or for a fusion its kind and the
+// distinct ops of its body ("fusion(loop: add, pad)"), which are what lacked a kernel.
+std::string fallback_key(const Instruction& inst) {
+  if (inst.opcode() != Opcode::kFusion) return std::string(ir::opcode_name(inst.opcode()));
+  std::set<std::string_view> ops;
+  for (const Instruction* i : inst.attrs().body->post_order())
+    if (i->opcode() != Opcode::kParameter && i->opcode() != Opcode::kConstant) ops.insert(ir::opcode_name(i->opcode()));
+  std::string key = str_cat("fusion(", ir::fusion_kind_name(inst.attrs().fusion_kind), ":");
+  for (std::string_view op : ops) key += str_cat(key.back() == ':' ? " " : ", ", op);
+  return key + ")";
 }
 
 class Lowerer {
@@ -95,23 +111,35 @@ class Lowerer {
            k != compiler::BufferKind::kConstant;
   }
 
+  // Calls `fn(inputs, out)` with the pointers of values `reads` and `out`: from a stack array
+  // up to kInlineOperands operands (no allocation per run), from the heap beyond (concatenate).
+  static constexpr size_t kInlineOperands = 16;
+  template <typename Fn>
+  static void with_pointers(const std::vector<int>& reads, int out, void* const* values, const Fn& fn) {
+    if (reads.size() <= kInlineOperands) {
+      const void* in[kInlineOperands];
+      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+      fn(in, values[out]);
+      return;
+    }
+    std::vector<const void*> in(reads.size());
+    for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
+    fn(in.data(), values[out]);
+  }
+
   // Runs `fn(inputs, out)` with the operand and result pointers of the step.
   template <typename Fn>
   void add(const Instruction& inst, std::string label, Fn fn) {
     Step s = make_step(inst, std::move(label));
     std::vector<int> reads = s.reads;
     int out = s.writes[0];
-    s.run = [reads, out, fn](void* const* values) {
-      const void* in[16];
-      KILN_CHECK(reads.size() <= 16, "more than 16 operands");
-      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-      fn(in, values[out]);
-    };
+    s.run = [reads, out, fn](void* const* values) { with_pointers(reads, out, values, fn); };
     exe_.add_step(std::move(s));
   }
 
   void fallback(const Instruction& inst) {
     log(LogLevel::kDebug, str_cat("cpu: reference kernel for ", ir::describe(inst)));
+    exe_.add_reference_fallback({fallback_key(inst), ir::describe(inst)});
     std::vector<Shape> shapes;
     for (const Instruction* op : inst.operands()) shapes.push_back(op->shape());
     const Instruction* ip = &inst;
@@ -217,6 +245,75 @@ class Lowerer {
     fallback(inst);
   }
 
+  // out: (outer, axis, inner) row-major, so each operand is `outer` contiguous blocks of its
+  // axis x inner elements, copied side by side into each out row.
+  void add_concatenate(const Instruction& inst) {
+    const size_t axis = static_cast<size_t>(inst.attrs().dims.at(0));
+    const Dims& dims = inst.shape().dims();
+    int64_t outer = 1, inner = static_cast<int64_t>(size_of(inst.dtype()));  // inner in bytes
+    for (size_t d = 0; d < axis; ++d) outer *= dims[d];
+    for (size_t d = axis + 1; d < dims.size(); ++d) inner *= dims[d];
+    std::vector<int64_t> block;  // bytes of each operand per out row
+    for (const Instruction* op : inst.operands()) block.push_back(op->shape().dims()[axis] * inner);
+    const int64_t row = dims[axis] * inner;
+    add(inst, "concatenate(copy)", [outer, row, block](const void* const* in, void* out) {
+      int64_t at = 0;
+      for (size_t i = 0; i < block.size(); at += block[i], ++i)
+        for (int64_t o = 0; o < outer && block[i] > 0; ++o)
+          std::memcpy(static_cast<char*>(out) + o * row + at, static_cast<const char*>(in[i]) + o * block[i],
+                      static_cast<size_t>(block[i]));
+    });
+  }
+
+  // out = value everywhere, then the part of x that stays (negative padding crops it) copied
+  // in runs along the last dim. x: xd, out: od = xd + low + high per dim.
+  void add_pad(const Instruction& inst) {
+    const Dims& xd = inst.operand(0)->shape().dims();
+    const Dims& od = inst.shape().dims();
+    const Dims& low = inst.attrs().starts;
+    const int64_t elem = static_cast<int64_t>(size_of(inst.dtype()));
+    const HostTensor value = HostTensor::scalar<double>(inst.attrs().scalar).astype(inst.dtype());
+    std::vector<std::byte> fill(static_cast<size_t>(elem));
+    std::memcpy(fill.data(), value.raw_data(), fill.size());
+    // The kept box of x: [begin, end) per dim, and row-major strides in bytes.
+    const size_t r = xd.size();
+    Dims begin(r), end(r), xs(r, elem), os(r, elem);
+    bool empty = false;
+    for (size_t d = 0; d < r; ++d) {
+      begin[d] = std::max<int64_t>(0, -low[d]);
+      end[d] = std::min<int64_t>(xd[d], od[d] - low[d]);
+      empty = empty || begin[d] >= end[d];
+    }
+    for (size_t d = r; d-- > 1;) {
+      xs[d - 1] = xs[d] * xd[d];
+      os[d - 1] = os[d] * od[d];
+    }
+    const int64_t count = inst.shape().num_elements();
+    add(inst, "pad(fill+copy)", [=](const void* const* in, void* out) {
+      auto* dst = static_cast<std::byte*>(out);
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * elem, fill.data(), static_cast<size_t>(elem));
+      if (empty) return;
+      const auto* src = static_cast<const std::byte*>(in[0]);
+      if (r == 0) {
+        std::memcpy(dst, src, static_cast<size_t>(elem));
+        return;
+      }
+      const size_t run = static_cast<size_t>((end[r - 1] - begin[r - 1]) * elem);
+      Dims at = begin;  // odometer over the kept box, last dim fixed at its begin
+      while (true) {
+        int64_t x_off = 0, o_off = 0;
+        for (size_t d = 0; d < r; ++d) {
+          x_off += at[d] * xs[d];
+          o_off += (at[d] + low[d]) * os[d];
+        }
+        std::memcpy(dst + o_off, src + x_off, run);
+        size_t d = r - 1;
+        while (d-- > 0 && ++at[d] == end[d]) at[d] = begin[d];
+        if (d == static_cast<size_t>(-1)) return;
+      }
+    });
+  }
+
   void lower_one(const Instruction& inst) {
     if (!has_step(inst)) return;
     const Opcode op = inst.opcode();
@@ -230,6 +327,12 @@ class Lowerer {
         return;
       case Opcode::kReshape:
         add(inst, "copy(reshape)", copy);
+        return;
+      case Opcode::kConcatenate:
+        add_concatenate(inst);
+        return;
+      case Opcode::kPad:
+        add_pad(inst);
         return;
       case Opcode::kAllReduce: {
         const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();

@@ -2,6 +2,7 @@
 // convolution and its two backward forms, and pooling (reduce_window).
 #include <algorithm>
 
+#include "kiln/core/check.h"
 #include "kiln/trace/emit.h"
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/shape.h"
@@ -86,6 +87,19 @@ Tensor conv_forward(const Tensor& x, const Tensor& w, const VjpArgs& a) {
   return emit(Opcode::kConvolution, {x, w}, conv_attrs(a));
 }
 
+Grads reduce_window_grad_vjp(const VjpArgs& a) {
+  if (!a.needs[1]) return {Tensor(), Tensor()};
+  if (a.attrs.reduce_kind != ir::ReduceKind::kMean)
+    KILN_THROW(CompileError, "[GradientTape::gradient] the gradient of reduce_window_grad(",
+               ir::reduce_kind_name(a.attrs.reduce_kind), ") with respect to its cotangent "
+               "(second-order max pooling) is not supported. Hint: use average pooling, or "
+               "stop_gradient() the first-order gradient.");
+  ir::Attrs pool;
+  pool.window = a.attrs.window;
+  pool.reduce_kind = ir::ReduceKind::kMean;
+  return {Tensor(), emit(Opcode::kReduceWindow, {a.g()}, pool)};
+}
+
 const VjpEntry kTable[] = {
     // d/dl dot(l, r) = g . r,  d/dr dot(l, r) = l . g  (transposed into each operand's layout)
     {Opcode::kDotGeneral, dot_vjp},
@@ -110,8 +124,10 @@ const VjpEntry kTable[] = {
     // d/dx pool(x) = reduce_window_grad(x, g): max routes g to the window's max, mean spreads it
     {Opcode::kReduceWindow,
      [](const VjpArgs& a) -> Grads { return {emit(Opcode::kReduceWindowGrad, {a.x(), a.g()}, a.attrs)}; }},
-    // reduce_window_grad: second-order pooling gradients are not supported (stops the gradient)
-    {Opcode::kReduceWindowGrad, nullptr},
+    // reduce_window_grad(x, dy) is linear in dy and piecewise constant in x (d/dx = 0).
+    // mean: it is the adjoint of mean pooling, so d/ddy = reduce_window(mean)(g).
+    // max: d/ddy picks g at each window's maximum, which no op expresses yet: an error.
+    {Opcode::kReduceWindowGrad, reduce_window_grad_vjp},
 };
 
 }  // namespace

@@ -31,8 +31,9 @@ struct VjpArgs {
 using Grads = std::vector<Tensor>;
 using VjpRule = Grads (*)(const VjpArgs&);
 
-/// A table row. A null rule means the op has no gradient: it stops the gradient (like
-/// TensorFlow), its inputs receive nothing from it.
+/// A table row. A null rule lists the op as non-differentiable: it stops the gradient (like
+/// TensorFlow), its inputs receive nothing from it. An op with no row at all is an error to
+/// differentiate through (GradientTape throws CompileError naming it), never a silent zero.
 struct VjpEntry {
   ir::Opcode op;
   VjpRule rule;
@@ -43,7 +44,9 @@ std::span<const VjpEntry> shape_vjps();
 std::span<const VjpEntry> reduce_vjps();
 std::span<const VjpEntry> contraction_vjps();
 
-/// The rule for `op`, or nullptr when it has none.
+/// The row for `op`, or nullptr when no table has one.
+const VjpEntry* find_vjp_entry(ir::Opcode op);
+/// The rule for `op`, or nullptr when it has none (no row, or a non-differentiable row).
 VjpRule find_vjp(ir::Opcode op);
 
 /// Dims as the int axes the reduce ops take.

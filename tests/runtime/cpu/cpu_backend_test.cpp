@@ -7,6 +7,7 @@
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cpu/loop_kernel.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 
@@ -97,15 +98,81 @@ TEST(CpuBackendTest, ReductionsOverEveryAxisCombination) {
     }
 }
 
-TEST(CpuBackendTest, ArgmaxGatherAndFallbackOps) {
-  Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4});
-  expect_matches_reference({x, table}, [](Builder& b, auto& p) {
+TEST(CpuBackendTest, ArgmaxGatherPadAndConcatenate) {
+  // Verify that pad (negative padding crops) and concatenate run on kernels of their own.
+  Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4}), cube(DType::kBF16, {3, 4, 5});
+  std::string steps;
+  expect_matches_reference({x, table, cube}, [](Builder& b, auto& p) {
     auto* am = b.argmax(p[0], 1);
     auto* g = b.gather(p[1], am, 0);
     auto* padded = b.pad(p[0], {1, 0}, {0, 2}, 0.5);
+    auto* cropped = b.pad(p[2], {-1, 2, 0}, {1, -3, 1}, -2.0);
     auto* cat = b.concatenate({p[0], p[0]}, 0);
-    return std::vector<Instruction*>{am, g, padded, cat};
-  });
+    return std::vector<Instruction*>{am, g, padded, cropped, cat};
+  }, {.steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
+}
+
+TEST(CpuBackendTest, EmptyIntegerMaxAndMinGiveTheIntegerIdentity) {
+  // Verify that reducing an empty axis of integers gives lowest/max as the reference does
+  // (the f32 accumulator's -inf/+inf used to be cast to an integer: undefined, INT_MIN here).
+  for (DType t : {DType::kI32, DType::kI64, DType::kU8, DType::kBool}) {
+    SCOPED_TRACE(str_cat(t));
+    expect_matches_reference({Shape(t, {0, 3})}, [](Builder& b, auto& p) {
+      return std::vector<Instruction*>{b.reduce(Opcode::kReduceMax, p[0], {0}), b.reduce(Opcode::kReduceMin, p[0], {0})};
+    });
+  }
+}
+
+TEST(CpuBackendTest, ReferenceFallbacksAreCountedAndWarnedOncePerOp) {
+  // Verify that a step without a fast kernel is not silent: each compile counts it, and the
+  // backend warns at the default log level the first time it falls back on an op.
+  std::unique_ptr<runtime::Backend> cpu = make_cpu_backend();
+  auto make = [] {  // oneDNN has no f64 matmul
+    auto m = std::make_unique<ir::Module>("f64_matmul");
+    Builder b(m->entry());
+    auto* x = b.parameter(Shape(DType::kF64, {2, 3}), "x");
+    auto* w = b.parameter(Shape(DType::kF64, {3, 4}), "w");
+    m->entry()->set_outputs({b.dot_general(x, w, {.lhs_contracting = {1}, .rhs_contracting = {0}}),
+                             b.unary(Opcode::kExp, x)});
+    return m;
+  };
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<runtime::Executable> first = cpu->compile(make(), {});
+  std::unique_ptr<runtime::Executable> second = cpu->compile(make(), {});
+  const std::string warnings = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(first->reference_fallbacks(), std::vector<std::string>{"dot_general"});
+  EXPECT_EQ(cpu->reference_fallback_counts(), (std::map<std::string, int64_t>{{"dot_general", 2}}));
+  const std::string warning = "kiln warning: [cpu] no fast kernel for dot_general: ";
+  ASSERT_NE(warnings.find(warning), std::string::npos) << warnings;
+  EXPECT_EQ(warnings.find(warning, warnings.find(warning) + 1), std::string::npos) << "warned twice:\n" << warnings;
+  // The reference backend is the evaluator itself: nothing there is a fallback.
+  EXPECT_TRUE(runtime::make_backend("reference")->compile(make(), {})->reference_fallbacks().empty());
+}
+
+TEST(CpuBackendTest, IntegerDivisionByZeroHasAllBitsSetOnBothLoopEngines) {
+  // Verify that x / 0 is -1 (255 for u8) as the IR defines it, not 0, interpreted or generated.
+  for (LoopEngine engine : {LoopEngine::kInterpreter, LoopEngine::kGenerated})
+    for (DType t : {DType::kI32, DType::kI64, DType::kU8}) {
+      SCOPED_TRACE(str_cat(t, engine == LoopEngine::kGenerated ? " generated" : " interpreted"));
+      std::unique_ptr<runtime::Backend> cpu = make_cpu_backend(0, engine);
+      expect_matches_reference({Shape(t, {2, 9})}, [](Builder& b, auto& p) {
+        return std::vector<Instruction*>{b.binary(Opcode::kDiv, p[0], b.full(p[0]->shape(), 0.0)),
+                                         b.binary(Opcode::kDiv, b.full(p[0]->shape(), 7.0), p[0])};
+      }, {.backend = cpu.get()});
+    }
+}
+
+TEST(CpuBackendTest, ConcatenateOfManyOperandsIsACopyKernel) {
+  // Verify that concatenate has a kernel of its own, for any number of operands (more than 16
+  // used to be an InternalError, on the reference fallback too).
+  std::vector<Shape> parts(20, Shape(DType::kF32, {3, 2, 4}));
+  parts[7] = Shape(DType::kF32, {3, 0, 4});
+  std::string steps;
+  expect_matches_reference(parts, [](Builder& b, auto& p) {
+    return std::vector<Instruction*>{b.concatenate(p, 1), b.concatenate({p[0], p[1]}, 2)};
+  }, {.steps = &steps});
+  EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
 }
 
 TEST(CpuBackendTest, GatherScatterAddAndRngBitsRunOnTheirOwnKernels) {
