@@ -5,7 +5,8 @@
 //   saving_save_driver save <format> <path> [<count>]   "saved <k>" after each save (count 0: forever)
 //   saving_save_driver load <format> <path>             exit 0 "loaded <k>", 3 IOError, 4 another
 //                                                       kiln::Error, 6 another exception
-//   saving_save_driver write <dir>                      model.h5 weights.h5 model_dir weights.safetensors ckpt.kckpt
+//   saving_save_driver write <dir>                      model.h5 model.keras weights.h5 model_dir weights.safetensors
+//                                                       ckpt.kckpt
 //
 // Formats: h5, keras, h5weights, directory, safetensors, checkpoint, backup (BackupAndRestore's
 // directory, one backup per batch). Save k sets every variable to k, so a load tells which
@@ -124,6 +125,7 @@ void write_all(const std::string& dir) {
   auto model = make_model();
   mark(*model, 1);
   model->save(dir + "/model.h5");
+  model->save(dir + "/model.keras");
   model->save_weights(dir + "/weights.h5");
   model->save(dir + "/model_dir");
   model->save_weights(dir + "/weights.safetensors");
