@@ -204,6 +204,34 @@ TEST_F(KerasArchiveTest, MissingMembersAreNamed) {
   KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "m.keras:model.weights.h5");
 }
 
+TEST_F(KerasArchiveTest, ReadsWrappedValuesAndKeras213WeightPaths) {
+  auto model = saved_mlp();
+  // serialize_keras_object wraps tensors and arrays: {"class_name": "__tensor__", ...}.
+  edit_config([](json& j) {
+    j["config"]["layers"][3]["config"]["units"] = {{"class_name", "__tensor__"},
+                                                   {"config", {{"value", 3}, {"dtype", "int32"}}}};
+  });
+  auto [x, y] = sample_data(model_cases()[0].input, 4, /*phase=*/1.0);
+  expect_same_tensors({load_model(dir_.file("m.keras"))->predict(x)}, {model->predict(x)}, "prediction");
+  if (!io::testing::python_has("h5py")) GTEST_SKIP() << "/usr/bin/python3 lacks h5py";
+  // Keras 2.13-2.15 kept the layers under _layer_checkpoint_dependencies; Keras 3 reads both.
+  const std::string script = R"PY(
+import io, sys, zipfile, h5py
+path = sys.argv[1] + '/m.keras'
+zin = zipfile.ZipFile(path)
+members = {n: zin.read(n) for n in zin.namelist()}
+buf = io.BytesIO(members['model.weights.h5'])
+with h5py.File(buf, 'r+') as f:
+    f.move('layers', '_layer_checkpoint_dependencies')
+members['model.weights.h5'] = buf.getvalue()
+with zipfile.ZipFile(path, 'w') as zout:
+    for n, data in members.items():
+        zout.writestr(n, data)
+)PY";
+  ASSERT_EQ(io::testing::run_python(dir_.file("move.py"), script, dir_.path().string()), 0);
+  expect_same_tensors({load_model(dir_.file("m.keras"))->predict(x)}, {model->predict(x)}, "prediction");
+}
+
 TEST_F(KerasArchiveTest, ConfigsKilnCannotHonorNameLayerKeyAndKerasVersion) {
   saved_mlp();
   edit_config([](json& j) { j["config"]["layers"][2]["class_name"] = "LSTM"; });
