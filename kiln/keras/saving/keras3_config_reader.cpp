@@ -63,8 +63,9 @@ bool is_keras_tensor(const json& j) {
          j["config"].is_object();
 }
 
-// Plain values from Keras 3's wrapped ones: __tensor__/__numpy__ become their value, nested
-// {"module", "class_name", "config", "registered_name"} objects lose module and registered_name.
+// Plain values from Keras 3's wrapped ones: __tensor__/__numpy__ become their value, a
+// serialized function its name, and nested {"module", "class_name", "config",
+// "registered_name"} objects lose module and registered_name.
 json unwrap(const json& v) {
   if (v.is_array()) {
     json out = json::array();
@@ -74,6 +75,8 @@ json unwrap(const json& v) {
   if (!v.is_object()) return v;
   const std::string cls = v.value("class_name", "");
   if ((cls == "__tensor__" || cls == "__numpy__") && v.contains("config")) return v["config"].value("value", json());
+  // A Keras function (a loss, metric or activation passed as a function) is its name.
+  if (cls == "function" && v.contains("config") && v["config"].is_string()) return v["config"];
   json out = json::object();
   for (const auto& [k, e] : v.items())
     if (!(v.contains("class_name") && (k == "module" || k == "registered_name"))) out[k] = unwrap(e);
@@ -128,8 +131,6 @@ json layer_config2(const std::string& cls, const json& config3, const Source& sr
            "remove it from the model in Keras, or rebuild the model in C++ and use load_weights");
     }
   }
-  if (out.contains("activation") && out["activation"].is_object())  // a serialized function
-    out["activation"] = out["activation"].value("config", json("linear"));
   return out;
 }
 

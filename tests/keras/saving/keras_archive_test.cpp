@@ -206,10 +206,16 @@ TEST_F(KerasArchiveTest, MissingMembersAreNamed) {
 
 TEST_F(KerasArchiveTest, ReadsWrappedValuesAndKeras213WeightPaths) {
   auto model = saved_mlp();
-  // serialize_keras_object wraps tensors and arrays: {"class_name": "__tensor__", ...}.
+  // serialize_keras_object wraps tensors and arrays ({"class_name": "__tensor__", ...}) and
+  // functions ({"class_name": "function", "config": "relu"}).
   edit_config([](json& j) {
     j["config"]["layers"][3]["config"]["units"] = {{"class_name", "__tensor__"},
                                                    {"config", {{"value", 3}, {"dtype", "int32"}}}};
+    j["config"]["layers"][2]["config"]["activation"] = {{"module", "keras.activations"}, {"class_name", "function"},
+                                                        {"config", "relu"}, {"registered_name", "relu"}};
+    j["compile_config"]["metrics"] = {{{"module", "keras.metrics"}, {"class_name", "function"},
+                                       {"config", "sparse_categorical_accuracy"},
+                                       {"registered_name", "sparse_categorical_accuracy"}}};
   });
   auto [x, y] = sample_data(model_cases()[0].input, 4, /*phase=*/1.0);
   expect_same_tensors({load_model(dir_.file("m.keras"))->predict(x)}, {model->predict(x)}, "prediction");
