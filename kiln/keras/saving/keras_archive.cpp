@@ -177,6 +177,23 @@ void read_optimizer(const Hdf5Group& root, Model& model, const std::string& file
   internal::assign_checked(expected, stored, file, where);
 }
 
+// Runs `read` on the archive's model.weights.h5 (unpacked for libhdf5), whose errors then
+// name the archive member rather than the temporary file.
+template <typename Read>
+void read_weights_member(const io::ZipReader& zip, Read read) {
+  const UnpackedMember weights(zip, kKerasWeightsMember);
+  const std::string where = zip.path() + ":" + kKerasWeightsMember;
+  try {
+    Hdf5File file = Hdf5File::open(weights.path());
+    read(file.root(), where);
+  } catch (const IOError& e) {
+    std::string what = e.what();
+    for (size_t at; (at = what.find(weights.path())) != std::string::npos;)
+      what.replace(at, weights.path().size(), where);
+    KILN_THROW(IOError, what);
+  }
+}
+
 std::string date_saved() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};
@@ -227,22 +244,13 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, bool compile) {
       internal::keras2_configs_from_keras3(zip.read(kKerasConfigMember), path, version, compile);
   const std::string where = path + ":" + kKerasConfigMember;
   std::unique_ptr<Model> model = internal::model_from_config(configs.model_config, where);
-  const UnpackedMember weights(zip, kKerasWeightsMember);
-  const std::string weights_where = path + ":" + kKerasWeightsMember;
-  try {
-    Hdf5File file = Hdf5File::open(weights.path());
-    read_weights(file.root(), *model, weights_where);
+  read_weights_member(zip, [&](const Hdf5Group& root, const std::string& weights_where) {
+    read_weights(root, *model, weights_where);
     if (!configs.training_config.empty()) {
       internal::compile_from_training_config(*model, configs.training_config, where);
-      read_optimizer(file.root(), *model, weights_where);
+      read_optimizer(root, *model, weights_where);
     }
-  } catch (const IOError& e) {
-    // libhdf5's messages name the unpacked temporary file; say which archive member it was.
-    std::string what = e.what();
-    for (size_t at; (at = what.find(weights.path())) != std::string::npos;)
-      what.replace(at, weights.path().size(), weights_where);
-    KILN_THROW(IOError, what);
-  }
+  });
   return model;
 }
 
@@ -258,10 +266,8 @@ void load_weights_keras3(Model& model, const std::string& path, LoadWeightsOptio
     KILN_THROW(ValueError, "[load_weights] by_name is not supported for Keras 3 weights (", path,
                "): they are matched by position, as in Keras 3. Hint: load into the architecture that was saved.");
   if (is_keras_archive_path(path)) {
-    const io::ZipReader zip = io::ZipReader::open(path);
-    const UnpackedMember weights(zip, kKerasWeightsMember);
-    Hdf5File file = Hdf5File::open(weights.path());
-    read_weights(file.root(), model, path + ":" + kKerasWeightsMember);
+    read_weights_member(io::ZipReader::open(path),
+                        [&](const Hdf5Group& root, const std::string& where) { read_weights(root, model, where); });
     return;
   }
   Hdf5File file = Hdf5File::open(path);
