@@ -27,12 +27,14 @@ using nlohmann::json;
 
 std::string fixture(const std::string& name) { return std::string(KILN_KERAS3_FIXTURES_DIR) + "/" + name; }
 
-HostTensor tensor_from(const json& rows) {
-  const int64_t n = static_cast<int64_t>(rows.size()), m = static_cast<int64_t>(rows[0].size());
-  HostTensor t(Shape(DType::kF32, {n, m}));
+// Rows of numbers as an f32 tensor of `dims` (default: rows x columns).
+HostTensor tensor_from(const json& rows, Dims dims = {}) {
+  if (dims.empty()) dims = {static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size())};
+  HostTensor t(Shape(DType::kF32, dims));
   auto d = t.data<float>();
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = 0; j < m; ++j) d[static_cast<size_t>(i * m + j)] = rows[i][j].get<float>();
+  size_t k = 0;
+  for (const json& row : rows)
+    for (const json& v : row) d[k++] = v.get<float>();
   return t;
 }
 
@@ -53,7 +55,7 @@ class Keras3FixtureTest : public ::testing::TestWithParam<std::string> {
 TEST_P(Keras3FixtureTest, LoadsAndPredictsTheNumpyOutputs) {
   const json expected = json::parse(io::read_file(fixture(GetParam() + ".expected.json")));
   std::unique_ptr<Model> model = load_model(fixture(GetParam() + ".keras"));
-  const HostTensor y = model->predict(tensor_from(expected["x"]));
+  const HostTensor y = model->predict(tensor_from(expected["x"], expected["x_shape"].get<Dims>()));
   const HostTensor want = tensor_from(expected["y"]);
   ASSERT_EQ(y.dims(), want.dims());
   for (size_t i = 0; i < want.data<float>().size(); ++i)
@@ -73,7 +75,8 @@ TEST_P(Keras3FixtureTest, LoadsAndPredictsTheNumpyOutputs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Keras3Files, Keras3FixtureTest,
-                         ::testing::Values("sequential_mlp", "sequential_mlp_compiled", "functional_residual"));
+                         ::testing::Values("sequential_mlp", "sequential_mlp_compiled", "functional_residual",
+                                           "conv_sequential"));
 
 std::unique_ptr<Functional> residual_model() {
   KerasTensor x = Input({6});
