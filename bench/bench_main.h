@@ -2,10 +2,14 @@
 // Benches are never run as timed tests.
 #pragma once
 
+#include <signal.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -102,6 +106,29 @@ inline double peak_rss_mb() {
   getrusage(RUSAGE_SELF, &u);
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
+
+/// Another CPU-bound process on the machine while it lives: a forked child spinning on one
+/// core (a busy machine, issue 19), killed on destruction.
+class CompetingLoad {
+ public:
+  CompetingLoad() : pid_(fork()) {
+    if (pid_ == 0) {
+      volatile uint64_t x = 0;
+      for (;;) x = x + 1;
+    }
+  }
+  ~CompetingLoad() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  CompetingLoad(const CompetingLoad&) = delete;
+  CompetingLoad& operator=(const CompetingLoad&) = delete;
+  bool running() const { return pid_ > 0; }
+
+ private:
+  pid_t pid_;
+};
 
 /// Runs a shell command (a peer benchmark) and returns its stdout; empty if it cannot start.
 inline std::string run_command(const std::string& cmd) {

@@ -1,4 +1,5 @@
-// Activations by Keras name: relu, sigmoid, tanh, softmax, gelu, linear (also "" = linear).
+// Activations by Keras name: relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign,
+// swish (silu), exponential, hard_sigmoid, linear (also "" = linear).
 #pragma once
 
 #include <functional>
@@ -18,6 +19,15 @@ Tensor softmax(const Tensor& x);
 /// x * Phi(x) with the exact erf form (Keras's default approximate=False).
 Tensor gelu(const Tensor& x);
 Tensor linear(const Tensor& x);
+Tensor elu(const Tensor& x);
+Tensor selu(const Tensor& x);
+Tensor softplus(const Tensor& x);
+Tensor softsign(const Tensor& x);
+/// x * sigmoid(x) (also "silu").
+Tensor swish(const Tensor& x);
+Tensor exponential(const Tensor& x);
+/// Keras 2's clip(0.2 x + 0.5, 0, 1).
+Tensor hard_sigmoid(const Tensor& x);
 
 /// The activation named `name`; ConfigError listing the known names otherwise.
 ActivationFn get(const std::string& name);

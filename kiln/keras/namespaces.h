@@ -34,7 +34,14 @@
 #include "kiln/keras/metrics/metric.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
+#include "kiln/keras/optimizers/adadelta.h"
+#include "kiln/keras/optimizers/adagrad.h"
 #include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/adamax.h"
+#include "kiln/keras/optimizers/deserialize.h"
+#include "kiln/keras/optimizers/ftrl.h"
+#include "kiln/keras/optimizers/lion.h"
+#include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/schedules.h"
 #include "kiln/keras/optimizers/sgd.h"
@@ -67,12 +74,27 @@ namespace models {
 using keras::Functional;
 using keras::load_model;
 using keras::Model;
+using keras::model_from_config;
+using keras::model_from_json;
 using keras::Sequential;
 }  // namespace models
 
+namespace saving {
+using keras::CustomObjects;
+using keras::LayerFactory;
+using keras::load_model;
+using keras::read_model_config;
+}  // namespace saving
+
 namespace optimizers {
+using keras::Adadelta;
+using keras::Adagrad;
 using keras::Adam;
+using keras::Adamax;
 using keras::AdamW;
+using keras::Ftrl;
+using keras::Lion;
+using keras::Nadam;
 using keras::Optimizer;
 using keras::RMSprop;
 using keras::SGD;

@@ -15,7 +15,9 @@ namespace {
 
 using cpu::LoopEngine;
 
-std::shared_ptr<runtime::Backend> backend(LoopEngine engine) { return cpu::make_cpu_backend(0, engine); }
+std::shared_ptr<runtime::Backend> backend(LoopEngine engine, bool horizontal_fusion = true) {
+  return cpu::make_cpu_backend(0, engine, horizontal_fusion);
+}
 
 void expect_same_weights(const std::vector<Variable>& a, const std::vector<Variable>& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -48,6 +50,31 @@ TEST(CodegenStepTest, ConvnetStepsAreBitIdenticalToTheInterpreter) {
     EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "step " << step << ": " << a << " vs " << b;
   }
   expect_same_weights(generated.params(), interpreted.params());
+}
+
+// Horizontal fusion (runtime/cpu/loop_grouping.h) merges each variable's Adam updates into one
+// kernel; values pass in registers instead of memory, and the results must not change a bit.
+TEST(CodegenStepTest, HorizontalFusionKeepsTheSeedMlpStepBitIdentical) {
+  testing::MnistF32 data = testing::load_mnist_f32();
+  for (LoopEngine engine : {LoopEngine::kGenerated, LoopEngine::kInterpreter}) {
+    testing::SeedMlp grouped(backend(engine)), separate(backend(engine, false));
+    for (int step = 0; step < 4; ++step) {
+      HostTensor x = data.x_train.slice_rows(128 * step, 128 * (step + 1)).clone();
+      HostTensor y = data.y_train.slice_rows(128 * step, 128 * (step + 1)).clone();
+      const float a = grouped.train_step(x, y), b = separate.train_step(x, y);
+      EXPECT_EQ(std::memcmp(&a, &b, sizeof a), 0) << "step " << step << ": " << a << " vs " << b;
+    }
+    expect_same_weights(grouped.params(), separate.params());
+    // Each of the four variables' m, v and parameter updates run as one kernel.
+    auto triples = [](const testing::SeedMlp& m) {
+      const std::string text = m.train_function().last_executable()->describe();
+      int n = 0;
+      for (size_t at = text.find("fusion(loop x3"); at != std::string::npos; at = text.find("fusion(loop x3", at + 1)) ++n;
+      return n;
+    };
+    EXPECT_GE(triples(grouped), 4) << grouped.train_function().last_executable()->describe();
+    EXPECT_EQ(triples(separate), 0);
+  }
 }
 
 }  // namespace

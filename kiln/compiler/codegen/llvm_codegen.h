@@ -29,10 +29,10 @@ struct CodegenTarget {
   std::string cache_tag() const;
 };
 
-/// A generated CPU stage function: computes the stage's row-major elements [begin, end) into
-/// out[i] (the stage's dtype); srcs[k] is where the stage's load k reads (before
-/// LoopLoad::offset, which the code applies).
-using CpuStageFn = void (*)(const void* const* srcs, void* out, int64_t begin, int64_t end);
+/// A generated CPU stage function: computes the stage's row-major elements [begin, end) and
+/// stores result k at outs[k][i] (LoopResult::dtype); srcs[k] is where the stage's load k
+/// reads (before LoopLoad::offset, which the code applies).
+using CpuStageFn = void (*)(const void* const* srcs, void* const* outs, int64_t begin, int64_t end);
 /// The generated read function: the last stage's elements [begin, end) in the register type
 /// (float, or double when LoopIr::use_double) into dst[i - begin].
 using CpuReadFn = void (*)(const void* const* srcs, void* dst, int64_t begin, int64_t end);

@@ -149,9 +149,9 @@ class StageEmitter {
     return r;
   }
 
-  // The stage's value for `w` lanes at inner positions j, j+1, ... of the row whose first
+  // The stage's results for `w` lanes at inner positions j, j+1, ... of the row whose first
   // element has flat index `row_flat`.
-  Value* values(const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w) {
+  std::vector<Value*> values(const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w) {
     std::vector<Value*> regs(static_cast<size_t>(st_.num_registers), nullptr);
     for (const LoopInstr& in : st_.code) {
       Value* a = regs[static_cast<size_t>(in.a)];
@@ -159,7 +159,9 @@ class StageEmitter {
       Value* c = regs[static_cast<size_t>(in.c)];
       regs[static_cast<size_t>(in.dst)] = op(in, srcs, row, row_flat, j, w, a, bv, c);
     }
-    return regs[static_cast<size_t>(st_.result)];
+    std::vector<Value*> results;
+    for (const LoopResult& r : st_.results) results.push_back(regs[static_cast<size_t>(r.reg)]);
+    return results;
   }
 
   // Converts register values to `dt` and stores them at element `index` of `out`.
@@ -388,8 +390,9 @@ void emit_loop(IRBuilder<>& b, Value* from, Value* to, int64_t step, const char*
   b.SetInsertPoint(done);
 }
 
-// One CPU function: the stage's elements [begin, end), stored as `out_dtype` at out[i], or as
-// registers at out[i - begin] when `read`.
+// One CPU function: the stage's elements [begin, end), result k stored at outs[k][i], or the
+// first result as registers at out[i - begin] when `read`. All of a vector's loads come before
+// its stores, so an output may be an input's buffer when both walk the same elements.
 void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string& name, bool read, llvm::Module& m) {
   llvm::LLVMContext& c = m.getContext();
   Type* ptr = llvm::PointerType::get(c, 0);
@@ -399,7 +402,6 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   f->setDoesNotThrow();
   f->addFnAttr(llvm::Attribute::NoUnwind);
   Value* srcs_arg = f->getArg(0);
-  Value* out = f->getArg(1);
   Value* begin = f->getArg(2);
   Value* end = f->getArg(3);
   IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
@@ -407,13 +409,19 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   std::vector<Value*> srcs;
   for (size_t k = 0; k < st.loads.size(); ++k)
     srcs.push_back(b.CreateAlignedLoad(ptr, b.CreateConstGEP1_64(ptr, srcs_arg, k), llvm::Align(8)));
+  std::vector<Value*> outs;
+  if (read) outs.push_back(f->getArg(1));
+  else
+    for (size_t k = 0; k < st.results.size(); ++k)
+      outs.push_back(b.CreateAlignedLoad(ptr, b.CreateConstGEP1_64(ptr, f->getArg(1), k), llvm::Align(8)));
   const int w = cpu_lanes(ir);
   const int64_t inner = e.space().dims.back();
   auto konst = [&](int64_t v) { return llvm::ConstantInt::get(i64, static_cast<uint64_t>(v)); };
 
-  auto store = [&](Value* index, Value* v, int lanes) {
-    if (read) e.store_register(out, b.CreateSub(index, begin), v);
-    else e.store(out, st.shape.dtype(), index, v, lanes);
+  auto store = [&](Value* index, const std::vector<Value*>& v, int lanes) {
+    if (read) e.store_register(outs[0], b.CreateSub(index, begin), v[0]);
+    else
+      for (size_t k = 0; k < v.size(); ++k) e.store(outs[k], st.results[k].dtype, index, v[k], lanes);
   };
   if (inner < w && e.space().dims.size() > 1) {
     // Rows shorter than a vector: vectors over the flat index, across rows; a scalar tail.
@@ -462,7 +470,7 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   llvm::LLVMContext& c = m.getContext();
   Type* ptr = llvm::PointerType::get(c, 1);  // global address space
   Type* i64 = Type::getInt64Ty(c);
-  std::vector<Type*> params(st.loads.size() + 1, ptr);
+  std::vector<Type*> params(st.loads.size() + st.results.size(), ptr);
   params.push_back(i64);
   auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), params, false),
                                    llvm::Function::ExternalLinkage, name, m);
@@ -470,8 +478,7 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   StageEmitter e(b, ir, st, KernelTarget::kNvptx);
   std::vector<Value*> srcs;
   for (size_t k = 0; k < st.loads.size(); ++k) srcs.push_back(f->getArg(static_cast<unsigned>(k)));
-  Value* out = f->getArg(static_cast<unsigned>(st.loads.size()));
-  Value* n = f->getArg(static_cast<unsigned>(st.loads.size() + 1));
+  Value* n = f->getArg(static_cast<unsigned>(st.loads.size() + st.results.size()));
   auto sreg = [&](llvm::Intrinsic::ID id) {
     return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64);
   };
@@ -486,7 +493,9 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   Value* j = b.CreateURem(i, llvm::ConstantInt::get(i64, static_cast<uint64_t>(inner)));
   Value* row = b.CreateUDiv(i, llvm::ConstantInt::get(i64, static_cast<uint64_t>(inner)));
   StageEmitter::Row r = e.begin_row(srcs, row);
-  e.store(out, st.shape.dtype(), i, e.values(srcs, r, b.CreateSub(i, j), j, 1), 1);
+  std::vector<Value*> v = e.values(srcs, r, b.CreateSub(i, j), j, 1);
+  for (size_t k = 0; k < v.size(); ++k)
+    e.store(f->getArg(static_cast<unsigned>(st.loads.size() + k)), st.results[k].dtype, i, v[k], 1);
   b.CreateBr(exit);
   b.SetInsertPoint(exit);
   b.CreateRetVoid();

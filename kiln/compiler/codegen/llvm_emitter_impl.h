@@ -18,7 +18,8 @@ namespace kiln::codegen {
 enum class KernelTarget { kCpu, kNvptx };
 
 /// Adds the unit's functions to `module` (llvm_codegen.h, LoopUnit). kCpu: CpuStageFn and
-/// CpuReadFn. kNvptx: one kernel per stage, `void(ptr src0, ..., ptr srcK-1, ptr out, i64 n)`,
+/// CpuReadFn. kNvptx: one kernel per stage,
+/// `void(ptr src0, ..., ptr srcK-1, ptr out0, ..., ptr outR-1, i64 n)`,
 /// thread i < n computing element i; math functions are libdevice's (__nv_*), linked in by the
 /// caller.
 void emit_loop_ir(const LoopUnit& unit, KernelTarget target, llvm::Module& module);

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/ir/computation.h"
 
@@ -31,12 +32,18 @@ class StageBuilder {
  public:
   explicit StageBuilder(LoopIr& p) : p_(p) {}
 
-  bool build_stage(const ir::Instruction* root, int* stage_index) {
+  bool build_stage(const ir::Instruction* root, int* stage_index) { return build_stage(std::vector{root}, stage_index); }
+
+  bool build_stage(const std::vector<const ir::Instruction*>& roots, int* stage_index) {
     LoopStage st;
-    st.shape = root->shape();
+    st.shape = roots[0]->shape();
     std::unordered_map<const ir::Instruction*, int> regs;
-    bool ok = emit(root, st, regs, &st.result);
-    if (!ok) return false;
+    for (const ir::Instruction* root : roots) {
+      if (root->shape().dims() != st.shape.dims()) return false;
+      LoopResult r{0, root->dtype()};
+      if (!emit(root, st, regs, &r.reg)) return false;
+      st.results.push_back(r);
+    }
     allocate_registers(st);
     p_.stages.push_back(std::move(st));
     *stage_index = static_cast<int>(p_.stages.size()) - 1;
@@ -177,9 +184,30 @@ class StageBuilder {
     }
     in.dst = new_register(st);
     st.code.push_back(in);
+    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op)) {
+      LoopInstr round{};
+      round.op = LoopOp::kRoundF32;
+      round.a = in.dst;
+      round.dst = new_register(st);
+      st.code.push_back(round);
+      in.dst = round.dst;
+    }
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
+  }
+
+  // Ops whose f32 result a double register must round: those that compute a new value (not
+  // loads, constants, selects or comparisons, whose values are already f32 or 0/1).
+  static bool rounds_to_f32(LoopOp op) {
+    switch (op) {
+      case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: case LoopOp::kSelect: case LoopOp::kCopy:
+      case LoopOp::kRoundF32: case LoopOp::kToBool: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt:
+      case LoopOp::kLe: case LoopOp::kGt: case LoopOp::kGe:
+        return false;
+      default:
+        return true;
+    }
   }
 
   static bool select_op(const ir::Instruction* inst, LoopOp* op) {
@@ -241,7 +269,7 @@ class StageBuilder {
       const int ops[3] = {in.a, in.b, in.c};
       for (int k = 0; k < loop_operand_count(in); ++k) last_use[static_cast<size_t>(ops[k])] = static_cast<int>(i);
     }
-    last_use[static_cast<size_t>(st.result)] = static_cast<int>(st.code.size());
+    for (const LoopResult& r : st.results) last_use[static_cast<size_t>(r.reg)] = static_cast<int>(st.code.size());
     std::vector<int> physical(nv, -1);
     std::vector<bool> freed(nv, false);
     std::vector<int> free_list;
@@ -264,7 +292,7 @@ class StageBuilder {
       physical[static_cast<size_t>(in.dst)] = phys;
       in.dst = phys;
     }
-    st.result = physical[static_cast<size_t>(st.result)];
+    for (LoopResult& r : st.results) r.reg = physical[static_cast<size_t>(r.reg)];
     st.num_registers = count;
   }
 
@@ -285,13 +313,16 @@ int loop_operand_count(const LoopInstr& in) {
   }
 }
 
-std::optional<LoopIr> LoopIr::build(const ir::Instruction& root) {
+std::optional<LoopIr> LoopIr::build(const ir::Instruction& root) { return build(std::vector{&root}); }
+
+std::optional<LoopIr> LoopIr::build(const std::vector<const ir::Instruction*>& roots) {
+  KILN_CHECK(!roots.empty(), "a loop needs a value to compute");
   LoopIr ir;
-  for (const ir::Instruction* inst : root.parent()->post_order())
-    if (inst->dtype() == DType::kF64 || inst->dtype() == DType::kI64) ir.use_double = true;
+  for (const ir::Instruction* inst : roots[0]->parent()->post_order())
+    if (needs_double_registers(inst->dtype())) ir.use_double = true;
   StageBuilder builder(ir);
   int stage;
-  if (!builder.build_stage(&root, &stage)) return std::nullopt;
+  if (!builder.build_stage(roots, &stage)) return std::nullopt;
   return ir;
 }
 
@@ -300,7 +331,9 @@ std::string LoopIr::key() const {
   k.precision(17);
   k << (use_double ? "f64" : "f32") << ";";
   for (const LoopStage& st : stages) {
-    k << "stage " << st.shape.to_string() << " r" << st.num_registers << " out" << st.result << ";";
+    k << "stage " << st.shape.to_string() << " r" << st.num_registers << " out";
+    for (const LoopResult& r : st.results) k << r.reg << ":" << name(r.dtype) << ",";
+    k << ";";
     for (const LoopLoad& l : st.loads) {
       k << "load " << l.kind << ":" << l.index << ":" << name(l.dtype) << ":" << l.offset << ":" << l.contiguous << ":";
       for (int64_t s : l.strides) k << s << ",";

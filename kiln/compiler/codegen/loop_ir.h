@@ -3,8 +3,11 @@
 // becomes one or more stages; a stage is a register program over one index space (its shape).
 // Values a broadcast reads that are computed inside the body (not parameters or constants)
 // get a stage of their own, materialized first. Registers hold float, or double when the body
-// touches f64 or i64 (integer ops are exact below 2^24 in float, 2^53 in double); every
-// executor of a LoopIr keeps that register type, so they agree bit for bit.
+// touches f64, i64 or i32 (float holds integers exactly only below 2^24; double holds every
+// i32, and i64 below 2^53). In a double body every f32-typed arithmetic result is rounded to
+// f32, which gives exactly the f32 operation's result for + - * / and sqrt (double has more
+// than twice f32's precision). Every executor of a LoopIr keeps the register type, so they
+// agree bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -46,12 +49,21 @@ struct LoopInstr {
   int64_t div = 1, mod = 1;  // kIota: (i / div) % mod
 };
 
+/// A value a stage stores: a register, converted to `dtype` on the way to memory.
+struct LoopResult {
+  int reg = 0;
+  DType dtype = DType::kF32;
+};
+
 struct LoopStage {
   Shape shape;
   std::vector<LoopInstr> code;
   std::vector<LoopLoad> loads;
   int num_registers = 0;
-  int result = 0;
+  /// What the stage stores, output k to its k-th destination. Inner stages and single-output
+  /// bodies store one value (of the stage shape's dtype); a horizontally fused body stores
+  /// one per output, each at the same element index.
+  std::vector<LoopResult> results;
 };
 
 struct LoopIr {
@@ -62,10 +74,19 @@ struct LoopIr {
   /// Lowers the value of `root`, whose leaves are parameters of its computation. nullopt when
   /// it holds an op a loop cannot run (the caller then uses another kernel).
   static std::optional<LoopIr> build(const ir::Instruction& root);
+  /// Lowers several values of one computation, all over the same dims (dtypes may differ),
+  /// into one last stage that computes them together and stores each (horizontal fusion):
+  /// a value the roots share is computed once.
+  static std::optional<LoopIr> build(const std::vector<const ir::Instruction*>& roots);
   /// Everything that decides the generated code (ops, shapes, strides, literal bytes), as
   /// text: two LoopIrs with the same key compute the same function. Cache keys use it.
   std::string key() const;
 };
+
+/// Whether a body holding a value of `dtype` computes in double registers.
+inline bool needs_double_registers(DType dtype) {
+  return dtype == DType::kF64 || dtype == DType::kI64 || dtype == DType::kI32;
+}
 
 /// How many register operands `in` reads (a, b, c in that order).
 int loop_operand_count(const LoopInstr& in);

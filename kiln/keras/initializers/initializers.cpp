@@ -1,9 +1,11 @@
 // Initializers: Keras formulas (variance scaling, truncated normal) over Philox bits.
 #include "kiln/keras/initializers/initializers.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <numbers>
+#include <span>
 
 #include <nlohmann/json.hpp>
 
@@ -48,11 +50,57 @@ std::pair<double, double> compute_fans(const Dims& dims) {
   return {receptive * double(dims[dims.size() - 2]), receptive * double(dims.back())};
 }
 
+namespace {
+
+// The variance-scaling initializers are VarianceScaling with fixed arguments (Keras's
+// definitions): scale, mode, distribution.
+struct ScalingPreset {
+  const char* name;
+  double scale;
+  const char* mode;
+  const char* distribution;
+};
+constexpr ScalingPreset kPresets[] = {
+    {"glorot_uniform", 1.0, "fan_avg", "uniform"}, {"glorot_normal", 1.0, "fan_avg", "truncated_normal"},
+    {"he_uniform", 2.0, "fan_in", "uniform"},      {"he_normal", 2.0, "fan_in", "truncated_normal"},
+    {"lecun_uniform", 1.0, "fan_in", "uniform"},   {"lecun_normal", 1.0, "fan_in", "truncated_normal"},
+};
+
+const ScalingPreset* preset(const std::string& name) {
+  for (const ScalingPreset& p : kPresets)
+    if (name == p.name) return &p;
+  return nullptr;
+}
+
+// Keras's VarianceScaling.__call__: scale / max(1, fan); a truncated normal divided by the
+// stddev of a unit normal truncated at 2, an untruncated normal, or uniform(-limit, limit).
+void fill_variance_scaling(std::span<float> out, Uniform01& u, double scale, const std::string& mode,
+                           const std::string& distribution, std::pair<double, double> fans) {
+  const auto [fan_in, fan_out] = fans;
+  const double fan = mode == "fan_in" ? fan_in : mode == "fan_out" ? fan_out : (fan_in + fan_out) / 2.0;
+  scale /= std::max(1.0, fan);
+  if (distribution == "uniform") {
+    const double limit = std::sqrt(3.0 * scale);
+    for (float& v : out) v = static_cast<float>(limit * (2.0 * u.next() - 1.0));
+  } else if (distribution == "untruncated_normal") {
+    const double sd = std::sqrt(scale);
+    for (float& v : out) v = static_cast<float>(sd * normal(u));
+  } else {  // "truncated_normal", and "normal" (Keras 2.x's name for it)
+    const double sd = std::sqrt(scale) / 0.87962566103423978;
+    for (float& v : out) v = static_cast<float>(sd * truncated_normal(u));
+  }
+}
+
+constexpr const char* kKnown =
+    "glorot_uniform, glorot_normal, he_normal, he_uniform, lecun_normal, lecun_uniform, variance_scaling, "
+    "truncated_normal, zeros, ones, constant, random_normal or random_uniform";
+
+}  // namespace
+
 HostTensor Initializer::operator()(const Shape& shape, const std::string& weight_name) const {
   HostTensor t(shape.with_dtype(DType::kF32));
   auto out = t.data<float>();
   Uniform01 u(seed ? *seed : std::hash<std::string>{}(weight_name));
-  auto [fan_in, fan_out] = compute_fans(shape.dims());
   auto fill = [&](auto draw) {
     for (float& v : out) v = static_cast<float>(draw());
   };
@@ -63,25 +111,97 @@ HostTensor Initializer::operator()(const Shape& shape, const std::string& weight
     fill([&] { return value; });
   } else if (name == "random_normal") {
     fill([&] { return mean + stddev * normal(u); });
+  } else if (name == "truncated_normal") {  // Keras: redraws beyond two stddevs, no rescale
+    fill([&] { return mean + stddev * truncated_normal(u); });
   } else if (name == "random_uniform") {
     fill([&] { return minval + (maxval - minval) * u.next(); });
-  } else if (name == "glorot_uniform" || name == "he_uniform") {
-    const double scale = name == "he_uniform" ? 2.0 / fan_in : 2.0 / (fan_in + fan_out);
-    const double limit = std::sqrt(3.0 * scale);
-    fill([&] { return limit * (2.0 * u.next() - 1.0); });
-  } else if (name == "glorot_normal" || name == "he_normal" || name == "lecun_normal") {
-    const double scale = name == "glorot_normal" ? 2.0 / (fan_in + fan_out)
-                         : name == "he_normal"   ? 2.0 / fan_in
-                                                 : 1.0 / fan_in;
-    // Keras divides by the stddev of a unit normal truncated at 2.
-    const double sd = std::sqrt(scale) / 0.87962566103423978;
-    fill([&] { return sd * truncated_normal(u); });
+  } else if (const ScalingPreset* p = preset(name)) {
+    fill_variance_scaling(out, u, p->scale, p->mode, p->distribution, compute_fans(shape.dims()));
+  } else if (name == "variance_scaling") {
+    fill_variance_scaling(out, u, scale, mode, distribution, compute_fans(shape.dims()));
   } else {
-    KILN_THROW(ConfigError, "[initializers] unknown initializer '", name,
-               "'. Hint: use glorot_uniform, glorot_normal, he_normal, he_uniform, lecun_normal, "
-               "zeros, ones, constant, random_normal or random_uniform.");
+    KILN_THROW(ConfigError, "[initializers] unknown initializer '", name, "'. Hint: use ", kKnown, ".");
   }
   return shape.dtype() == DType::kF32 ? t : t.astype(shape.dtype());
+}
+
+Initializer Initializer::from_config(const std::string& class_name, const std::string& config_json) {
+  // Keras 2's aliases, and class names in either spelling ("GlorotUniform", "glorot_uniform").
+  std::string n;
+  for (size_t i = 0; i < class_name.size(); ++i) {
+    const char c = class_name[i];
+    if (std::isupper(static_cast<unsigned char>(c)) && i > 0 && class_name[i - 1] != '_') n += '_';
+    n += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  if (n == "zero") n = "zeros";
+  if (n == "one") n = "ones";
+  if (n == "normal") n = "random_normal";
+  if (n == "uniform") n = "random_uniform";
+  Initializer init(n);
+  const bool known = n == "zeros" || n == "ones" || n == "constant" || n == "random_normal" ||
+                     n == "random_uniform" || n == "truncated_normal" || n == "variance_scaling" || preset(n);
+  if (!known)
+    KILN_THROW(ConfigError, "[initializers] unknown initializer class '", class_name, "'. Hint: Kiln knows ", kKnown,
+               "; replace it in the config, or build the model in C++ and call load_weights.");
+  nlohmann::json c;
+  try {
+    c = nlohmann::json::parse(config_json);
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[initializers] ", class_name, ": malformed config (", e.what(), ").");
+  }
+  if (c.is_null()) c = nlohmann::json::object();
+  if (!c.is_object())
+    KILN_THROW(ConfigError, "[initializers] ", class_name, ": expected a config object, received ", c.dump(), ".");
+  if (n == "truncated_normal") init.stddev = 0.05;
+  for (const auto& [key, v] : c.items()) {
+    auto number = [&, &key = key, &v = v] {
+      if (!v.is_number())
+        KILN_THROW(ConfigError, "[initializers] ", class_name, ": '", key, "' must be a number, received ", v.dump(), ".");
+      return v.get<double>();
+    };
+    if (key == "seed") {
+      if (!v.is_null()) {
+        if (!v.is_number_integer())
+          KILN_THROW(ConfigError, "[initializers] ", class_name, ": 'seed' must be an integer or null, received ",
+                     v.dump(), ".");
+        init.seed = static_cast<uint64_t>(v.get<int64_t>());
+      }
+    } else if (key == "mean") {
+      init.mean = number();
+    } else if (key == "stddev") {
+      init.stddev = number();
+    } else if (key == "minval") {
+      init.minval = number();
+    } else if (key == "maxval") {
+      init.maxval = number();
+    } else if (key == "value") {
+      init.value = number();
+    } else if (key == "scale") {
+      init.scale = number();
+    } else if (key == "mode" || key == "distribution") {
+      if (!v.is_string())
+        KILN_THROW(ConfigError, "[initializers] ", class_name, ": '", key, "' must be a string, received ", v.dump(), ".");
+      std::string s = v.get<std::string>();
+      for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const bool ok = key == "mode" ? (s == "fan_in" || s == "fan_out" || s == "fan_avg")
+                                    : (s == "normal" || s == "truncated_normal" || s == "untruncated_normal" ||
+                                       s == "uniform");
+      if (!ok)
+        KILN_THROW(ConfigError, "[initializers] ", class_name, ": unknown ", key, " '", s, "'. Hint: Keras's are ",
+                   key == "mode" ? "fan_in, fan_out and fan_avg" : "truncated_normal, untruncated_normal and uniform",
+                   ".");
+      (key == "mode" ? init.mode : init.distribution) = s == "normal" ? "truncated_normal" : s;
+    } else if (key != "dtype") {  // Keras 1-2.0 configs may carry a dtype; values are f32 here
+      KILN_THROW(ConfigError, "[initializers] ", class_name, ": unknown config key '", key, "' = ", v.dump(),
+                 ". Hint: Kiln reads seed, mean, stddev, minval, maxval, value, scale, mode and distribution.");
+    }
+  }
+  // A VarianceScaling that is one of the named initializers becomes that name, so it draws
+  // the same values and saves under the shorter class.
+  if (n == "variance_scaling")
+    for (const ScalingPreset& p : kPresets)
+      if (init.scale == p.scale && init.mode == p.mode && init.distribution == p.distribution) init.name = p.name;
+  return init;
 }
 
 std::string Initializer::class_name() const {
@@ -103,6 +223,8 @@ std::string Initializer::config_json() const {
   if (name == "random_normal") config = {{"mean", mean}, {"stddev", stddev}};
   if (name == "random_uniform") config = {{"minval", minval}, {"maxval", maxval}};
   if (name == "constant") config = {{"value", value}};
+  if (name == "truncated_normal") config = {{"mean", mean}, {"stddev", stddev}};
+  if (name == "variance_scaling") config = {{"scale", scale}, {"mode", mode}, {"distribution", distribution}};
   if (name != "zeros" && name != "ones" && name != "constant")
     config["seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   return config.dump();

@@ -1,5 +1,6 @@
 // Weight initializers by Keras name: glorot_uniform (the kernel default), glorot_normal,
-// he_normal, he_uniform, lecun_normal, zeros, ones, constant, random_normal, random_uniform.
+// he_normal, he_uniform, lecun_normal, lecun_uniform, variance_scaling (which all of those
+// are), truncated_normal, zeros, ones, constant, random_normal, random_uniform.
 // Values come from Philox (core/rng.h) so they are identical on every machine; an unseeded
 // initializer derives its seed from the weight's name, which keeps runs reproducible.
 #pragma once
@@ -20,6 +21,10 @@ struct Initializer {
   double mean = 0.0, stddev = 0.05;     // random_normal
   double minval = -0.05, maxval = 0.05;  // random_uniform
   double value = 0.0;                    // constant
+  double scale = 1.0;                    // variance_scaling
+  std::string mode = "fan_in";           // variance_scaling: fan_in, fan_out or fan_avg
+  std::string distribution = "truncated_normal";  // variance_scaling: truncated_normal,
+                                                  // untruncated_normal, uniform ("normal" = truncated)
 
   Initializer() = default;
   Initializer(const char* n) : name(n) {}         // NOLINT: implicit on purpose
@@ -32,6 +37,12 @@ struct Initializer {
   /// Keras class name ("GlorotUniform") and config JSON ({"seed": null}).
   std::string class_name() const;
   std::string config_json() const;
+
+  /// The initializer a Keras config describes, in every form Keras 2.x and 3 wrote: a name
+  /// ("glorot_uniform", "normal"), a class name ("GlorotUniform", "VarianceScaling") with its
+  /// config ({"scale", "mode", "distribution", "seed"}, ...), as `class_name` + `config_json`
+  /// ("{}" when none). ConfigError naming the class or the argument Kiln does not know.
+  static Initializer from_config(const std::string& class_name, const std::string& config_json = "{}");
 };
 
 /// Keras _compute_fans: (fan_in, fan_out) of a kernel shape.

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/activation.h"
 
 #include "kiln/keras/activations.h"
+#include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
 
 namespace kiln::keras {
@@ -21,7 +22,10 @@ std::string Activation::get_config() const {
 
 Activation Activation::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Activation.from_config");
-  return Activation(j.at("activation").get<std::string>(),
+  if (!j.contains("activation"))
+    KILN_THROW(ConfigError, "[", j.value("name", "Activation"), "] config lacks the 'activation' key.");
+  const std::string name = internal::activation_from_json(j["activation"]);
+  return Activation(name.empty() ? "linear" : name,
                     {.input_shape = internal::input_shape_from(j), .name = j.value("name", "")});
 }
 

@@ -125,6 +125,8 @@ BatchNormalization BatchNormalization::from_config(const std::string& config_jso
     if (j.contains(key)) *init = internal::initializer_from_json(j[key]);
   o.input_shape = internal::input_shape_from(j);
   o.name = j.value("name", "");
+  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   BatchNormalization bn(o);
   bn.axis_was_list_ = axis_was_list;
   bn.set_trainable(j.value("trainable", true));

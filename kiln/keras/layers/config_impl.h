@@ -2,10 +2,12 @@
 // stays out of public headers).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/core/check.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -16,6 +18,11 @@ nlohmann::json base_config(const Layer& layer);
 /// Keras {"class_name": "GlorotUniform", "config": {...}} of an initializer, and back.
 nlohmann::json initializer_json(const Initializer& init);
 Initializer initializer_from_json(const nlohmann::json& j);
+/// The class name of a serialized Keras object (initializer, regularizer, constraint,
+/// activation) in any form Keras wrote: a name, or {"class_name", "config"} with Keras
+/// 2.13+'s "module"/"registered_name"; its config goes to `config` (unchanged when none).
+/// ConfigError naming `what` for any other shape.
+std::string keras_object_class(const nlohmann::json& j, const char* what, nlohmann::json* config);
 /// The per-example input shape from "batch_input_shape" ([null, 28, 28] -> {28, 28}).
 Dims input_shape_from(const nlohmann::json& config);
 /// config[key] as an integer; ConfigError naming `layer` and the field when it is missing or
@@ -23,29 +30,62 @@ Dims input_shape_from(const nlohmann::json& config);
 int64_t int_field(const nlohmann::json& config, const char* key, const char* layer);
 /// Parses `text`, throwing ConfigError naming `where` on malformed JSON.
 nlohmann::json parse(const std::string& text, const char* where);
+/// Runs `f`, turning a JSON value of the wrong type into a ConfigError naming `where`.
+template <typename F>
+auto guarded(const char* where, F f) {
+  try {
+    return f();
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(ConfigError, "[", where, "] malformed config: ", e.what(), ".");
+  }
+}
+
+/// A serialized regularizer / constraint / activation (null for none), and back: every form
+/// Keras 2.x and 3 wrote (names, {"class_name", "config"}, 2.13+'s module/registered_name).
+nlohmann::json regularizer_json(const std::optional<Regularizer>& r);
+std::optional<Regularizer> regularizer_from_json(const nlohmann::json& j);
+nlohmann::json constraint_json(const std::optional<Constraint>& c);
+std::optional<Constraint> constraint_from_json(const nlohmann::json& j);
+/// The activation's Keras name ("" for linear) from "relu", {"class_name": "function",
+/// "config": "relu", ...} (Keras 2.13+ / 3) or an Activation-layer-like {"class_name":
+/// "ReLU"}; ConfigError naming an unknown one.
+std::string activation_from_json(const nlohmann::json& j);
+/// ConfigError unless config[key] is absent or null: for keys Kiln reads but does not build
+/// (activity_regularizer), so a file that needs them fails loudly instead of losing them.
+void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint);
 
 /// The config fields of layers with a kernel (Dense, Conv2D): activation, use_bias, the two
-/// initializers, and the regularizers and constraints Kiln writes as null.
+/// initializers, the regularizers and the constraints.
 template <typename Options>
 void put_kernel_fields(nlohmann::json& j, const Options& o) {
   j["activation"] = o.activation.empty() ? "linear" : o.activation;
   j["use_bias"] = o.use_bias;
   j["kernel_initializer"] = initializer_json(o.kernel_initializer);
   j["bias_initializer"] = initializer_json(o.bias_initializer);
-  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "bias_constraint"})
-    j[key] = nullptr;
+  j["kernel_regularizer"] = regularizer_json(o.kernel_regularizer);
+  j["bias_regularizer"] = regularizer_json(o.bias_regularizer);
+  j["activity_regularizer"] = nullptr;
+  j["kernel_constraint"] = constraint_json(o.kernel_constraint);
+  j["bias_constraint"] = constraint_json(o.bias_constraint);
 }
 /// Reads those fields (and input shape and name) back into `o`.
 template <typename Options>
 void get_kernel_fields(const nlohmann::json& j, Options& o) {
-  o.activation = j.value("activation", "linear");
-  if (o.activation == "linear") o.activation = "";
-  o.use_bias = j.value("use_bias", true);
-  if (j.contains("kernel_initializer")) o.kernel_initializer = initializer_from_json(j["kernel_initializer"]);
-  if (j.contains("bias_initializer")) o.bias_initializer = initializer_from_json(j["bias_initializer"]);
-  o.input_shape = input_shape_from(j);
   o.name = j.value("name", "");
+  o.activation = j.contains("activation") ? activation_from_json(j["activation"]) : "";
+  o.use_bias = j.value("use_bias", true);
+  if (j.contains("kernel_initializer") && !j["kernel_initializer"].is_null())
+    o.kernel_initializer = initializer_from_json(j["kernel_initializer"]);
+  if (j.contains("bias_initializer") && !j["bias_initializer"].is_null())
+    o.bias_initializer = initializer_from_json(j["bias_initializer"]);
+  if (j.contains("kernel_regularizer")) o.kernel_regularizer = regularizer_from_json(j["kernel_regularizer"]);
+  if (j.contains("bias_regularizer")) o.bias_regularizer = regularizer_from_json(j["bias_regularizer"]);
+  if (j.contains("kernel_constraint")) o.kernel_constraint = constraint_from_json(j["kernel_constraint"]);
+  if (j.contains("bias_constraint")) o.bias_constraint = constraint_from_json(j["bias_constraint"]);
+  require_null(j, "activity_regularizer", o.name,
+               "Kiln does not build activity regularizers (a loss on the layer's output); remove it from the config "
+               "(it changes training only) to load the model for inference.");
+  o.input_shape = input_shape_from(j);
 }
 
 }  // namespace kiln::keras::internal

@@ -7,6 +7,7 @@
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
+#include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras {
 
@@ -29,36 +30,45 @@ Conv2D::Conv2D(int64_t filters, Dims kernel_size, Conv2DLayerOptions options)
 }
 
 Dims Conv2D::compute_output_shape(const Dims& input_shape) const {
-  Dims out = internal::spatial_output(where(), input_shape, kernel_size_, options_.padding, options_.strides,
-                                      options_.dilation_rate);
+  const bool first = options_.data_format == "channels_first";
+  Dims out = internal::spatial_output(where(), first ? internal::to_channels_last(input_shape) : input_shape,
+                                      kernel_size_, options_.padding, options_.strides, options_.dilation_rate);
   out.push_back(filters_);
-  return out;
+  return first ? internal::to_channels_first(out) : out;
 }
 
 void Conv2D::build_weights(const Dims& input_shape) {
   compute_output_shape(input_shape);  // rank and window checks
-  const int64_t channels = input_shape[2];
+  const int64_t channels = options_.data_format == "channels_first" ? input_shape[0] : input_shape[2];
   if (channels % options_.groups != 0)
     KILN_THROW(ShapeError, "[", name(), "] the input channels (", channels, ") must be divisible by groups=",
                options_.groups, ". Hint: change groups or the previous layer's channels.");
   kernel_ = add_weight("kernel", {kernel_size_[0], kernel_size_[1], channels / options_.groups, filters_},
-                       options_.kernel_initializer);
-  if (options_.use_bias) bias_ = add_weight("bias", {filters_}, options_.bias_initializer);
+                       options_.kernel_initializer, /*trainable=*/true, options_.kernel_regularizer,
+                       options_.kernel_constraint);
+  if (options_.use_bias) bias_ = add_weight("bias", {filters_}, options_.bias_initializer, /*trainable=*/true,
+                                         options_.bias_regularizer, options_.bias_constraint);
 }
 
 // x: (N, H, W, C)  kernel: (KH, KW, C / groups, F)  ->  (N, OH, OW, F)
-Tensor Conv2D::call(const Tensor& x, bool /*training*/) {
+// channels_first: x (N, C, H, W) is transposed to NHWC and the result back to (N, F, OH, OW);
+// the kernel layout is the same in both formats (Keras's).
+Tensor Conv2D::call(const Tensor& x_in, bool /*training*/) {
+  const bool first = options_.data_format == "channels_first";
   const int64_t channels = kernel_.shape().dim(2) * options_.groups;
-  if (x.rank() != 4 || x.dim(-1) != channels)
-    KILN_THROW(ShapeError, "[", name(), "] expected input (batch, height, width, ", channels,
-               "), received ", x.shape(), ". Hint: check the previous layer's output shape (model.summary()).");
-  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+  if (x_in.rank() != 4 || x_in.dim(first ? 1 : -1) != channels)
+    KILN_THROW(ShapeError, "[", name(), "] expected input ",
+               first ? str_cat("(batch, ", channels, ", height, width)") : str_cat("(batch, height, width, ", channels, ")"),
+               ", received ", x_in.shape(), ". Hint: check the previous layer's output shape (model.summary()).");
+  const Tensor x = first ? transpose(x_in, {0, 2, 3, 1}) : x_in;
+  compute_output_shape(Dims(x_in.dims().begin() + 1, x_in.dims().end()));
   Tensor y = conv2d(x, kernel_, {.strides = options_.strides,
                                  .padding = options_.padding,
                                  .dilation = options_.dilation_rate,
                                  .groups = options_.groups});
   if (options_.use_bias) y = y + bias_;
-  return activations::get(options_.activation)(y);
+  y = activations::get(options_.activation)(y);
+  return first ? transpose(y, {0, 3, 1, 2}) : y;
 }
 
 std::string Conv2D::get_config() const {

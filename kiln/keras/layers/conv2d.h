@@ -10,19 +10,24 @@ namespace kiln::keras {
 struct Conv2DLayerOptions {
   Dims strides = {1, 1};
   std::string padding = "valid";  // "valid" or "same" (TensorFlow's rule)
-  std::string data_format = "channels_last";  // the only one Kiln runs
+  std::string data_format = "channels_last";  // or "channels_first" (NCHW, transposed to NHWC inside)
   Dims dilation_rate = {1, 1};
   int64_t groups = 1;  // input channels and filters are split into this many groups
   std::string activation = "";  // "" = linear
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  std::optional<Regularizer> kernel_regularizer = std::nullopt;  // a penalty training adds to the loss
+  std::optional<Regularizer> bias_regularizer = std::nullopt;
+  std::optional<Constraint> kernel_constraint = std::nullopt;  // applied after each optimizer step
+  std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
 };
 
 /// Args: filters (output channels), kernel_size (height, width) or one int for both.
-/// Input shape: (batch, height, width, channels). Output shape: (batch, out_h, out_w, filters)
+/// Input shape: (batch, height, width, channels) (channels_first: (batch, channels, height,
+/// width), and the output likewise). Output shape: (batch, out_h, out_w, filters)
 /// with out = ceil(in / stride) for "same", floor((in - (k - 1) * dilation - 1) / stride) + 1
 /// for "valid". Kernel: (kh, kw, channels / groups, filters); bias: (filters).
 class Conv2D : public Layer {

@@ -24,10 +24,19 @@ void check_padding(const std::string& layer, const std::string& padding) {
 }
 
 void check_data_format(const std::string& layer, const std::string& data_format) {
-  if (data_format != "channels_last")
+  if (data_format != "channels_last" && data_format != "channels_first")
     KILN_THROW(ConfigError, "[", layer, "] data_format='", data_format,
-               "' is not supported: Kiln's image layers are channels_last (NHWC). Hint: transpose the "
-               "images to (batch, height, width, channels) and use data_format=\"channels_last\".");
+               "' is not a Keras data format. Hint: use \"channels_last\" (NHWC) or \"channels_first\" (NCHW).");
+}
+
+Dims to_channels_last(const Dims& chw) {
+  if (chw.size() != 3) return chw;  // check_image_input reports the rank
+  return {chw[1], chw[2], chw[0]};
+}
+
+Dims to_channels_first(const Dims& hwc) {
+  if (hwc.size() != 3) return hwc;
+  return {hwc[2], hwc[0], hwc[1]};
 }
 
 void check_image_input(const std::string& layer, const Dims& input_shape) {

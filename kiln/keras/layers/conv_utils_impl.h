@@ -18,8 +18,12 @@ int64_t conv_output_length(int64_t in, int64_t window, const std::string& paddin
 void check_pair(const std::string& layer, const char* arg, const Dims& value);
 /// ValueError unless padding is "valid" or "same".
 void check_padding(const std::string& layer, const std::string& padding);
-/// ConfigError unless data_format is "channels_last" (Kiln's layers are NHWC).
+/// ConfigError unless data_format is "channels_last" or "channels_first". Kiln's kernels are
+/// NHWC: a channels_first layer transposes its input to NHWC and its output back.
 void check_data_format(const std::string& layer, const std::string& data_format);
+/// Per-example (C, H, W) -> (H, W, C), and back.
+Dims to_channels_last(const Dims& chw);
+Dims to_channels_first(const Dims& hwc);
 /// ShapeError unless the per-example input is (height, width, channels).
 void check_image_input(const std::string& layer, const Dims& input_shape);
 /// (OH, OW) of a window over the per-example (H, W, C) input; ShapeError when one is <= 0.

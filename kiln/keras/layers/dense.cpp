@@ -26,8 +26,10 @@ void Dense::build_weights(const Dims& input_shape) {
   if (input_shape.empty())
     KILN_THROW(ShapeError, "[", name(), "] expected input of rank >= 2 (batch, features), ",
                "received a rank-1 batch. Hint: reshape the input to (batch, 1).");
-  kernel_ = add_weight("kernel", {input_shape.back(), units_}, options_.kernel_initializer);
-  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer);
+  kernel_ = add_weight("kernel", {input_shape.back(), units_}, options_.kernel_initializer, /*trainable=*/true,
+                       options_.kernel_regularizer, options_.kernel_constraint);
+  if (options_.use_bias) bias_ = add_weight("bias", {units_}, options_.bias_initializer, /*trainable=*/true,
+                                         options_.bias_regularizer, options_.bias_constraint);
 }
 
 Tensor Dense::call(const Tensor& x, bool /*training*/) {

@@ -10,6 +10,10 @@ struct DenseOptions {
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
+  std::optional<Regularizer> kernel_regularizer = std::nullopt;  // a penalty training adds to the loss
+  std::optional<Regularizer> bias_regularizer = std::nullopt;
+  std::optional<Constraint> kernel_constraint = std::nullopt;  // applied after each optimizer step
+  std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
 };

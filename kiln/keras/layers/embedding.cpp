@@ -50,6 +50,8 @@ Embedding Embedding::from_config(const std::string& config_json) {
   if (o.input_shape.empty() && j.contains("input_length") && j["input_length"].is_number_integer())
     o.input_shape = {internal::int_field(j, "input_length", "Embedding")};
   o.name = j.value("name", "");
+  for (const char* key : {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"})
+    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   Embedding e(internal::int_field(j, "input_dim", "Embedding"), internal::int_field(j, "output_dim", "Embedding"), o);
   e.set_trainable(j.value("trainable", true));
   return e;

@@ -6,13 +6,16 @@
 namespace kiln::keras {
 
 struct FlattenOptions {
+  /// "channels_first": Keras >= 2.2.3 moves axis 1 last before flattening, so the result (and
+  /// the next Dense kernel) is in channels_last order.
+  std::string data_format = "channels_last";
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
 };
 
 class Flatten : public Layer {
  public:
-  explicit Flatten(FlattenOptions options = {}) : Layer(options.name, options.input_shape) {}
+  explicit Flatten(FlattenOptions options = {});
   static Flatten from_config(const std::string& config_json);
 
   std::string class_name() const override { return "Flatten"; }
@@ -21,6 +24,9 @@ class Flatten : public Layer {
 
  protected:
   Tensor call(const Tensor& x, bool training) override;
+
+ private:
+  std::string data_format_;
 };
 
 }  // namespace kiln::keras

@@ -15,12 +15,15 @@ GlobalAveragePooling2D::GlobalAveragePooling2D(GlobalAveragePooling2DOptions opt
 
 Dims GlobalAveragePooling2D::compute_output_shape(const Dims& input_shape) const {
   internal::check_image_input(where(), input_shape);
+  if (options_.data_format == "channels_first")
+    return options_.keepdims ? Dims{input_shape[0], 1, 1} : Dims{input_shape[0]};
   return options_.keepdims ? Dims{1, 1, input_shape[2]} : Dims{input_shape[2]};
 }
 
-// x: (N, H, W, C) -> (N, C) or (N, 1, 1, C)
+// x: (N, H, W, C) -> (N, C) or (N, 1, 1, C); channels_first (N, C, H, W) -> (N, C) or (N, C, 1, 1)
 Tensor GlobalAveragePooling2D::call(const Tensor& x, bool /*training*/) {
   compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+  if (options_.data_format == "channels_first") return mean(x, {2, 3}, options_.keepdims);
   return mean(x, {1, 2}, options_.keepdims);
 }
 

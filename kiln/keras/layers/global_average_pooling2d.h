@@ -7,7 +7,7 @@
 namespace kiln::keras {
 
 struct GlobalAveragePooling2DOptions {
-  std::string data_format = "channels_last";  // the only one Kiln runs
+  std::string data_format = "channels_last";  // or "channels_first" (mean over axes 2, 3)
   bool keepdims = false;  // true keeps (1, 1, channels)
   Dims input_shape = {};
   std::string name = "";

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/trace/eager.h"
@@ -52,6 +53,13 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
     shapes.emplace_back(x.dims().begin() + 1, x.dims().end());
   }
   if (!built_) build_multi(shapes);
+  // A `training` call argument (Keras's layer(x, training=False), saved in a functional
+  // config's node kwargs) pins the mode of this call, whatever the model runs in.
+  if (auto pinned = flags.find("training"); pinned != flags.end()) {
+    CallFlags rest = flags;
+    rest.erase("training");
+    return call_multi(inputs, rest, pinned->second);
+  }
   return call_multi(inputs, flags, training);
 }
 
@@ -127,6 +135,25 @@ Variable Layer::add_weight(const std::string& name, const Dims& shape, const Ini
   return weights_.back();
 }
 
+Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer, bool trainable,
+                           const std::optional<Regularizer>& regularizer,
+                           const std::optional<Constraint>& constraint) {
+  Variable v = add_weight(name, shape, initializer, trainable);
+  if (regularizer) regularizers_.emplace_back(v, *regularizer);
+  if (constraint) constraints_.emplace_back(v, *constraint);
+  return v;
+}
+
+std::vector<Tensor> Layer::regularization_losses() const {
+  std::vector<Tensor> out;
+  for (const auto& [w, r] : self().regularizers_) out.push_back(r(w.read()));
+  return out;
+}
+
+void Layer::apply_constraints() const {
+  for (const auto& [w, c] : self().constraints_) w.assign(c(w.read()));
+}
+
 std::string Layer::get_config() const { return internal::base_config(*this).dump(); }
 
 namespace internal {
@@ -146,16 +173,74 @@ nlohmann::json initializer_json(const Initializer& init) {
 }
 
 Initializer initializer_from_json(const nlohmann::json& j) {
-  if (j.is_string()) return Initializer(j.get<std::string>());
-  Initializer init(to_snake_case(j.at("class_name").get<std::string>()));
-  const nlohmann::json& c = j.value("config", nlohmann::json::object());
-  if (c.contains("seed") && !c["seed"].is_null()) init.seed = c["seed"].get<uint64_t>();
-  init.mean = c.value("mean", init.mean);
-  init.stddev = c.value("stddev", init.stddev);
-  init.minval = c.value("minval", init.minval);
-  init.maxval = c.value("maxval", init.maxval);
-  init.value = c.value("value", init.value);
-  return init;
+  nlohmann::json config = nlohmann::json::object();
+  const std::string class_name = keras_object_class(j, "initializer", &config);
+  return Initializer::from_config(class_name, config.dump());
+}
+
+std::string keras_object_class(const nlohmann::json& j, const char* what, nlohmann::json* config) {
+  if (j.is_string()) return j.get<std::string>();
+  // {"class_name", "config"}, plus Keras 2.13+'s "module" and "registered_name" (which name
+  // where Python finds the class; Kiln's table is by class name).
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
+    KILN_THROW(ConfigError, "[", what, "] expected a name or {\"class_name\": ..., \"config\": {...}}, received ",
+               j.dump().substr(0, 200), ".");
+  for (const auto& [key, v] : j.items())
+    if (key != "class_name" && key != "config" && key != "module" && key != "registered_name" &&
+        key != "shared_object_id")
+      KILN_THROW(ConfigError, "[", what, "] unknown key '", key, "' in ", j.dump().substr(0, 200), ".");
+  std::string cls = j["class_name"].get<std::string>();
+  if (j.contains("config") && !j["config"].is_null()) *config = j["config"];
+  return cls;
+}
+
+namespace {
+
+// {"class_name", "config"} of a Regularizer or Constraint (null when absent), and back.
+template <typename T>
+nlohmann::json object_json(const std::optional<T>& o) {
+  if (!o) return nullptr;
+  return {{"class_name", o->class_name()}, {"config", nlohmann::json::parse(o->config_json())}};
+}
+
+template <typename T>
+std::optional<T> object_from_json(const nlohmann::json& j, const char* what) {
+  if (j.is_null()) return std::nullopt;
+  nlohmann::json config = nlohmann::json::object();
+  const std::string cls = keras_object_class(j, what, &config);
+  return T::from_config(cls, config.dump());
+}
+
+}  // namespace
+
+nlohmann::json regularizer_json(const std::optional<Regularizer>& r) { return object_json(r); }
+std::optional<Regularizer> regularizer_from_json(const nlohmann::json& j) {
+  return object_from_json<Regularizer>(j, "regularizers");
+}
+nlohmann::json constraint_json(const std::optional<Constraint>& c) { return object_json(c); }
+std::optional<Constraint> constraint_from_json(const nlohmann::json& j) {
+  return object_from_json<Constraint>(j, "constraints");
+}
+
+std::string activation_from_json(const nlohmann::json& j) {
+  if (j.is_null()) return "";
+  nlohmann::json config = nlohmann::json::object();
+  std::string name = keras_object_class(j, "activations", &config);
+  // Keras 2.13+ / 3 serialize a built-in activation function as {"module": "keras.activations",
+  // "class_name": "function", "config": "relu", "registered_name": "relu"}.
+  if (name == "function" && config.is_string()) name = config.get<std::string>();
+  // Advanced-activation classes with their default arguments are the plain functions.
+  if (name == "ReLU" || name == "Softmax" || name == "Sigmoid" || name == "Tanh" || name == "Linear")
+    name = to_snake_case(name);
+  if (name == "linear") name = "";
+  activations::get(name);  // ConfigError naming an unknown activation
+  return name;
+}
+
+void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint) {
+  if (config.contains(key) && !config[key].is_null())
+    KILN_THROW(ConfigError, "[", layer.empty() ? "layer" : layer, "] config key '", key, "' = ",
+               config[key].dump().substr(0, 200), " is not supported. Hint: ", hint);
 }
 
 Dims input_shape_from(const nlohmann::json& config) {

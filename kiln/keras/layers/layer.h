@@ -3,13 +3,16 @@
 // describes itself as Keras config JSON. NameScope hands out Keras-style unique names.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "kiln/keras/constraints.h"
 #include "kiln/keras/handle.h"
 #include "kiln/keras/initializers/initializers.h"
+#include "kiln/keras/regularizers.h"
 #include "kiln/keras/layers/keras_tensor.h"
 #include "kiln/trace/tensor.h"
 #include "kiln/trace/variable.h"
@@ -89,6 +92,11 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
   int64_t count_params() const;
+  /// The penalties of the weights' regularizers (kernel_regularizer, ...), which training adds
+  /// to the loss (Keras's layer.losses); empty when none is set.
+  std::vector<Tensor> regularization_losses() const;
+  /// Assigns each constrained weight its constraint's projection (after an optimizer step).
+  void apply_constraints() const;
   /// State that is not a weight but that a resumed run needs to draw the same random numbers
   /// (Dropout's step counter); checkpoints save it, .h5 files (like Keras's) do not.
   virtual std::vector<Variable> random_state() const { return {}; }
@@ -128,6 +136,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// A weight named "<layer>/<name>" initialized by `initializer`.
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                       bool trainable = true);
+  /// The same with a regularizer and a constraint (either may be absent).
+  Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer, bool trainable,
+                      const std::optional<Regularizer>& regularizer, const std::optional<Constraint>& constraint);
   /// The object holding the layer's state, as class D: subclass accessors read their members
   /// through it, so a forwarding object answers with the shared layer's weights.
   template <typename D>
@@ -148,6 +159,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   bool built_ = false;
   bool trainable_ = true;
   std::vector<Variable> weights_;
+  std::vector<std::pair<Variable, Regularizer>> regularizers_;
+  std::vector<std::pair<Variable, Constraint>> constraints_;
   // The shared layer this object stands for; null when this object is the layer. Mutable:
   // sharing a const layer object does not change what it is.
   mutable std::shared_ptr<Layer> body_;
@@ -158,5 +171,9 @@ using LayerHandle = Handle<Layer>;
 /// A layer from its Keras class name and config JSON (Dense, Flatten, ...). ConfigError
 /// for unknown classes.
 LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json);
+
+/// What model configs build their layers with: layer_from_config, or a loader's version of it
+/// that knows custom classes (load_model's custom_objects).
+using LayerFromConfig = std::function<LayerHandle(const std::string& class_name, const std::string& config_json)>;
 
 }  // namespace kiln::keras

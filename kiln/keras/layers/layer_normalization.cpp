@@ -80,6 +80,8 @@ LayerNormalization LayerNormalization::from_config(const std::string& config_jso
   if (j.contains("gamma_initializer")) o.gamma_initializer = internal::initializer_from_json(j["gamma_initializer"]);
   o.input_shape = internal::input_shape_from(j);
   o.name = j.value("name", "");
+  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
+    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   LayerNormalization l(o);
   l.set_trainable(j.value("trainable", true));
   return l;

@@ -185,6 +185,11 @@ MultiHeadAttention MultiHeadAttention::from_config(const std::string& config_jso
   if (j.contains("kernel_initializer")) o.kernel_initializer = internal::initializer_from_json(j["kernel_initializer"]);
   if (j.contains("bias_initializer")) o.bias_initializer = internal::initializer_from_json(j["bias_initializer"]);
   o.name = j.value("name", "");
+  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
+                          "bias_constraint"})
+    internal::require_null(j, key, o.name,
+                           "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the "
+                           "config (it changes training, not predictions) to load the model.");
   MultiHeadAttention m(internal::int_field(j, "num_heads", "MultiHeadAttention"),
                        internal::int_field(j, "key_dim", "MultiHeadAttention"), o);
   m.set_trainable(j.value("trainable", true));

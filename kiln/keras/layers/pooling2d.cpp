@@ -5,6 +5,7 @@
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
+#include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras {
 
@@ -21,17 +22,21 @@ Pooling2D::Pooling2D(const char* class_name, bool is_max, Pooling2DOptions optio
 std::string Pooling2D::where() const { return name().empty() ? class_name() : name(); }
 
 Dims Pooling2D::compute_output_shape(const Dims& input_shape) const {
-  Dims out = internal::spatial_output(where(), input_shape, options_.pool_size, options_.padding,
-                                      options_.strides, {1, 1});
-  out.push_back(input_shape[2]);
-  return out;
+  const bool first = options_.data_format == "channels_first";
+  const Dims hwc = first ? internal::to_channels_last(input_shape) : input_shape;
+  Dims out = internal::spatial_output(where(), hwc, options_.pool_size, options_.padding, options_.strides, {1, 1});
+  out.push_back(hwc[2]);
+  return first ? internal::to_channels_first(out) : out;
 }
 
-// x: (N, H, W, C) -> (N, OH, OW, C)
-Tensor Pooling2D::call(const Tensor& x, bool /*training*/) {
-  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+// x: (N, H, W, C) -> (N, OH, OW, C); channels_first transposes to NHWC and back.
+Tensor Pooling2D::call(const Tensor& x_in, bool /*training*/) {
+  const bool first = options_.data_format == "channels_first";
+  compute_output_shape(Dims(x_in.dims().begin() + 1, x_in.dims().end()));
+  const Tensor x = first ? transpose(x_in, {0, 2, 3, 1}) : x_in;
   const Pool2DOptions o{.pool_size = options_.pool_size, .strides = options_.strides, .padding = options_.padding};
-  return is_max_ ? max_pool2d(x, o) : avg_pool2d(x, o);
+  Tensor y = is_max_ ? max_pool2d(x, o) : avg_pool2d(x, o);
+  return first ? transpose(y, {0, 3, 1, 2}) : y;
 }
 
 std::string Pooling2D::get_config() const {

@@ -11,7 +11,7 @@ struct Pooling2DOptions {
   Dims pool_size = {2, 2};
   Dims strides = {};  // empty = pool_size (Keras strides=None)
   std::string padding = "valid";  // "valid" or "same"
-  std::string data_format = "channels_last";  // the only one Kiln runs
+  std::string data_format = "channels_last";  // or "channels_first" (NCHW, transposed to NHWC inside)
   Dims input_shape = {};
   std::string name = "";
 };

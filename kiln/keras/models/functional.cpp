@@ -243,7 +243,7 @@ bool is_tensor_ref(const nlohmann::json& j) { return j.is_array() && j.size() >=
 
 }  // namespace
 
-std::unique_ptr<Functional> Functional::from_json(const std::string& json) {
+std::unique_ptr<Functional> Functional::from_json(const std::string& json, const LayerFromConfig& make_layer) {
   const char* where = "Functional.from_json";
   nlohmann::json j = internal::parse(json, where);
   const std::string class_name = j.value("class_name", "");
@@ -263,7 +263,7 @@ std::unique_ptr<Functional> Functional::from_json(const std::string& json) {
         tensors[{name, 0}] = Input(internal::input_shape_from(layer_config), {.name = name, .dtype = dtype});
         continue;
       }
-      layers[name] = layer_from_config(layer_class, layer_config.dump());
+      layers[name] = (make_layer ? make_layer : layer_from_config)(layer_class, layer_config.dump());
       layers[name]->set_name(name);
       for (const nlohmann::json& node : entry.at("inbound_nodes")) pending.emplace_back(name, &node);
     }

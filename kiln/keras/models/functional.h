@@ -36,7 +36,8 @@ class Functional : public Model {
   /// "inbound_nodes"), "input_layers", "output_layers"}}.
   std::string to_json() const override;
   /// A new, built model from to_json() (or a tf.keras 2.x Functional/Model config).
-  static std::unique_ptr<Functional> from_json(const std::string& json);
+  /// `make_layer` builds each layer (layer_from_config when null).
+  static std::unique_ptr<Functional> from_json(const std::string& json, const LayerFromConfig& make_layer = nullptr);
 
   const std::vector<KerasTensor>& inputs() const { return inputs_; }
   const KerasTensor& output() const { return output_; }

@@ -207,9 +207,10 @@ std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
 std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor& y) {
   GradientTape tape;
   Tensor y_pred = call_multi(x, /*training=*/true);
-  Tensor loss = (*compiled_.loss)(y, y_pred);
+  Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   compiled_.optimizer->apply_gradients(replica_gradients(tape, loss, y, vars), vars);
+  for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
   return update_metrics(y, y_pred, loss);
 }
 
@@ -234,7 +235,14 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
 
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
   Tensor y_pred = call_multi(x, /*training=*/false);
-  return update_metrics(y, y_pred, (*compiled_.loss)(y, y_pred));
+  return update_metrics(y, y_pred, with_regularization((*compiled_.loss)(y, y_pred)));
+}
+
+Tensor Model::with_regularization(Tensor loss) const {
+  // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps.
+  for (const LayerHandle& l : layers_)
+    for (const Tensor& penalty : l->regularization_losses()) loss = loss + penalty;
+  return loss;
 }
 
 std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss) {

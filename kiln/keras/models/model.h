@@ -217,6 +217,8 @@ class Model {
   /// The first num_inputs() + 1 components of a batch (the inputs, then y).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
   std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
+  /// `loss` plus every layer's regularization penalties.
+  Tensor with_regularization(Tensor loss) const;
   void reset_metrics();
   /// The train/test step functions of compile(), which call back into this model.
   void make_step_functions();

@@ -102,16 +102,24 @@ std::string Sequential::to_json() const {
   return j.dump();
 }
 
-std::unique_ptr<Sequential> Sequential::from_json(const std::string& json) {
+std::unique_ptr<Sequential> Sequential::from_json(const std::string& json, const LayerFromConfig& make_layer) {
   nlohmann::json j = internal::parse(json, "Sequential.from_json");
   if (j.value("class_name", "") != "Sequential")
     KILN_THROW(ConfigError, "[Sequential.from_json] expected class_name \"Sequential\", received ",
                j.value("class_name", "(none)"), ".");
-  const nlohmann::json& config = j.at("config");
+  const nlohmann::json& config = j.contains("config") ? j["config"] : nlohmann::json();
+  if (!config.is_object() || !config.contains("layers") || !config["layers"].is_array())
+    KILN_THROW(ConfigError, "[Sequential.from_json] expected \"config\": {\"name\": ..., \"layers\": [...]}, received ",
+               config.dump().substr(0, 200), ". Hint: keras::models::model_from_json also reads Keras <= 2.2.2's "
+               "bare list of layers.");
   auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{},
                                             SequentialOptions{.name = config.value("name", "sequential")});
-  for (const nlohmann::json& l : config.at("layers"))
-    model->add(layer_from_config(l.at("class_name").get<std::string>(), l.at("config").dump()));
+  for (const nlohmann::json& l : config["layers"]) {
+    if (!l.is_object() || !l.contains("class_name") || !l["class_name"].is_string() || !l.contains("config"))
+      KILN_THROW(ConfigError, "[Sequential.from_json] expected each layer as {\"class_name\": ..., \"config\": {...}}, "
+                 "received ", l.dump().substr(0, 200), ".");
+    model->add((make_layer ? make_layer : layer_from_config)(l["class_name"].get<std::string>(), l["config"].dump()));
+  }
   return model;
 }
 

@@ -25,8 +25,9 @@ class Sequential : public Model {
   Tensor call(const Tensor& x, bool training) override;
   /// {"class_name": "Sequential", "config": {"name": ..., "layers": [...]}}
   std::string to_json() const override;
-  /// A new, unbuilt-or-built (when the config declares the input shape) model from to_json().
-  static std::unique_ptr<Sequential> from_json(const std::string& json);
+  /// A new, unbuilt-or-built (when the config declares the input shape) model from to_json();
+  /// `make_layer` builds each layer (layer_from_config when null).
+  static std::unique_ptr<Sequential> from_json(const std::string& json, const LayerFromConfig& make_layer = nullptr);
 
  protected:
   std::vector<Dims> layer_output_shapes() const override;

@@ -43,12 +43,7 @@ AdamW::AdamW(AdamWOptions options)
             .epsilon = options.epsilon, .name = options.name}),
       weight_decay_(options.weight_decay) {}
 
-std::string AdamW::get_config() const {
-  nlohmann::json j = nlohmann::json::parse(Adam::get_config());
-  j["weight_decay"] = weight_decay_;
-  j["is_legacy_optimizer"] = false;  // tf.keras 2.x has AdamW only among its new optimizers
-  return j.dump();
-}
+std::string AdamW::get_config() const { return config_with(Adam::get_config(), {{"weight_decay", weight_decay_}}); }
 
 void AdamW::update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,
                         const Tensor& local_step) {

@@ -48,6 +48,8 @@ class AdamW : public Adam {
   explicit AdamW(AdamWOptions options = {});
   std::string class_name() const override { return "AdamW"; }
   std::string get_config() const override;
+  /// tf.keras has AdamW only among its new optimizers.
+  bool has_keras2_legacy_form() const override { return false; }
 
  protected:
   void update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,

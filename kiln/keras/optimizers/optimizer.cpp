@@ -4,9 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
-#include "kiln/keras/optimizers/adam.h"
-#include "kiln/keras/optimizers/rmsprop.h"
-#include "kiln/keras/optimizers/sgd.h"
+#include "kiln/keras/optimizers/deserialize.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/replica_context.h"
 
@@ -25,6 +23,7 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
   Tensor step = cast(iterations_.read(), DType::kF32);
   Tensor lr = schedule_ ? (*schedule_)(step) : learning_rate_.read();
   Tensor local_step = step + 1.0;
+  begin_update(local_step);
   // Under a strategy with several replicas each replica's gradient (of its shard's mean loss)
   // is averaged over the replicas by an all_reduce in the compiled step, so every replica
   // applies the global batch's gradient; with one replica all_reduce is the gradient itself.
@@ -61,25 +60,31 @@ std::string Optimizer::get_config() const {
   // A schedule is saved as its config (not evaluated); a constant as its current value.
   LearningRate lr = schedule_ ? LearningRate(0.0) : LearningRate(learning_rate());
   lr.schedule = schedule_;
-  nlohmann::json j = {{"name", name_}, {"learning_rate", nlohmann::json::parse(learning_rate_to_config(lr))},
-                      {"decay", 0.0}};
+  nlohmann::json j = {{"name", name_}, {"learning_rate", nlohmann::json::parse(learning_rate_to_config(lr))}};
+  if (has_keras2_legacy_form()) j["decay"] = 0.0;
+  else j["is_legacy_optimizer"] = false;
   return j.dump();
 }
 
-Variable Optimizer::add_slot(const Variable& var, const std::string& slot) {
-  slots_.emplace_back(name_ + "/" + var.name() + "/" + slot, HostTensor(var.shape()), /*trainable=*/false);
+std::string Optimizer::config_with(const std::string& base_config,
+                                   const std::vector<std::pair<std::string, double>>& fields) {
+  nlohmann::json j = nlohmann::json::parse(base_config);
+  for (const auto& [key, value] : fields) j[key] = value;
+  return j.dump();
+}
+
+Variable Optimizer::add_slot(const Variable& var, const std::string& slot, double initial_value) {
+  const std::vector<float> values(static_cast<size_t>(var.shape().num_elements()), static_cast<float>(initial_value));
+  const HostTensor initial = HostTensor::from_vector<float>(var.shape().dims(), values).astype(var.dtype());
+  slots_.emplace_back(name_ + "/" + var.name() + "/" + slot, initial, /*trainable=*/false);
   return slots_.back();
 }
 
-OptimizerHandle::OptimizerHandle(const char* name) {
-  const std::string n = name;
-  if (n == "adam") *this = Adam();
-  else if (n == "adamw") *this = AdamW();
-  else if (n == "sgd") *this = SGD();
-  else if (n == "rmsprop") *this = RMSprop();
-  else
-    KILN_THROW(ConfigError, "[compile] unknown optimizer '", n,
-               "'. Hint: use adam, adamw, sgd or rmsprop, or an Optimizer object.");
+Variable Optimizer::add_variable(const std::string& name, const HostTensor& initial) {
+  slots_.emplace_back(name_ + "/" + name, initial, /*trainable=*/false);
+  return slots_.back();
 }
+
+OptimizerHandle::OptimizerHandle(const char* name) : OptimizerHandle(optimizer_from_config(name, "{}")) {}
 
 }  // namespace kiln::keras

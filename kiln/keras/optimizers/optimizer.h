@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/keras/handle.h"
@@ -32,21 +33,35 @@ class Optimizer {
   /// so saved optimizer state can be loaded before training resumes.
   void create_slots(const std::vector<Variable>& vars);
   bool slots_created() const { return built_; }
-  /// The Keras class name ("Adam") and config JSON ({"name": ..., "learning_rate": ...}; the
-  /// Keras 2 optimizer_v2 keys, so tf.keras 2.x deserializes it).
+  /// The Keras class name ("Adam") and config JSON ({"name": ..., "learning_rate": ...}): the
+  /// keys of tf.keras 2.x's legacy optimizer_v2 class ("decay": 0) when it has one, else those
+  /// of its new optimizer ("is_legacy_optimizer": false, no "decay", which it rejects).
   virtual std::string class_name() const { return name_; }
   virtual std::string get_config() const;
+  /// Whether tf.keras 2.11-2.15 has this optimizer as a legacy optimizer_v2 class (Adam, SGD,
+  /// ...). Kiln then writes its config and .h5 optimizer_weights in that class's form, so
+  /// tf.keras resumes it; otherwise (AdamW, Nadam, Lion) in the new optimizer's form.
+  virtual bool has_keras2_legacy_form() const { return true; }
 
  protected:
   Optimizer(std::string name, const LearningRate& learning_rate);
   /// Creates the slots for `vars` (add_slot).
   virtual void build(const std::vector<Variable>& /*vars*/) {}
+  /// Runs once per apply_gradients before the update_step calls, for state shared by every
+  /// variable (Nadam's momentum-schedule product). `local_step` is iterations + 1 (f32).
+  virtual void begin_update(const Tensor& /*local_step*/) {}
   /// The update of vars[index] for its gradient. `lr` and `local_step` (iterations + 1) are f32
   /// scalars.
   virtual void update_step(const Tensor& grad, const Variable& var, size_t index, const Tensor& lr,
                            const Tensor& local_step) = 0;
-  /// A zero-initialized slot shaped like `var`, named "<optimizer>/<var>/<slot>".
-  Variable add_slot(const Variable& var, const std::string& slot);
+  /// A slot shaped like `var` and filled with `initial_value`, named "<optimizer>/<var>/<slot>".
+  Variable add_slot(const Variable& var, const std::string& slot, double initial_value = 0.0);
+  /// Optimizer state that belongs to no variable, named "<optimizer>/<name>" (saved with the slots).
+  Variable add_variable(const std::string& name, const HostTensor& initial);
+  /// The config JSON `base_config` (a base class's get_config()) with `fields` added: the
+  /// numeric hyperparameters of a subclass.
+  static std::string config_with(const std::string& base_config,
+                                 const std::vector<std::pair<std::string, double>>& fields);
 
  private:
   std::string name_;
@@ -56,7 +71,8 @@ class Optimizer {
   bool built_ = false;
 };
 
-/// An optimizer object or its Keras name: "adam", "sgd", "rmsprop", "adamw".
+/// An optimizer object or its Keras name ("adam", "nadam", "lion", ...: any class name
+/// optimizer_from_config knows, with Keras's defaults).
 class OptimizerHandle : public Handle<Optimizer> {
  public:
   using Handle<Optimizer>::Handle;

@@ -17,6 +17,7 @@ using nlohmann::json;
 struct Source {
   const std::string& path;
   const std::string& version;
+  const CustomObjects& custom_objects;
 };
 
 [[noreturn]] void fail(const Source& src, const std::string& what, const std::string& hint) {
@@ -111,10 +112,12 @@ json input_layer2(const json& config, const Source& src, const std::string& name
 // A Keras 3 layer config as Kiln's from_config reads it.
 json layer_config2(const std::string& cls, const json& config3, const Source& src) {
   const std::string name = config3.value("name", "(unnamed)");
+  if (src.custom_objects.count(cls)) return unwrap(config3);  // the user's factory reads it
   auto keys = known_keys().find(cls);
   if (keys == known_keys().end())
     fail(src, "layer '" + name + "' is a " + cls + ", which Kiln does not load from .keras files",
-         "Kiln loads " + known_classes() + "; rebuild the model in C++ and load the weights with load_weights");
+         "Kiln loads " + known_classes() + "; pass a factory for it in LoadOptions::custom_objects, or rebuild "
+         "the model in C++ and load the weights with load_weights");
   json out = json::object();
   for (const auto& [key, value] : config3.items()) {
     if (key == "dtype") {
@@ -273,8 +276,8 @@ json training2(const json& cc, const Source& src) {
 }  // namespace
 
 Keras2Configs keras2_configs_from_keras3(const std::string& config_json, const std::string& path,
-                                         const std::string& keras_version, bool compile) {
-  const Source src{path, keras_version};
+                                         const std::string& keras_version, const LoadOptions& options) {
+  const Source src{path, keras_version, options.custom_objects};
   json top;
   try {
     top = json::parse(config_json);
@@ -299,7 +302,7 @@ Keras2Configs keras2_configs_from_keras3(const std::string& config_json, const s
            "with load_weights");
     }
     const json cc = top.value("compile_config", json());
-    if (compile && cc.is_object() && !cc.empty()) out.training_config = training2(cc, src).dump();
+    if (options.compile && cc.is_object() && !cc.empty()) out.training_config = training2(cc, src).dump();
     return out;
   } catch (const json::exception& e) {
     fail(src, std::string("is malformed (") + e.what() + ")", "the file is damaged; save the model again");

@@ -228,7 +228,7 @@ void save_model_keras(const Model& model, const std::string& path, SaveOptions o
   io::write_zip_atomically(path, members);
 }
 
-std::unique_ptr<Model> load_model_keras(const std::string& path, bool compile) {
+std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptions& options) {
   const io::ZipReader zip = io::ZipReader::open(path);
   std::string version = "(unknown: no metadata.json)";
   if (zip.contains(kKerasMetadataMember)) {
@@ -241,13 +241,14 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, bool compile) {
                zip.contains("model.weights.npz") ? " (its weights are model.weights.npz)" : "",
                ". Hint: Kiln reads the h5 weights format; save with weights_format=\"h5\" (Keras's default).");
   const internal::Keras2Configs configs =
-      internal::keras2_configs_from_keras3(zip.read(kKerasConfigMember), path, version, compile);
+      internal::keras2_configs_from_keras3(zip.read(kKerasConfigMember), path, version, options);
   const std::string where = path + ":" + kKerasConfigMember;
-  std::unique_ptr<Model> model = internal::model_from_config(configs.model_config, where);
+  std::unique_ptr<Model> model = internal::model_from_config(
+      configs.model_config, internal::ConfigSource{where, version, &options.custom_objects});
   read_weights_member(zip, [&](const Hdf5Group& root, const std::string& weights_where) {
     read_weights(root, *model, weights_where);
     if (!configs.training_config.empty()) {
-      internal::compile_from_training_config(*model, configs.training_config, where);
+      internal::compile_from_training_config(*model, configs.training_config, where, version);
       read_optimizer(root, *model, weights_where);
     }
   });

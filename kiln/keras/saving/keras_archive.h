@@ -8,6 +8,7 @@
 #include <string>
 
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/saving/saving.h"
 
 namespace kiln::keras {
 
@@ -35,10 +36,11 @@ bool is_keras3_weights_file(const std::string& path);
 /// optimizer/vars/<i> when the optimizer is saved). Replaces `path` atomically.
 void save_model_keras(const Model& model, const std::string& path, SaveOptions options = {});
 
-/// Reads a .keras archive written by Kiln or Keras 3: the Sequential or Functional model, its
-/// weights, and (when `compile` and the file has a compile_config) its compile arguments and
-/// optimizer state. IOError naming the file, the member and the problem otherwise.
-std::unique_ptr<Model> load_model_keras(const std::string& path, bool compile = true);
+/// Reads a .keras archive written by Kiln or Keras 3: the Sequential or Functional model (layer
+/// classes Kiln lacks from options.custom_objects), its weights, and (when options.compile and
+/// the file has a compile_config) its compile arguments and optimizer state. IOError naming
+/// the file, the member and the problem otherwise.
+std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptions& options = {});
 
 /// Keras 3's save_weights: model.weights.h5's layout as a plain HDF5 file (the optimizer's
 /// variables included once it is compiled, as Keras 3 writes them).

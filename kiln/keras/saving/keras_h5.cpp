@@ -67,6 +67,22 @@ void write_weights(Hdf5Group& g, const Model& model) {
   }
 }
 
+// conv_utils.convert_kernel: reverses every axis but the last two of (kh, kw, in, out).
+HostTensor flip_spatial(const HostTensor& kernel) {
+  if (kernel.dims().size() != 4) return kernel;
+  const HostTensor k = kernel.astype(DType::kF32);
+  HostTensor out(k.shape());
+  const int64_t kh = k.dims()[0], kw = k.dims()[1], inner = k.dims()[2] * k.dims()[3];
+  auto src = k.data<float>();
+  auto dst = out.data<float>();
+  for (int64_t i = 0; i < kh; ++i)
+    for (int64_t j = 0; j < kw; ++j)
+      for (int64_t c = 0; c < inner; ++c)
+        dst[static_cast<size_t>((i * kw + j) * inner + c)] =
+            src[static_cast<size_t>(((kh - 1 - i) * kw + (kw - 1 - j)) * inner + c)];
+  return out;
+}
+
 // Keras's load_weights_from_hdf5_group: topological, weightless layers skipped on both sides.
 struct FileLayer {
   std::string name;
@@ -94,6 +110,9 @@ std::vector<FileLayer> file_layers_of(const Hdf5Group& g, const std::string& pat
 // changes nothing. With skip_mismatch a pair whose weight count or shapes differ is skipped.
 void read_weights(const Hdf5Group& g, Model& model, const std::string& path, LoadWeightsOptions options) {
   const std::vector<FileLayer> file_layers = file_layers_of(g, path);
+  // Keras 2's _need_convert_kernel: Theano convolves, TensorFlow (and Kiln) correlate, so a
+  // kernel saved under the Theano backend is flipped in its spatial axes on load.
+  const bool theano = g.has_attribute("backend") && g.read_string_attribute("backend") == "theano";
   std::vector<const Layer*> layers;
   for (const LayerHandle& l : model.layers())
     if (!internal::saved_weights(*l).empty()) layers.push_back(l.get());
@@ -142,6 +161,8 @@ void read_weights(const Hdf5Group& g, Model& model, const std::string& path, Loa
                    " (listed in weight_names). Hint: the file is damaged or truncated.");
       layer_values.push_back(lg.read_dataset(wn));
     }
+    if (theano && layer->class_name() == "Conv2D" && !layer_values.empty())
+      layer_values[0] = flip_spatial(layer_values[0]);
     bool shapes_match = true;
     for (size_t i = 0; i < weights.size(); ++i) shapes_match &= layer_values[i].dims() == weights[i].shape().dims();
     if (!shapes_match && skip("weight shapes differ")) continue;
@@ -163,31 +184,32 @@ void write_optimizer_weights(Hdf5Group& root, const Optimizer& optimizer) {
   for (size_t i = 0; i < weights.size(); ++i) og.write_dataset(names[i], saved_value(weights[i].variable));
 }
 
-// Keras assigns optimizer weights by position after creating the slots; so does Kiln, with
-// the count and every shape checked first.
-void read_optimizer_weights(const Hdf5Group& root, Model& model, const std::string& path) {
+// Keras 2 creates the slots, then set_weights; a list that does not fit is a warning and a
+// fresh optimizer (Keras's "Error in loading the saved optimizer state"), never a failed load.
+void read_optimizer_weights(const Hdf5Group& root, Model& model, const std::string& path,
+                            const std::string& keras_version) {
   Hdf5Group og = root.open_group("optimizer_weights");
-  std::vector<std::string> names = og.read_keras_string_list("weight_names");
+  const std::vector<std::string> names =
+      og.has_keras_string_list("weight_names") ? og.read_keras_string_list("weight_names") : std::vector<std::string>{};
+  std::vector<HostTensor> values;
+  for (const std::string& name : names) {
+    if (!og.has_dataset(name))
+      KILN_THROW(IOError, "[", path, "] missing dataset /optimizer_weights/", name,
+                 " (listed in weight_names). Hint: the file is damaged or truncated.");
+    values.push_back(og.read_dataset(name));
+  }
   Optimizer& optimizer = *model.optimizer();
   optimizer.create_slots(model.trainable_weights());
-  std::vector<internal::NamedVariable> expected = internal::keras_optimizer_weights(optimizer);
-  if (names.size() != expected.size())
-    KILN_THROW(IOError, "[", path, "] optimizer_weights holds ", names.size(), " weights, but the ",
-               optimizer.class_name(), " optimizer of model '", model.name(), "' has ", expected.size(),
-               " (iterations and one slot set per trainable weight). Hint: load with compile=false to skip "
-               "the optimizer state.");
-  std::vector<Variable> vars;
-  std::vector<HostTensor> values;
-  std::vector<std::string> where;
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (!og.has_dataset(names[i]))
-      KILN_THROW(IOError, "[", path, "] missing dataset /optimizer_weights/", names[i],
-                 " (listed in weight_names). Hint: the file is damaged or truncated.");
-    vars.push_back(expected[i].variable);
-    values.push_back(og.read_dataset(names[i]));
-    where.push_back("/optimizer_weights/" + names[i]);
-  }
-  internal::assign_checked(vars, values, path, where);
+  const std::string why = internal::restore_keras2_optimizer_weights(optimizer, model.trainable_weights(), names, values);
+  if (!why.empty())
+    log(LogLevel::kWarning,
+        str_cat("[", path, "]", keras_version.empty() ? "" : " (written by Keras " + keras_version + ")",
+                " skipped the saved optimizer state (", names.size(), " optimizer_weights entries): ", why,
+                ". The model's ", optimizer.class_name(), " optimizer starts fresh, as Keras does."));
+}
+
+std::string keras_version_of(const Hdf5Group& root) {
+  return root.has_attribute("keras_version") ? root.read_string_attribute("keras_version") : "";
 }
 
 }  // namespace
@@ -206,23 +228,40 @@ void save_model_h5(const Model& model, const std::string& path, SaveOptions opti
   });
 }
 
-std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile) {
+namespace {
+
+[[noreturn]] void throw_no_model_config(const Hdf5Group& root, const std::string& path) {
+  KILN_THROW(IOError, "[", path, "] has no model_config attribute: ",
+             root.has_keras_string_list("layer_names")
+                 ? "it holds weights only (save_weights). Hint: build the model (in C++, or with "
+                   "keras::models::model_from_json on the model.to_json() text saved beside it) and call load_weights."
+                 : "it is not a Keras model file.");
+}
+
+}  // namespace
+
+std::unique_ptr<Model> load_model_h5(const std::string& path, const LoadOptions& options) {
   Hdf5File file = Hdf5File::open(path);
   const Hdf5Group& root = file.root();
-  if (!root.has_attribute("model_config"))
-    KILN_THROW(IOError, "[", path, "] has no model_config attribute: ",
-               root.has_keras_string_list("layer_names") ? "it holds weights only. Hint: build the model and call "
-                                                           "load_weights."
-                                                         : "it is not a Keras model file.");
-  std::unique_ptr<Model> model = internal::model_from_config(root.read_string_attribute("model_config"), path);
+  if (!root.has_attribute("model_config")) throw_no_model_config(root, path);
+  const std::string keras_version = keras_version_of(root);
+  std::unique_ptr<Model> model = internal::model_from_config(
+      root.read_string_attribute("model_config"),
+      internal::ConfigSource{.path = path, .keras_version = keras_version, .custom_objects = &options.custom_objects});
   if (!root.has_group("model_weights"))
     KILN_THROW(IOError, "[", path, "] has no model_weights group. Hint: the file is damaged or truncated.");
   read_weights(root.open_group("model_weights"), *model, path, {});
-  if (compile && root.has_attribute("training_config")) {
-    internal::compile_from_training_config(*model, root.read_string_attribute("training_config"), path);
-    if (root.has_group("optimizer_weights")) read_optimizer_weights(root, *model, path);
+  if (options.compile && root.has_attribute("training_config")) {
+    internal::compile_from_training_config(*model, root.read_string_attribute("training_config"), path, keras_version);
+    if (root.has_group("optimizer_weights")) read_optimizer_weights(root, *model, path, keras_version);
   }
   return model;
+}
+
+std::string read_model_config(const std::string& path) {
+  Hdf5File file = Hdf5File::open(path);
+  if (!file.root().has_attribute("model_config")) throw_no_model_config(file.root(), path);
+  return file.root().read_string_attribute("model_config");
 }
 
 void save_weights_h5(const Model& model, const std::string& path) {

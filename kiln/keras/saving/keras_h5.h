@@ -7,6 +7,7 @@
 #include <string>
 
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/saving/saving.h"
 
 namespace kiln::keras {
 
@@ -18,11 +19,12 @@ inline constexpr const char* kKerasVersion = "2.15.0";
 /// optimizer_weights/<optimizer>/... once the optimizer has state. Replaces `path` atomically.
 void save_model_h5(const Model& model, const std::string& path, SaveOptions options = {});
 
-/// Reads a Keras 2 .h5 model (written by Kiln or tf.keras 2.x): a Sequential of the layers
-/// Kiln has, compiled from training_config when `compile` and it is present, with the
-/// optimizer state restored. IOError naming the file and the problem for anything missing,
-/// malformed or mismatched (an unknown layer class is named).
-std::unique_ptr<Model> load_model_h5(const std::string& path, bool compile = true);
+/// Reads a Keras 2 .h5 model (written by Kiln or Keras 2.0-2.15): the Sequential or Functional
+/// model of its model_config, compiled from training_config when options.compile and it is
+/// present, with the optimizer state restored when its layout maps (a warning and a fresh
+/// optimizer otherwise). IOError naming the file, the Keras version and the problem for
+/// anything missing, malformed or mismatched (an unknown layer class or key is named).
+std::unique_ptr<Model> load_model_h5(const std::string& path, const LoadOptions& options = {});
 
 /// Weights only, in the layout of Keras's save_weights("w.h5"): layer_names, backend and
 /// keras_version at the root, one group per layer.

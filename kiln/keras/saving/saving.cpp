@@ -21,8 +21,8 @@ std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) 
   if (!std::filesystem::exists(path, ec))
     KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .keras or .h5 file, "
                "or a model directory).");
-  if (is_keras_archive_path(path)) return load_model_keras(path, options.compile);
-  return load_model_h5(path, options.compile);
+  if (is_keras_archive_path(path)) return load_model_keras(path, options);
+  return load_model_h5(path, options);
 }
 
 void Model::save(const std::string& path, SaveOptions options) const {

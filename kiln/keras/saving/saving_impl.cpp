@@ -9,27 +9,35 @@
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
-#include "kiln/keras/models/functional.h"
-#include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/training_config.h"
 
 namespace kiln::keras::internal {
 namespace {
 
-// Kiln slot names are Keras 3's; tf.keras 2.x's optimizer_v2 calls them (and orders them) so.
+// Kiln slot names are tf.keras 2.11+'s; tf.keras 2.x's legacy optimizer_v2 classes call them
+// (and order them) so: kind by kind (every m, then every v), or per variable in creation
+// order (Ftrl's accumulator, linear).
 struct SlotKind {
   const char* kiln;
   const char* keras2;
 };
-const std::vector<SlotKind>& keras2_slot_order(const std::string& optimizer_class) {
-  static const std::map<std::string, std::vector<SlotKind>> kOrder = {
-      {"Adam", {{"m", "m"}, {"v", "v"}}},
-      {"SGD", {{"momentum", "momentum"}}},
-      {"RMSprop", {{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}},
+struct Keras2Layout {
+  std::vector<SlotKind> kinds;
+  bool kind_by_kind = true;
+};
+// Null for a class without a legacy form (or a user's optimizer).
+const Keras2Layout* keras2_layout(const std::string& optimizer_class) {
+  static const std::map<std::string, Keras2Layout> kLayouts = {
+      {"Adadelta", {{{"accumulated_grad", "accum_grad"}, {"accumulated_delta_var", "accum_var"}}}},
+      {"Adagrad", {{{"accumulator", "accumulator"}}}},
+      {"Adam", {{{"m", "m"}, {"v", "v"}}}},
+      {"Adamax", {{{"m", "m"}, {"u", "v"}}}},
+      {"Ftrl", {{{"accumulator", "accumulator"}, {"linear", "linear"}}, /*kind_by_kind=*/false}},
+      {"SGD", {{{"momentum", "momentum"}}}},
+      {"RMSprop", {{{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}}},
   };
-  static const std::vector<SlotKind> kNone;
-  auto it = kOrder.find(optimizer_class);
-  return it == kOrder.end() ? kNone : it->second;
+  auto it = kLayouts.find(optimizer_class);
+  return it == kLayouts.end() ? nullptr : &it->second;
 }
 
 std::string slot_kind(const std::string& slot_name) { return slot_name.substr(slot_name.rfind('/') + 1); }
@@ -46,21 +54,29 @@ std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer) {
   std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, slots
   std::vector<Variable> slots(all.begin() + 2, all.end());
   const std::string& name = optimizer.name();
-  const std::vector<SlotKind>& order = keras2_slot_order(optimizer.class_name());
   std::vector<NamedVariable> out;
-  if (order.empty()) {  // tf.keras 2.11+'s new optimizers (AdamW): creation order
+  const Keras2Layout* layout = keras2_layout(optimizer.class_name());
+  if (!optimizer.has_keras2_legacy_form() || layout == nullptr) {  // tf.keras 2.11+'s new optimizers: creation order
     out.push_back({name + "/iteration", optimizer.iterations()});
     for (const Variable& s : slots) out.push_back({s.name(), s});
     return out;
   }
+  // The Keras 2 name of a slot of `kind`: its Kiln name with the kind's Keras 2 spelling.
+  auto keras2_name = [](const Variable& s, const SlotKind& kind) {
+    std::string keras_name = s.name();
+    keras_name.replace(keras_name.size() - std::string(kind.kiln).size(), std::string::npos, kind.keras2);
+    return keras_name;
+  };
   out.push_back({name + "/iter", optimizer.iterations()});
-  for (const SlotKind& kind : order)
+  if (layout->kind_by_kind) {
+    for (const SlotKind& kind : layout->kinds)
+      for (const Variable& s : slots)
+        if (slot_kind(s.name()) == kind.kiln) out.push_back({keras2_name(s, kind), s});
+  } else {
     for (const Variable& s : slots)
-      if (slot_kind(s.name()) == kind.kiln) {
-        std::string keras_name = s.name();
-        keras_name.replace(keras_name.size() - std::string(kind.kiln).size(), std::string::npos, kind.keras2);
-        out.push_back({keras_name, s});
-      }
+      for (const SlotKind& kind : layout->kinds)
+        if (slot_kind(s.name()) == kind.kiln) out.push_back({keras2_name(s, kind), s});
+  }
   KILN_CHECK(out.size() == slots.size() + 1, "every slot of ", name, " has a Keras 2 kind");
   return out;
 }
@@ -85,30 +101,14 @@ namespace kiln::keras::internal {
 
 // ---- model_config and training_config (shared by the .h5 and directory formats) ----------
 
-std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path) {
-  try {
-    nlohmann::json j = nlohmann::json::parse(config_json);
-    const std::string cls = j.is_object() ? j.value("class_name", "") : "";
-    if (cls == "Functional" || cls == "Model") return Functional::from_json(config_json);
-    if (cls != "Sequential")
-      KILN_THROW(IOError, "[", path, "] model_config describes a '", cls.empty() ? "(no class_name)" : cls,
-                 "' model; Kiln loads Sequential and Functional models. Hint: rebuild the model in C++ and use load_weights.");
-    return Sequential::from_json(config_json);
-  } catch (const nlohmann::json::exception& e) {
-    KILN_THROW(IOError, "[", path, "] model_config is malformed: ", e.what(), ".");
-  } catch (const IOError&) {
-    throw;
-  } catch (const Error& e) {  // ConfigError (unknown layer class), ValueError, ShapeError
-    KILN_THROW(IOError, "[", path, "] model_config: ", e.what());
-  }
-}
-
-void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path) {
+void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path,
+                                  const std::string& keras_version) {
   CompileOptions options;
   try {
     options = compile_options_from_training_config(config_json);
   } catch (const Error& e) {
-    KILN_THROW(IOError, "[", path, "] training_config: ", e.what());
+    KILN_THROW(IOError, "[", path, "]", keras_version.empty() ? "" : " (written by Keras " + keras_version + ")",
+               " training_config: ", e.what(), " (load_model(path, {.compile = false}) loads the model without it.)");
   }
   model.compile(std::move(options));
 }

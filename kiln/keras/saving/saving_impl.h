@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/saving/saving.h"
 
 namespace kiln::keras::internal {
 
@@ -25,6 +26,15 @@ struct NamedVariable {
 /// trainable-variable order. The learning rate is a hyperparameter (in the config), not here.
 std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer);
 
+/// Assigns optimizer state saved by Keras 2.0-2.15 or Kiln (`names` from optimizer_weights'
+/// weight_names, `values` their datasets) to `optimizer`, whose slots exist for `trainable`:
+/// by the variable names the entries carry, else by Keras 2.0-2.3's positional groups
+/// (keras2_optimizer_weights.cpp). Returns "" when all of it was assigned; otherwise assigns
+/// nothing and returns why the layout does not map, for the caller's warning.
+std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::vector<Variable>& trainable,
+                                             const std::vector<std::string>& names,
+                                             const std::vector<HostTensor>& values);
+
 /// True for paths saved in the Keras HDF5 format: .h5, .hdf5, .keras-h5 (case-insensitive).
 bool is_h5_path(const std::string& path);
 
@@ -35,13 +45,24 @@ std::string shape_text(const Shape& shape);
 
 namespace kiln::keras::internal {
 
-/// The model a Keras model_config JSON describes (Sequential). IOError "[path] model_config:
-/// ..." for malformed JSON, other model classes and unknown layer classes (named).
+/// Where a model_config comes from, for messages and custom layers.
+struct ConfigSource {
+  std::string path;           // "" for model_from_json (errors are then ConfigError, not IOError)
+  std::string keras_version;  // the file's keras_version attribute; "" when unknown
+  const CustomObjects* custom_objects = nullptr;
+};
+
+/// The model a Keras model_config JSON describes, in every form Keras 2.0-2.15 wrote
+/// (model_config.cpp). IOError "[path] (written by Keras V) model_config: ..." naming the
+/// layer and the problem for malformed JSON, other model classes and unknown layers or keys.
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const ConfigSource& source);
 std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path);
 
 /// Compiles `model` with the options a training_config JSON describes; IOError naming `path`
-/// when the config is malformed or names an unknown loss, metric or optimizer.
-void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path);
+/// (and `keras_version` when known) when the config is malformed or names an unknown loss,
+/// metric or optimizer.
+void compile_from_training_config(Model& model, const std::string& config_json, const std::string& path,
+                                  const std::string& keras_version = "");
 
 /// Assigns `values[i]` to `vars[i]` after checking every shape (nothing is assigned when one
 /// differs): IOError "[path] <where(i)> has f32[2], expected f32[3]".

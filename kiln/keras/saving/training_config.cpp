@@ -8,9 +8,6 @@
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
-#include "kiln/keras/optimizers/adam.h"
-#include "kiln/keras/optimizers/rmsprop.h"
-#include "kiln/keras/optimizers/sgd.h"
 
 namespace kiln::keras {
 namespace {
@@ -81,16 +78,6 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
   }
 }
 
-// Runs `f`, turning a JSON value of the wrong type into a ConfigError naming `where`.
-template <typename F>
-auto guarded(const char* where, F f) {
-  try {
-    return f();
-  } catch (const json::exception& e) {
-    KILN_THROW(ConfigError, "[", where, "] malformed config: ", e.what(), ".");
-  }
-}
-
 }  // namespace
 
 std::string training_config_json(const CompileOptions& options) {
@@ -105,42 +92,8 @@ std::string training_config_json(const CompileOptions& options) {
   return j.dump();
 }
 
-OptimizerHandle optimizer_from_config(const std::string& class_name, const std::string& config_json) {
-  return guarded("optimizer_from_config", [&]() -> OptimizerHandle {
-  const json c = internal::parse(config_json, "optimizer_from_config");
-  const std::string name = c.value("name", class_name);
-  if (c.value("decay", 0.0) != 0.0)
-    KILN_THROW(ConfigError, "[optimizer_from_config] ", class_name, " with decay=", c.value("decay", 0.0),
-               " (Keras 2's inverse time decay) is not supported. Hint: use a LearningRateSchedule.");
-  // A number or a serialized schedule; Keras 1's "lr" spelling is read too.
-  auto rate = [&](double keras_default) {
-    const char* key = c.contains("learning_rate") ? "learning_rate" : "lr";
-    return c.contains(key) ? learning_rate_from_config(c[key].dump()) : LearningRate(keras_default);
-  };
-  const LearningRate lr = rate(0.001);
-  // Lower-case spellings are what tf.keras's deserialize accepts too.
-  std::string cls = class_name;
-  for (char& ch : cls) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  if (cls == "adam")
-    return Adam({.learning_rate = lr, .beta_1 = c.value("beta_1", 0.9), .beta_2 = c.value("beta_2", 0.999),
-                 .epsilon = c.value("epsilon", 1e-7), .name = name});
-  if (cls == "adamw")
-    return AdamW({.learning_rate = lr, .weight_decay = c.value("weight_decay", 0.004),
-                  .beta_1 = c.value("beta_1", 0.9), .beta_2 = c.value("beta_2", 0.999),
-                  .epsilon = c.value("epsilon", 1e-7), .name = name});
-  if (cls == "sgd")
-    return SGD({.learning_rate = rate(0.01), .momentum = c.value("momentum", 0.0),
-                .nesterov = c.value("nesterov", false), .name = name});
-  if (cls == "rmsprop")
-    return RMSprop({.learning_rate = lr, .rho = c.value("rho", 0.9), .momentum = c.value("momentum", 0.0),
-                    .epsilon = c.value("epsilon", 1e-7), .centered = c.value("centered", false), .name = name});
-  KILN_THROW(ConfigError, "[optimizer_from_config] unknown optimizer class '", class_name,
-             "'. Hint: Kiln knows Adam, AdamW, SGD and RMSprop; load with compile=false and compile yourself.");
-  });
-}
-
 CompileOptions compile_options_from_training_config(const std::string& text) {
-  return guarded("training_config", [&] {
+  return internal::guarded("training_config", [&] {
   const json j = internal::parse(text, "training_config");
   if (!j.is_object() || !j.contains("loss") || !j.contains("optimizer_config"))
     KILN_THROW(ConfigError, "[training_config] expected an object with loss and optimizer_config, received ",

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/optimizers/deserialize.h"  // optimizer_from_config
 
 namespace kiln::keras {
 
@@ -13,15 +14,12 @@ namespace kiln::keras {
 ///  "optimizer_config": {"class_name": "Adam", "config": {...}}} of compiled options.
 /// The optimizer config uses Keras 2's optimizer_v2 keys without "is_legacy_optimizer", so
 /// tf.keras 2.11-2.15 rebuild the legacy optimizer whose weight layout optimizer_weights
-/// follows (AdamW, which tf.keras has only as a new optimizer, says so).
+/// follows (AdamW, Nadam and Lion, written in tf.keras's new-optimizer form, say so).
 std::string training_config_json(const CompileOptions& options);
 
 /// The options a training_config describes. Accepts what tf.keras 2.x writes: a loss name or
 /// object, metrics as names or nested MeanMetricWrapper objects, reduction "auto".
 /// ConfigError naming the unknown loss, metric or optimizer class otherwise.
 CompileOptions compile_options_from_training_config(const std::string& json);
-
-/// An optimizer from its Keras class name and config: Adam, AdamW, SGD, RMSprop.
-OptimizerHandle optimizer_from_config(const std::string& class_name, const std::string& config_json);
 
 }  // namespace kiln::keras

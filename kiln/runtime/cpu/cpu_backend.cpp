@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kiln/compiler/default_pipeline.h"
@@ -53,7 +54,8 @@ int64_t estimate_largest_batch(const ir::Module& m, const compiler::MemoryPlan& 
 
 class CpuBackend : public runtime::Backend {
  public:
-  CpuBackend(int64_t limit, LoopEngine engine) : target_(limit), engine_(engine) {}
+  CpuBackend(int64_t limit, LoopEngine engine, bool horizontal_fusion)
+      : target_(limit), engine_(engine), horizontal_fusion_(horizontal_fusion) {}
   std::string name() const override { return "cpu"; }
   const compiler::TargetInfo& target_info() const override { return target_; }
 
@@ -76,7 +78,9 @@ class CpuBackend : public runtime::Backend {
     }
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
     exe->set_collectives(options.collectives, options.replica_id);
-    lower(*exe, engine_);
+    const std::vector<std::string>& disabled = options.debug.disabled_passes;
+    lower(*exe, engine_,
+          horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end());
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
                                                             ".lowered.txt"), exe->describe());
@@ -86,6 +90,7 @@ class CpuBackend : public runtime::Backend {
  private:
   CpuTargetInfo target_;
   LoopEngine engine_;
+  bool horizontal_fusion_;
 };
 
 }  // namespace
@@ -94,10 +99,11 @@ int64_t physical_memory_bytes() {
   return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
 }
 
-std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit, std::optional<LoopEngine> engine) {
+std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit, std::optional<LoopEngine> engine,
+                                                   bool horizontal_fusion) {
   if (memory_limit <= 0) memory_limit = DebugOptions::global().cpu_memory_limit;
   if (memory_limit <= 0) memory_limit = physical_memory_bytes();
-  return std::make_unique<CpuBackend>(memory_limit, engine.value_or(default_loop_engine()));
+  return std::make_unique<CpuBackend>(memory_limit, engine.value_or(default_loop_engine()), horizontal_fusion);
 }
 
 }  // namespace kiln::cpu

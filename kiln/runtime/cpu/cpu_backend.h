@@ -18,7 +18,10 @@ enum class LoopEngine;
 
 /// A CPU backend. `memory_limit` of 0 means DebugOptions (KILN_CPU_MEMORY_LIMIT) or, if that
 /// is unset too, physical RAM. `engine` unset means DebugOptions (KILN_CODEGEN).
+/// `horizontal_fusion`: consecutive loop kernels over one index space share a kernel
+/// (lowering.h); KILN_DISABLE_PASSES=horizontal-fusion also turns it off.
 std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit = 0,
-                                                   std::optional<LoopEngine> engine = std::nullopt);
+                                                   std::optional<LoopEngine> engine = std::nullopt,
+                                                   bool horizontal_fusion = true);
 
 }  // namespace kiln::cpu

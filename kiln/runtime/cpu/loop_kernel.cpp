@@ -51,11 +51,11 @@ class LoopProgram : public codegen::LoopIr {
   template <typename T>
   void eval_chunk(const Stage& st, const void* const* srcs, int64_t base, int64_t n, T* regs) const;
   template <typename T>
-  void stage_work(const Stage& st, const void* const* srcs, void* out) const;
-  void jit_stage_work(size_t s, const void* const* srcs, void* out) const;
-  void work(size_t s, const void* const* srcs, void* out) const;
+  void stage_work(const Stage& st, const void* const* srcs, void* const* outs) const;
+  void jit_stage_work(size_t s, const void* const* srcs, void* const* outs) const;
+  void work(size_t s, const void* const* srcs, void* const* outs) const;
   void prepare_team(const void* const* inputs, LoopRun& run) const;
-  void run_team(const void* const* inputs, void* out, LoopRun& run) const;
+  void run_team(const void* const* inputs, void* const* outs, LoopRun& run) const;
   template <typename T, typename R>
   void read(const LoopRun& run, int64_t base, int64_t n, T* dst, std::vector<R>& regs) const;
 };
@@ -74,38 +74,42 @@ void LoopProgram::eval_chunk(const Stage& st, const void* const* srcs, int64_t b
 }
 
 // Team work: every thread calls it; chunks are shared out by the orphaned `omp for`.
+// A chunk's loads all happen before its stores, so an output may share an input's buffer when
+// both walk the same elements (in-place updates, horizontally fused outputs).
 template <typename T>
-void LoopProgram::stage_work(const Stage& st, const void* const* srcs, void* out) const {
+void LoopProgram::stage_work(const Stage& st, const void* const* srcs, void* const* outs) const {
   const int64_t total = st.shape.num_elements();
   const int64_t chunks = (total + kChunk - 1) / kChunk;
-  const DType out_dtype = st.shape.dtype();
   std::vector<T> regs(static_cast<size_t>(std::max(st.num_registers, 1)) * kChunk);
 #pragma omp for schedule(static)
   for (int64_t ci = 0; ci < chunks; ++ci) {
     const int64_t base = ci * kChunk;
     const int64_t n = std::min(kChunk, total - base);
     eval_chunk<T>(st, srcs, base, n, regs.data());
-    if constexpr (std::is_same_v<T, float>) kernels->store_f32(out_dtype, out, base, n, regs.data() + st.result * kChunk);
-    else kernels->store_f64(out_dtype, out, base, n, regs.data() + st.result * kChunk);
+    for (size_t k = 0; k < st.results.size(); ++k) {
+      const T* value = regs.data() + st.results[k].reg * kChunk;
+      if constexpr (std::is_same_v<T, float>) kernels->store_f32(st.results[k].dtype, outs[k], base, n, value);
+      else kernels->store_f64(st.results[k].dtype, outs[k], base, n, value);
+    }
   }
 }
 
 // Team work: each thread runs the generated function once over its share of the elements.
-void LoopProgram::jit_stage_work(size_t s, const void* const* srcs, void* out) const {
+void LoopProgram::jit_stage_work(size_t s, const void* const* srcs, void* const* outs) const {
   const int64_t total = stages[s].shape.num_elements();
   const int64_t parts = omp_get_num_threads();
 #pragma omp for schedule(static)
   for (int64_t p = 0; p < parts; ++p) {
     // Shares start on 16-element boundaries, so two threads rarely write one cache line.
     auto bound = [&](int64_t q) { return q == parts ? total : std::min(total, (total * q / parts + 15) & ~int64_t{15}); };
-    if (bound(p) < bound(p + 1)) jit->stages[s](srcs, out, bound(p), bound(p + 1));
+    if (bound(p) < bound(p + 1)) jit->stages[s](srcs, outs, bound(p), bound(p + 1));
   }
 }
 
-void LoopProgram::work(size_t s, const void* const* srcs, void* out) const {
-  if (jit != nullptr && s < jit->stages.size()) jit_stage_work(s, srcs, out);
-  else if (use_double) stage_work<double>(stages[s], srcs, out);
-  else stage_work<float>(stages[s], srcs, out);
+void LoopProgram::work(size_t s, const void* const* srcs, void* const* outs) const {
+  if (jit != nullptr && s < jit->stages.size()) jit_stage_work(s, srcs, outs);
+  else if (use_double) stage_work<double>(stages[s], srcs, outs);
+  else stage_work<float>(stages[s], srcs, outs);
 }
 
 void LoopProgram::prepare_team(const void* const* inputs, LoopRun& run) const {
@@ -128,13 +132,15 @@ void LoopProgram::prepare_team(const void* const* inputs, LoopRun& run) const {
       }
     }
   }
-  for (size_t s = 0; s + 1 < stages.size(); ++s)  // inner stages: values broadcasts read
-    work(s, run.srcs[s].data(), run.scratch[s].raw_data());
+  for (size_t s = 0; s + 1 < stages.size(); ++s) {  // inner stages: values broadcasts read
+    void* out = run.scratch[s].raw_data();
+    work(s, run.srcs[s].data(), &out);
+  }
 }
 
-void LoopProgram::run_team(const void* const* inputs, void* out, LoopRun& run) const {
+void LoopProgram::run_team(const void* const* inputs, void* const* outs, LoopRun& run) const {
   prepare_team(inputs, run);
-  work(stages.size() - 1, run.srcs.back().data(), out);
+  work(stages.size() - 1, run.srcs.back().data(), outs);
 }
 
 template <typename T, typename R>
@@ -150,7 +156,7 @@ void LoopProgram::read(const LoopRun& run, int64_t base, int64_t n, T* dst, std:
   for (int64_t done = 0; done < n; done += kChunk) {
     const int64_t len = std::min(kChunk, n - done);
     eval_chunk<R>(st, run.srcs.back().data(), base + done, len, regs.data());
-    const R* result = regs.data() + st.result * kChunk;
+    const R* result = regs.data() + st.results[0].reg * kChunk;
     for (int64_t j = 0; j < len; ++j) dst[done + j] = static_cast<T>(result[j]);
   }
 }
@@ -163,13 +169,13 @@ LoopEngine default_loop_engine() {
 }
 
 std::unique_ptr<LoopKernel> LoopKernel::create(const ir::Computation& body, LoopEngine engine, LoopJitBatch* batch) {
-  KILN_CHECK(body.outputs().size() == 1, "loop body ", body.name(), " must have one output");
-  return create_for(*body.outputs()[0], engine, batch, false);
+  return create_for(std::vector<const ir::Instruction*>(body.outputs().begin(), body.outputs().end()), engine, batch,
+                    false);
 }
 
 std::unique_ptr<LoopKernel> LoopKernel::create_streaming(const ir::Instruction& root, LoopEngine engine,
                                                          LoopJitBatch* batch) {
-  return create_for(root, engine, batch, true);
+  return create_for({&root}, engine, batch, true);
 }
 
 void LoopJitBatch::add(LoopProgram* program, bool read) { programs_.emplace_back(program, read); }
@@ -186,9 +192,9 @@ void LoopJitBatch::compile() {
 
 bool LoopKernel::generated() const { return program_->jit != nullptr; }
 
-std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root, LoopEngine engine,
-                                                   LoopJitBatch* batch, bool read) {
-  std::optional<codegen::LoopIr> loop_ir = codegen::LoopIr::build(root);
+std::unique_ptr<LoopKernel> LoopKernel::create_for(const std::vector<const ir::Instruction*>& roots,
+                                                   LoopEngine engine, LoopJitBatch* batch, bool read) {
+  std::optional<codegen::LoopIr> loop_ir = codegen::LoopIr::build(roots);
   if (!loop_ir) return nullptr;
   auto program = std::make_unique<LoopProgram>(std::move(*loop_ir));
   program->kernels = KILN_ISA_SELECT(kKernels);
@@ -201,10 +207,17 @@ std::unique_ptr<LoopKernel> LoopKernel::create_for(const ir::Instruction& root, 
 }
 
 void LoopKernel::run(const void* const* inputs, void* out) const {
-  run_on_team(work() >= kParallelThreshold, [&] { run_team(inputs, out); });
+  KILN_CHECK(num_outputs() == 1, "run() of a loop kernel with ", num_outputs(), " outputs");
+  run_outputs(inputs, &out);
 }
 
-void LoopKernel::run_team(const void* const* inputs, void* out) const { program_->run_team(inputs, out, run_); }
+void LoopKernel::run_outputs(const void* const* inputs, void* const* outs) const {
+  run_on_team(work() >= kParallelThreshold, [&] { run_team(inputs, outs); });
+}
+
+void LoopKernel::run_team(const void* const* inputs, void* const* outs) const { program_->run_team(inputs, outs, run_); }
+
+size_t LoopKernel::num_outputs() const { return program_->stages.back().results.size(); }
 
 void LoopKernel::prepare_team(const void* const* inputs) const { program_->prepare_team(inputs, run_); }
 

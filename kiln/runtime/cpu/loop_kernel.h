@@ -49,7 +49,8 @@ class LoopJitBatch {
 
 class LoopKernel {
  public:
-  /// Compiles `body` (its outputs()[0] is the result). Returns nullptr when the body holds an
+  /// Compiles `body`, whose outputs (one, or several over the same dims: a horizontal fusion)
+  /// are the results. Returns nullptr when the body holds an
   /// op a loop kernel cannot run (the caller then falls back to another kernel). kGenerated
   /// interprets (with a logged warning) when LLVM fails on the body.
   /// With a `batch`, the code is generated when the batch compiles; else now.
@@ -63,11 +64,15 @@ class LoopKernel {
   bool generated() const;
   ~LoopKernel();
 
-  /// inputs[i] points at the data of body parameter i; `out` receives the result. Runs on
-  /// its own team, or on the caller's when called inside one.
+  /// inputs[i] points at the data of body parameter i; `out` receives the (single) result.
+  /// Runs on its own team, or on the caller's when called inside one.
   void run(const void* const* inputs, void* out) const;
-  /// Team work (team_impl.h): every thread of the current team calls it.
-  void run_team(const void* const* inputs, void* out) const;
+  /// The same for any number of outputs: outs[k] receives output k.
+  void run_outputs(const void* const* inputs, void* const* outs) const;
+  /// Team work (team_impl.h): every thread of the current team calls it; outs[k] receives
+  /// the body's output k.
+  void run_team(const void* const* inputs, void* const* outs) const;
+  size_t num_outputs() const;
   const Shape& shape() const;
   /// Elements computed per run (sizes the team).
   int64_t work() const;
@@ -82,8 +87,8 @@ class LoopKernel {
 
  private:
   explicit LoopKernel(std::unique_ptr<LoopProgram> program);
-  static std::unique_ptr<LoopKernel> create_for(const ir::Instruction& root, LoopEngine engine, LoopJitBatch* batch,
-                                                bool read);
+  static std::unique_ptr<LoopKernel> create_for(const std::vector<const ir::Instruction*>& roots, LoopEngine engine,
+                                                LoopJitBatch* batch, bool read);
   std::unique_ptr<LoopProgram> program_;
   mutable LoopRun run_;  // this run's load sources and inner-stage values, shared by the team
 };

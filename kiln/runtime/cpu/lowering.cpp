@@ -9,6 +9,7 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/cpu/index_kernels.h"
+#include "kiln/runtime/cpu/loop_grouping.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/runtime/cpu/onednn_convolution.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
@@ -36,10 +37,21 @@ const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
 
 class Lowerer {
  public:
-  Lowerer(CpuExecutable& exe, LoopEngine engine) : exe_(exe), engine_(engine) {}
+  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion)
+      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion) {}
 
   void lower_all() {
-    for (const Instruction* inst : exe_.plan().order) lower_one(*inst);
+    std::vector<const Instruction*> group;  // consecutive loop fusions that run as one kernel
+    for (const Instruction* inst : exe_.plan().order) {
+      if (horizontal_fusion_ && groupable(*inst)) {
+        if (!group.empty() && !can_join(group, *inst, exe_.plan())) lower_group(group);
+        group.push_back(inst);
+      } else if (has_step(*inst)) {
+        lower_group(group);
+        lower_one(*inst);
+      }
+    }
+    lower_group(group);
     batch_.compile();  // every fused loop's code in one LLVM compile
   }
 
@@ -51,6 +63,36 @@ class Lowerer {
     for (const Instruction* op : inst.operands()) s.reads.push_back(exe_.value_id(op));
     s.writes.push_back(exe_.value_id(&inst));
     return s;
+  }
+
+  // Lowers the group's members as one kernel (loop_grouping.h), and empties it.
+  void lower_group(std::vector<const Instruction*>& group) {
+    std::shared_ptr<LoopKernel> k;
+    GroupedLoop g{};
+    if (group.size() > 1) {
+      g = merge_group(exe_.scratch_module(), group);
+      k = LoopKernel::create(*g.body, engine_, &batch_);
+    }
+    if (k == nullptr) {  // one member, or a member a loop cannot run: each on its own
+      for (const Instruction* m : group) lower_one(*m);
+      group.clear();
+      return;
+    }
+    Step s;
+    s.source = group[0]->source();
+    size_t ops = 0;
+    for (const Instruction* m : group) ops += m->attrs().body->post_order().size();
+    s.label = str_cat("fusion(loop x", group.size(), ", ", ops, " ops)");
+    for (const Instruction* x : g.operands) s.reads.push_back(exe_.value_id(x));
+    for (const Instruction* m : group) s.writes.push_back(exe_.value_id(m));
+    add_team_step(std::move(s), k->work(), [k](const void* const* in, void* const* outs) { k->run_team(in, outs); });
+    group.clear();
+  }
+
+  bool has_step(const Instruction& inst) const {
+    const compiler::BufferKind k = exe_.plan().buffers.at(&inst).kind;
+    return k != compiler::BufferKind::kAlias && k != compiler::BufferKind::kParameter &&
+           k != compiler::BufferKind::kConstant;
   }
 
   // Runs `fn(inputs, out)` with the operand and result pointers of the step.
@@ -86,14 +128,22 @@ class Lowerer {
   // its neighbours once CpuExecutable::group_team_steps merges them.
   template <typename Fn>
   void add_team(const Instruction& inst, std::string label, int64_t work, Fn team_fn) {
-    Step s = make_step(inst, std::move(label));
-    std::vector<int> reads = s.reads;
-    int out = s.writes[0];
-    auto call = [reads, out, team_fn](void* const* values) {
-      const void* in[16];
-      KILN_CHECK(reads.size() <= 16, "more than 16 operands");
+    add_team_step(make_step(inst, std::move(label)), work,
+                  [team_fn](const void* const* in, void* const* outs) { team_fn(in, outs[0]); });
+  }
+
+  // `team_fn(inputs, outputs)` with the pointers of the step's reads and writes.
+  template <typename Fn>
+  void add_team_step(Step s, int64_t work, Fn team_fn) {
+    std::vector<int> reads = s.reads, writes = s.writes;
+    auto call = [reads, writes, team_fn](void* const* values) {
+      const void* in[kMaxGroupOperands];
+      void* outs[kMaxGroupOperands];
+      KILN_CHECK(reads.size() <= kMaxGroupOperands && writes.size() <= kMaxGroupOperands, "more than ",
+                 kMaxGroupOperands, " operands or results");
       for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-      team_fn(in, values[out]);
+      for (size_t i = 0; i < writes.size(); ++i) outs[i] = values[writes[i]];
+      team_fn(in, outs);
     };
     const bool parallel = work >= kParallelThreshold;
     s.run = [call, parallel](void* const* values) { run_on_team(parallel, [&] { call(values); }); };
@@ -105,7 +155,7 @@ class Lowerer {
   bool try_loop(const Instruction& inst, const ir::Computation& body, const std::string& label) {
     std::shared_ptr<LoopKernel> k = LoopKernel::create(body, engine_, &batch_);
     if (k == nullptr) return false;
-    add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
+    add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, &out); });
     return true;
   }
 
@@ -168,10 +218,7 @@ class Lowerer {
   }
 
   void lower_one(const Instruction& inst) {
-    const compiler::BufferInfo& b = exe_.plan().buffers.at(&inst);
-    if (b.kind == compiler::BufferKind::kAlias || b.kind == compiler::BufferKind::kParameter ||
-        b.kind == compiler::BufferKind::kConstant)
-      return;
+    if (!has_step(inst)) return;
     const Opcode op = inst.opcode();
     const int64_t bytes = inst.shape().byte_size();
     auto copy = [bytes](const void* const* in, void* out) {
@@ -259,13 +306,14 @@ class Lowerer {
 
   CpuExecutable& exe_;
   LoopEngine engine_;
+  bool horizontal_fusion_;
   LoopJitBatch batch_;
 };
 
 }  // namespace
 
-void lower(CpuExecutable& exe, LoopEngine engine) {
-  Lowerer(exe, engine).lower_all();
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion) {
+  Lowerer(exe, engine, horizontal_fusion).lower_all();
   exe.group_team_steps();
 }
 

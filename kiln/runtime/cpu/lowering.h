@@ -9,7 +9,9 @@
 namespace kiln::cpu {
 
 /// Appends one Step per instruction of `exe.plan().order` that needs a kernel; fused loops
-/// and reduction producers run on `engine`.
-void lower(CpuExecutable& exe, LoopEngine engine);
+/// and reduction producers run on `engine`. With `horizontal_fusion` (the default; off with
+/// KILN_DISABLE_PASSES=horizontal-fusion) consecutive loop fusions over one index space share
+/// a kernel (loop_grouping.h).
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true);
 
 }  // namespace kiln::cpu

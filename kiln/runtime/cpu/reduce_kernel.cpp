@@ -8,6 +8,7 @@
 #include <limits>
 #include <vector>
 
+#include "kiln/compiler/codegen/loop_ir.h"
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/core/host_tensor.h"
@@ -25,7 +26,7 @@ struct ReduceKernels {
   using Fn = void (*)(ir::Opcode op, const Shape& in_shape, const Dims& axes, const void* data,
                       const LoopKernel* producer, DType out_dtype, void* out);
   Fn f32;  // accumulating in float
-  Fn f64;  // in double (f64 and i64 inputs)
+  Fn f64;  // in double (f64, i64 and i32 inputs)
 };
 
 #define KILN_ISA_BODY "kiln/runtime/cpu/reduce_kernel_exec.inc"
@@ -67,7 +68,7 @@ void ReduceKernel::run(const void* const* inputs, void* out) const {
 void ReduceKernel::run_team(const void* const* inputs, void* out) const {
   if (producer_ != nullptr) producer_->prepare_team(inputs);
   const ReduceKernels& k = reduce_kernels();
-  const bool wide = in_shape_.dtype() == DType::kF64 || in_shape_.dtype() == DType::kI64;
+  const bool wide = codegen::needs_double_registers(in_shape_.dtype());  // i32 sums stay exact
   (wide ? k.f64 : k.f32)(op_, in_shape_, axes_, producer_ == nullptr ? inputs[input_parameter_] : nullptr,
                          producer_.get(), out_shape_.dtype(), out);
 }

@@ -3,6 +3,8 @@
 // that name the layer, the tf.keras config and the MNIST convnet's summary.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/keras/keras_testing.h"
 #include "tests/keras/layer_gradients.h"
 #include "tests/testing/expect_error.h"
@@ -83,8 +85,8 @@ TEST(Conv2DTest, GradientsMatchFiniteDifferences) {
 }
 
 TEST(Conv2DTest, RejectsBadArgumentsAndInputsNamingTheLayer) {
-  KILN_EXPECT_ERROR(Conv2D(8, 3, {.data_format = "channels_first"}), ConfigError,
-                    "[Conv2D] data_format='channels_first' is not supported");
+  KILN_EXPECT_ERROR(Conv2D(8, 3, {.data_format = "channels_middle"}), ConfigError,
+                    "[Conv2D] data_format='channels_middle' is not a Keras data format");
   KILN_EXPECT_ERROR(Conv2D(6, 3, {.groups = 4}), ValueError, "divisible by groups");
   KILN_EXPECT_ERROR(Conv2D(6, 3, {.padding = "causal"}), ValueError, "padding='causal'");
   KILN_EXPECT_ERROR(Conv2D(6, Dims{3}), ValueError, "kernel_size to be two positive ints");
@@ -154,6 +156,37 @@ TEST(Conv2DTest, SmallConvnetLearnsAnMnistSubsetInOneEpoch) {
   model.fit(testing::batches(images(d->x_train), d->y_train, 32), {.epochs = 1, .verbose = 0});
   Logs result = model.evaluate(testing::batches(images(d->x_test), d->y_test, 100), {.verbose = 0});
   EXPECT_GE(result.at("accuracy"), 0.85);
+}
+
+// Verify that channels_first Conv2D, MaxPooling2D, GlobalAveragePooling2D and Flatten compute
+// the channels_last stack on transposed images (Flatten moving channels last first, as Keras
+// >= 2.2.3 does, so the Dense kernel after it is the same).
+TEST(Conv2DTest, ChannelsFirstIsChannelsLastOnTransposedImages) {
+  const Initializer conv_init("he_normal", 1), dense_init("glorot_uniform", 2);
+  Sequential last({Conv2D(3, 3, {.activation = "relu", .kernel_initializer = conv_init, .input_shape = {6, 7, 2}}),
+                   MaxPooling2D(2), Flatten(), Dense(4, {.kernel_initializer = dense_init})});
+  Sequential first({Conv2D(3, 3, {.data_format = "channels_first", .activation = "relu",
+                                  .kernel_initializer = conv_init, .input_shape = {2, 6, 7}}),
+                    MaxPooling2D({.data_format = "channels_first"}), Flatten({.data_format = "channels_first"}),
+                    Dense(4, {.kernel_initializer = dense_init})});
+  EXPECT_EQ(first.layers()[0]->compute_output_shape({2, 6, 7}), (Dims{3, 4, 5}));
+  const int64_t n = 2, h = 6, w = 7, c = 2;
+  std::vector<float> nhwc(n * h * w * c), nchw(nhwc.size());
+  for (size_t i = 0; i < nhwc.size(); ++i) nhwc[i] = static_cast<float>(std::sin(0.7 * double(i) + 0.3));
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x)
+        for (int64_t k = 0; k < c; ++k) nchw[((b * c + k) * h + y) * w + x] = nhwc[((b * h + y) * w + x) * c + k];
+  const std::vector<float> want = last.predict(HostTensor::from_vector<float>({n, h, w, c}, nhwc)).to_vector<float>();
+  const std::vector<float> got = first.predict(HostTensor::from_vector<float>({n, c, h, w}, nchw)).to_vector<float>();
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << i;
+
+  GlobalAveragePooling2D gap_first({.data_format = "channels_first"}), gap_last;
+  const std::vector<float> g1 = gap_first(Tensor(HostTensor::from_vector<float>({n, c, h, w}, nchw))).to_vector<float>();
+  const std::vector<float> g2 = gap_last(Tensor(HostTensor::from_vector<float>({n, h, w, c}, nhwc))).to_vector<float>();
+  ASSERT_EQ(g1.size(), g2.size());
+  for (size_t i = 0; i < g1.size(); ++i) EXPECT_NEAR(g1[i], g2[i], 1e-6) << i;
 }
 
 }  // namespace

@@ -59,8 +59,8 @@ TEST(Pooling2DTest, GradientsMatchFiniteDifferences) {
 }
 
 TEST(Pooling2DTest, RejectsBadArgumentsAndInputsNamingTheLayer) {
-  KILN_EXPECT_ERROR(MaxPooling2D({.data_format = "channels_first"}), ConfigError,
-                    "[MaxPooling2D] data_format='channels_first' is not supported");
+  KILN_EXPECT_ERROR(MaxPooling2D({.data_format = "NCHW"}), ConfigError,
+                    "[MaxPooling2D] data_format='NCHW' is not a Keras data format");
   KILN_EXPECT_ERROR(AveragePooling2D({.pool_size = {2, 0}}), ValueError, "pool_size to be two positive ints");
   KILN_EXPECT_ERROR(AveragePooling2D({.padding = "full"}), ValueError, "padding='full'");
   MaxPooling2D pool({.pool_size = {3, 3}, .name = "pool"});
@@ -68,8 +68,8 @@ TEST(Pooling2DTest, RejectsBadArgumentsAndInputsNamingTheLayer) {
                     "[pool] expected input of shape (batch, height, width, channels)");
   KILN_EXPECT_ERROR(pool(Tensor(HostTensor(Shape(DType::kF32, {4, 2, 8, 1})))), ShapeError,
                     "an output dimension would be <= 0");
-  KILN_EXPECT_ERROR(GlobalAveragePooling2D({.data_format = "channels_first"}), ConfigError,
-                    "channels_last (NHWC)");
+  KILN_EXPECT_ERROR(GlobalAveragePooling2D({.data_format = "NHWC"}), ConfigError,
+                    "\"channels_last\" (NHWC) or \"channels_first\" (NCHW)");
 }
 
 TEST(Pooling2DTest, ConfigsAreTfKerasJsonAndRoundTrip) {

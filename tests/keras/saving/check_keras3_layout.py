@@ -189,8 +189,8 @@ def check_weights(f, model_layers, cc, model_name):
                 check(len(slots) == per * len(trainable_shapes), "optimizer slots: not a multiple of the variables")
                 cls = cc["optimizer"]["class_name"]
                 for k, s in enumerate(slots):
-                    # Adam/AdamW interleave per variable; RMSprop and SGD go kind by kind.
-                    v = k // per if cls in ("Adam", "AdamW") else k % len(trainable_shapes)
+                    # Two-slot optimizers interleave per variable; RMSprop goes kind by kind.
+                    v = k // per if cls in ("Adam", "AdamW", "Adadelta", "Adamax", "Ftrl") else k % len(trainable_shapes)
                     check(s.shape == trainable_shapes[v] and s.dtype == np.dtype("<f4"), f"optimizer slot {k}: {s.shape}")
 
 

@@ -245,6 +245,49 @@ with h5py.File(sys.argv[1] + '/w.h5', 'r+') as f:
   EXPECT_EQ(got[0].to_vector<float>(), want[0].to_vector<float>());  // f32 -> f64 -> f32 is exact
 }
 
+// The optimizer_weights names a file gets for `optimizer` on the SeedMlp model after one step.
+std::vector<std::string> optimizer_weight_names(const std::string& path, OptimizerHandle optimizer) {
+  auto model = build_model(model_cases()[0]);
+  compile_model(*model, std::move(optimizer));
+  train(*model, model_cases()[0].input, 1);
+  model->save(path);
+  io::Hdf5File f = io::Hdf5File::open(path);
+  return f.root().open_group("optimizer_weights").read_keras_string_list("weight_names");
+}
+
+TEST(KerasH5Test, OptimizerWeightsFollowTfKerasLegacyLayoutsOrItsNewOptimizers) {
+  // tf.keras 2.x legacy optimizer_v2: "<opt>/iter", then Adadelta's and Adamax's slots kind by
+  // kind under their legacy names, Ftrl's per variable (one _create_slots loop). Nadam and
+  // Lion, written as new optimizers: "<opt>/iteration", then creation order.
+  kiln::testing::TempDir dir;
+  const std::vector<std::string> vars = {"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"};
+  auto names = [&](const std::string& opt, const std::string& iter, const std::vector<std::vector<std::string>>& groups) {
+    std::vector<std::string> out = {opt + "/" + iter + ":0"};
+    for (const std::vector<std::string>& group : groups)
+      for (const std::string& s : group) out.push_back(opt + "/" + s + ":0");
+    return out;
+  };
+  // "<variable>/<kind>" for every variable and kind: kind by kind, or variable by variable.
+  auto slots = [&](const std::vector<std::string>& kinds, bool kind_by_kind) {
+    std::vector<std::vector<std::string>> out(kind_by_kind ? kinds.size() : vars.size());
+    for (size_t k = 0; k < kinds.size(); ++k)
+      for (size_t v = 0; v < vars.size(); ++v) out[kind_by_kind ? k : v].push_back(vars[v] + "/" + kinds[k]);
+    return out;
+  };
+  auto per_kind = [&](const std::vector<std::string>& kinds) { return slots(kinds, /*kind_by_kind=*/true); };
+  auto per_variable = [&](const std::vector<std::string>& kinds) { return slots(kinds, /*kind_by_kind=*/false); };
+  EXPECT_EQ(optimizer_weight_names(dir.file("adadelta.h5"), Adadelta()),
+            names("Adadelta", "iter", per_kind({"accum_grad", "accum_var"})));
+  EXPECT_EQ(optimizer_weight_names(dir.file("adagrad.h5"), Adagrad()), names("Adagrad", "iter", per_kind({"accumulator"})));
+  EXPECT_EQ(optimizer_weight_names(dir.file("adamax.h5"), Adamax()), names("Adamax", "iter", per_kind({"m", "v"})));
+  EXPECT_EQ(optimizer_weight_names(dir.file("ftrl.h5"), Ftrl()),
+            names("Ftrl", "iter", per_variable({"accumulator", "linear"})));
+  std::vector<std::vector<std::string>> nadam = per_variable({"m", "v"});
+  nadam.push_back({"u_product"});
+  EXPECT_EQ(optimizer_weight_names(dir.file("nadam.h5"), Nadam()), names("Nadam", "iteration", nadam));
+  EXPECT_EQ(optimizer_weight_names(dir.file("lion.h5"), Lion()), names("Lion", "iteration", per_variable({"m"})));
+}
+
 TEST(KerasH5Test, UnknownLayerClassIsAnIOErrorNamingTheClassAndFile) {
   kiln::testing::TempDir dir;
   auto model = build_model(model_cases()[0]);

@@ -73,6 +73,13 @@ inline std::vector<OptimizerCase> optimizer_cases() {
       {"SGDNesterov", [] { return OptimizerHandle(SGD({.learning_rate = 0.05, .momentum = 0.9, .nesterov = true})); }},
       {"RMSpropCenteredMomentum",
        [] { return OptimizerHandle(RMSprop({.learning_rate = 0.01, .momentum = 0.5, .centered = true})); }},
+      {"Adadelta", [] { return OptimizerHandle(Adadelta({.learning_rate = 1.0})); }},
+      {"Adagrad", [] { return OptimizerHandle(Adagrad({.learning_rate = 0.05})); }},
+      {"Adamax", [] { return OptimizerHandle(Adamax({.learning_rate = 0.01})); }},
+      // Nadam's u_product is optimizer state beside the slots.
+      {"Nadam", [] { return OptimizerHandle(Nadam({.learning_rate = 0.01})); }},
+      {"Ftrl", [] { return OptimizerHandle(Ftrl({.learning_rate = 0.05, .l1_regularization_strength = 1e-3})); }},
+      {"Lion", [] { return OptimizerHandle(Lion({.learning_rate = 1e-3})); }},
       // Schedules are saved as their configs, so a loaded model keeps decaying from its step.
       {"AdamExponentialDecayStaircase",
        [] { return OptimizerHandle(Adam({.learning_rate = ExponentialDecay(0.02, 2, 0.5, /*staircase=*/true)})); }},

@@ -13,6 +13,7 @@
 
 #include "kiln/compiler/codegen/kernel_cache.h"
 #include "kiln/compiler/codegen/llvm_codegen.h"
+#include "kiln/compiler/codegen/loop_ir.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
@@ -98,6 +99,112 @@ TEST(LoopCodegenTest, RandomFusedLoopsMatchTheInterpreterBitForBit) {
     }
   }
   EXPECT_EQ(generated, 150);
+}
+
+// A horizontally fused body (runtime/cpu/loop_grouping.h): 2-3 outputs of different dtypes over
+// one index space, each later one reading the earlier ones rounded to their dtypes, as
+// merge_group builds it. Both engines must store every output exactly as a kernel computing
+// that output alone does.
+struct MultiOutputCase {
+  ir::Module module{"multi"};
+  std::vector<HostTensor> args;
+  std::vector<Instruction*> outputs;
+};
+
+void build_multi_output(uint32_t seed, MultiOutputCase& mc) {
+  static const DType kOut[] = {DType::kF32, DType::kBF16, DType::kF64, DType::kF16, DType::kI32, DType::kBool};
+  std::mt19937 rng(seed);
+  ir::Computation* c = mc.module.add_computation("body");
+  Builder b(c);
+  const Dims dims = random_dims(rng);
+  const int n = std::uniform_int_distribution<int>(2, 3)(rng);
+  Instruction* previous = nullptr;
+  for (int k = 0; k < n; ++k) {
+    Instruction* v = RandomBody(rng, b, dims).build(std::uniform_int_distribution<int>(1, 6)(rng), mc.args);
+    if (previous != nullptr) v = b.binary(Opcode::kAdd, v, b.convert(previous, DType::kF32));
+    const DType out = kOut[std::uniform_int_distribution<int>(0, 5)(rng)];
+    Instruction* stored = out == DType::kF32 ? v : b.convert(v, out);
+    mc.outputs.push_back(stored);
+    previous = b.convert(stored, out);  // what a later member reads
+  }
+}
+
+TEST(LoopCodegenTest, MultiOutputLoopsMatchSingleOutputKernelsBitForBit) {
+  ASSERT_NE(CpuJit::instance(), nullptr) << "LLVM cannot target this CPU";
+  int compared = 0;
+  for (uint32_t trial = 0; trial < 60; ++trial) {
+    SCOPED_TRACE(str_cat("trial ", trial));
+    MultiOutputCase all;
+    build_multi_output(1000 + trial, all);
+    ir::Computation* c = all.module.computations().back().get();
+    for (Instruction* o : all.outputs) c->add_output(o);
+    const bool in_double = codegen::LoopIr::build(std::vector<const Instruction*>(all.outputs.begin(), all.outputs.end()))->use_double;
+    const std::vector<const void*> in = pointers(all.args);
+    std::vector<HostTensor> results[2];
+    for (LoopEngine engine : {LoopEngine::kInterpreter, LoopEngine::kGenerated}) {
+      auto k = LoopKernel::create(*c, engine);
+      ASSERT_NE(k, nullptr);
+      ASSERT_EQ(k->num_outputs(), all.outputs.size());
+      std::vector<HostTensor>& r = results[engine == LoopEngine::kGenerated];
+      std::vector<void*> outs;
+      for (Instruction* o : all.outputs) {
+        r.push_back(HostTensor(o->shape()));
+        outs.push_back(r.back().raw_data());
+      }
+      k->run_outputs(in.data(), outs.data());
+    }
+    for (size_t k = 0; k < all.outputs.size(); ++k) {
+      MultiOutputCase one;  // the same body again, computing output k alone
+      build_multi_output(1000 + trial, one);
+      one.module.computations().back()->add_output(one.outputs[k]);
+      // Grouping keeps members' register types (can_join), so only like ones compare.
+      if (codegen::LoopIr::build(*one.outputs[k])->use_double != in_double) continue;
+      ++compared;
+      auto single = LoopKernel::create(*one.module.computations().back(), LoopEngine::kInterpreter);
+      HostTensor expected(one.outputs[k]->shape());
+      single->run(in.data(), expected.raw_data());
+      for (const std::vector<HostTensor>& r : results)
+        EXPECT_EQ(std::memcmp(expected.raw_data(), r[k].raw_data(), static_cast<size_t>(expected.byte_size())), 0)
+            << "output " << k << " (" << name(expected.dtype()) << ") differs by " << max_abs_diff(r[k], expected);
+    }
+    if (::testing::Test::HasFailure()) return;
+  }
+  EXPECT_GE(compared, 60);
+}
+
+// i32 beyond 2^24 (where float registers would round) stays exact; f32 arithmetic in the same
+// (double-register) body still gives f32's results.
+TEST(LoopCodegenTest, I32BeyondTwoToThe24IsExactAndF32StaysF32) {
+  ir::Module module("wide");
+  ir::Computation* c = module.add_computation("body");
+  Builder b(c);
+  const Shape si(DType::kI32, {40}), sf(DType::kF32, {40});
+  Instruction* i = b.parameter(si, "i");
+  Instruction* f = b.parameter(sf, "f");
+  Instruction* sum = b.binary(Opcode::kAdd, i, b.binary(Opcode::kMul, i, b.full(si, 3)));  // 4 i
+  // f32 ops whose double results would round differently: (f * f) / 3 + f.
+  Instruction* g = b.binary(Opcode::kAdd, b.binary(Opcode::kDiv, b.binary(Opcode::kMul, f, f), b.full(sf, 3)), f);
+  c->add_output(sum);
+  c->add_output(g);
+  HostTensor ia(si), fa(sf);
+  std::mt19937 rng(3);
+  for (int k = 0; k < 40; ++k) {
+    ia.data<int32_t>()[k] = (1 << 24) + 1 + k * 7919;  // odd, above 2^24: float would round
+    fa.data<float>()[k] = std::uniform_real_distribution<float>(-100, 100)(rng);
+  }
+  const std::vector<const void*> in{ia.raw_data(), fa.raw_data()};
+  for (LoopEngine engine : {LoopEngine::kInterpreter, LoopEngine::kGenerated}) {
+    auto k = LoopKernel::create(*c, engine);
+    HostTensor out_i(si), out_f(sf);
+    void* outs[] = {out_i.raw_data(), out_f.raw_data()};
+    k->run_outputs(in.data(), outs);
+    for (int j = 0; j < 40; ++j) {
+      EXPECT_EQ(out_i.data<int32_t>()[j], 4 * ia.data<int32_t>()[j]) << j;
+      const float x = fa.data<float>()[j];
+      const float expected = x * x / 3.0f + x;  // f32 arithmetic, op by op
+      EXPECT_EQ(out_f.data<float>()[j], expected) << j;
+    }
+  }
 }
 
 TEST(LoopCodegenTest, LargeInPlaceUpdateMatchesInterpreterAcrossThreads) {

@@ -1,0 +1,231 @@
+// optimizer_from_config: one table row per optimizer class, each reading its options over the
+// defaults of its options struct; the legacy keys and the unsupported settings are handled
+// once, for every class.
+#include "kiln/keras/optimizers/deserialize.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/optimizers/adadelta.h"
+#include "kiln/keras/optimizers/adagrad.h"
+#include "kiln/keras/optimizers/adam.h"
+#include "kiln/keras/optimizers/adamax.h"
+#include "kiln/keras/optimizers/ftrl.h"
+#include "kiln/keras/optimizers/lion.h"
+#include "kiln/keras/optimizers/nadam.h"
+#include "kiln/keras/optimizers/rmsprop.h"
+#include "kiln/keras/optimizers/sgd.h"
+
+namespace kiln::keras {
+namespace {
+
+using nlohmann::json;
+
+constexpr const char* kWhere = "optimizer_from_config";
+
+// One optimizer's config, read over the defaults of its options struct.
+class ConfigReader {
+ public:
+  ConfigReader(std::string class_name, json config) : class_name_(std::move(class_name)), config_(std::move(config)) {}
+
+  const std::string& class_name() const { return class_name_; }
+  bool has(const char* key) const { return config_.contains(key) && !config_[key].is_null(); }
+
+  /// config[key], or `fallback` when absent or null (Keras 2.0-2.2 wrote "epsilon": null
+  /// meaning the backend's epsilon, 1e-7, which is every Kiln default).
+  double number(const char* key, double fallback) const {
+    if (!has(key)) return fallback;
+    if (!config_[key].is_number()) fail(key, "a number");
+    return config_[key].get<double>();
+  }
+  bool flag(const char* key, bool fallback) const {
+    if (!has(key)) return fallback;
+    if (!config_[key].is_boolean()) fail(key, "true or false");
+    return config_[key].get<bool>();
+  }
+  /// "learning_rate" (a number or a serialized schedule), or Keras 2.0-2.10's "lr".
+  LearningRate learning_rate(const LearningRate& fallback) const {
+    const char* key = has("learning_rate") ? "learning_rate" : "lr";
+    return has(key) ? learning_rate_from_config(config_[key].dump()) : fallback;
+  }
+  std::string name(const std::string& fallback) const {
+    if (!has("name")) return fallback;
+    if (!config_["name"].is_string()) fail("name", "a string");
+    return config_["name"].get<std::string>();
+  }
+
+  /// ConfigError naming `key` (with its value) for a setting Kiln does not implement.
+  [[noreturn]] void unsupported(const char* key, const std::string& why, const std::string& hint) const {
+    KILN_THROW(ConfigError, "[", kWhere, "] ", class_name_, " with ", key, "=", config_[key].dump(), ": ", why,
+               ". Hint: ", hint, ".");
+  }
+
+ private:
+  [[noreturn]] void fail(const char* key, const char* expected) const {
+    KILN_THROW(ConfigError, "[", kWhere, "] ", class_name_, " config: expected ", key, " to be ", expected,
+               ", received ", key, "=", config_[key].dump(), ".");
+  }
+
+  std::string class_name_;
+  json config_;
+};
+
+constexpr const char* kRecompileHint = "load with compile=false and compile with a Kiln optimizer";
+
+// Settings every Keras version may write that change the update and that Kiln lacks: present
+// with a value that is not the off value, they are errors rather than silently dropped.
+void reject_unsupported(const ConfigReader& c, bool takes_weight_decay) {
+  if (c.number("decay", 0.0) != 0.0)
+    c.unsupported("decay", "Keras 2's inverse time decay of the learning rate is not supported",
+                  "use a LearningRateSchedule");
+  if (c.flag("amsgrad", false)) c.unsupported("amsgrad", "AMSGrad is not supported", kRecompileHint);
+  if (c.flag("use_ema", false))
+    c.unsupported("use_ema", "an exponential moving average of the weights is not supported", kRecompileHint);
+  if (!takes_weight_decay && c.number("weight_decay", 0.0) != 0.0)
+    c.unsupported("weight_decay", "weight decay is supported by AdamW only", "use AdamW");
+  for (const char* key : {"clipnorm", "clipvalue", "global_clipnorm"})
+    if (c.has(key)) c.unsupported(key, "gradient clipping is not supported", kRecompileHint);
+  for (const char* key : {"gradient_accumulation_steps", "loss_scale_factor"})
+    if (c.has(key)) c.unsupported(key, "this setting is not supported", kRecompileHint);
+}
+
+// tf.keras's legacy Nadam calls its momentum-schedule decay "decay" (Keras 2.0-2.3:
+// "schedule_decay", default 0.004): u_t = beta_1 (1 - 0.5 * 0.96^(decay t)). Keras 2.11+/3's
+// Nadam, Kiln's, has 0.96^t; the two diverge from the first step.
+void reject_legacy_nadam(const ConfigReader& c) {
+  for (const char* key : {"schedule_decay", "decay"})
+    if (c.has(key))
+      c.unsupported(key, "legacy Nadam's momentum schedule (0.96^(decay * t)) differs from the one of Keras 2.11+'s "
+                    "Nadam (0.96^t), which Kiln implements",
+                    "load with compile=false and compile with Nadam() to continue with the new schedule");
+}
+
+struct OptimizerClass {
+  const char* name;
+  OptimizerHandle (*make)(const ConfigReader& c);
+};
+
+// One row per class, in name order: the order the unknown-class error lists them in.
+const OptimizerClass kOptimizerClasses[] = {
+    {"Adadelta",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       AdadeltaOptions o;
+       return Adadelta({.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
+                        .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)});
+     }},
+    {"Adagrad",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       AdagradOptions o;
+       return Adagrad({.learning_rate = c.learning_rate(o.learning_rate),
+                       .initial_accumulator_value = c.number("initial_accumulator_value", o.initial_accumulator_value),
+                       .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)});
+     }},
+    {"Adam",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       AdamOptions o;
+       return Adam({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+                    .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
+                    .name = c.name(o.name)});
+     }},
+    {"AdamW",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       AdamWOptions o;
+       return AdamW({.learning_rate = c.learning_rate(o.learning_rate),
+                     .weight_decay = c.number("weight_decay", o.weight_decay), .beta_1 = c.number("beta_1", o.beta_1),
+                     .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
+                     .name = c.name(o.name)});
+     }},
+    {"Adamax",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       AdamaxOptions o;
+       return Adamax({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+                      .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
+                      .name = c.name(o.name)});
+     }},
+    {"Ftrl",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       FtrlOptions o;
+       return Ftrl({.learning_rate = c.learning_rate(o.learning_rate),
+                    .learning_rate_power = c.number("learning_rate_power", o.learning_rate_power),
+                    .initial_accumulator_value = c.number("initial_accumulator_value", o.initial_accumulator_value),
+                    .l1_regularization_strength = c.number("l1_regularization_strength", o.l1_regularization_strength),
+                    .l2_regularization_strength = c.number("l2_regularization_strength", o.l2_regularization_strength),
+                    .l2_shrinkage_regularization_strength =
+                        c.number("l2_shrinkage_regularization_strength", o.l2_shrinkage_regularization_strength),
+                    .beta = c.number("beta", o.beta), .name = c.name(o.name)});
+     }},
+    {"Lion",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       LionOptions o;
+       return Lion({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+                    .beta_2 = c.number("beta_2", o.beta_2), .name = c.name(o.name)});
+     }},
+    {"Nadam",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       NadamOptions o;
+       return Nadam({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+                     .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
+                     .name = c.name(o.name)});
+     }},
+    {"RMSprop",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       RMSpropOptions o;
+       return RMSprop({.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
+                       .momentum = c.number("momentum", o.momentum), .epsilon = c.number("epsilon", o.epsilon),
+                       .centered = c.flag("centered", o.centered), .name = c.name(o.name)});
+     }},
+    {"SGD",
+     [](const ConfigReader& c) -> OptimizerHandle {
+       SGDOptions o;
+       return SGD({.learning_rate = c.learning_rate(o.learning_rate), .momentum = c.number("momentum", o.momentum),
+                   .nesterov = c.flag("nesterov", o.nesterov), .name = c.name(o.name)});
+     }},
+};
+
+std::string lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+// "Custom>Adam" (tf.keras 2.11+'s registered name), "ExperimentalAdam", "adam" -> "adam".
+std::string canonical(const std::string& class_name) {
+  std::string name = class_name;
+  const std::string custom = "Custom>";
+  if (name.starts_with(custom)) name.erase(0, custom.size());
+  name = lower(name);
+  const std::string experimental = "experimental";
+  if (name.starts_with(experimental)) name.erase(0, experimental.size());
+  return name;
+}
+
+}  // namespace
+
+OptimizerHandle optimizer_from_config(const std::string& class_name, const std::string& config_json) {
+  const std::string wanted = canonical(class_name);
+  const auto* found = std::find_if(std::begin(kOptimizerClasses), std::end(kOptimizerClasses),
+                                   [&](const OptimizerClass& c) { return lower(c.name) == wanted; });
+  if (found == std::end(kOptimizerClasses)) {
+    std::string known;
+    for (const OptimizerClass& c : kOptimizerClasses) known += std::string(known.empty() ? "" : ", ") + c.name;
+    KILN_THROW(ConfigError, "[", kWhere, "] unknown optimizer '", class_name, "': Kiln knows ", known,
+               " (in any case, or as tf.keras 2.11+ writes them: 'Custom>Adam'). Hint: pass an Optimizer object, "
+               "or load with compile=false and compile yourself.");
+  }
+  return internal::guarded(kWhere, [&] {
+    json config = internal::parse(config_json, kWhere);
+    if (!config.is_object())
+      KILN_THROW(ConfigError, "[", kWhere, "] expected the ", found->name, " config as a JSON object, received ",
+                 config.dump().substr(0, 200), ".");
+    const std::string name = found->name;
+    const ConfigReader reader(name, std::move(config));
+    if (name == "Nadam") reject_legacy_nadam(reader);
+    reject_unsupported(reader, /*takes_weight_decay=*/name == "AdamW");
+    return found->make(reader);
+  });
+}
+
+}  // namespace kiln::keras

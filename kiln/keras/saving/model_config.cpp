@@ -1,0 +1,142 @@
+// model_config JSON -> Model, for every form Keras 2.0-2.15 wrote: Keras <= 2.2.2's Sequential
+// whose "config" is a bare list of layers, build_input_shape (2.2.3+), InputLayer or
+// batch_input_shape on the first layer, Functional/Model graphs, dtype policies as objects.
+// A layer that fails to build is named, with the Keras version that wrote the file.
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/saving/saving.h"
+#include "kiln/keras/saving/saving_impl.h"
+
+namespace kiln::keras::internal {
+namespace {
+
+using nlohmann::json;
+
+// "[m.h5] (written by Keras 2.2.4)": where a config came from, for messages.
+std::string where(const ConfigSource& source) {
+  std::string out = source.path.empty() ? "[model_from_json]" : "[" + source.path + "]";
+  if (!source.keras_version.empty()) out += " (written by Keras " + source.keras_version + ")";
+  return out;
+}
+
+// "[path] (written by Keras V) model_config: what", or "... model_config is ..." when `what`
+// begins with "is ".
+[[noreturn]] void fail(const ConfigSource& source, const std::string& what) {
+  const std::string message = str_cat(where(source), " model_config", what.rfind("is ", 0) == 0 ? " " : ": ", what);
+  if (source.path.empty()) throw ConfigError(message);
+  throw IOError(message);
+}
+
+bool is_model_class(const std::string& cls) { return cls == "Sequential" || cls == "Functional" || cls == "Model"; }
+
+// A dtype policy object ({"class_name": "Policy", "config": {"name": "mixed_float16"}}, Keras
+// 2.4+; "DTypePolicy" in 3) -> the variable dtype's name, which is what a Kiln config holds.
+json dtype_name(const json& dtype) {
+  if (!dtype.is_object()) return dtype;
+  const json config = dtype.value("config", json::object());
+  const std::string name = config.is_object() ? config.value("name", "float32") : "float32";
+  return name.rfind("mixed_", 0) == 0 ? "float32" : name;
+}
+
+void normalize_layer(json& entry, size_t index, const ConfigSource& source) {
+  if (!entry.is_object() || !entry.contains("class_name") || !entry["class_name"].is_string())
+    fail(source, str_cat("layer #", index, " is not {\"class_name\": ..., \"config\": {...}}: ",
+                         entry.dump().substr(0, 200), ". Hint: the file is damaged or not a Keras model."));
+  const std::string cls = entry["class_name"].get<std::string>();
+  if (!entry.contains("config") || entry["config"].is_null()) entry["config"] = json::object();
+  json& config = entry["config"];
+  if (!config.is_object())
+    fail(source, str_cat("layer #", index, " (", cls, ") has config ", config.dump().substr(0, 200),
+                         "; expected an object."));
+  const std::string name = config.value("name", entry.value("name", str_cat("#", index)));
+  if (is_model_class(cls))
+    fail(source, str_cat("layer '", name, "' is a nested ", cls, " model, which Kiln does not load yet. Hint: "
+                         "flatten the inner model's layers into the outer one, or build the model in C++ and call "
+                         "load_weights."));
+  if (config.contains("dtype")) config["dtype"] = dtype_name(config["dtype"]);
+  // Keras 3's InputLayer says batch_shape where Keras 2 said batch_input_shape.
+  if (cls == "InputLayer" && config.contains("batch_shape") && !config.contains("batch_input_shape"))
+    config["batch_input_shape"] = config["batch_shape"];
+}
+
+json normalize(json j, const ConfigSource& source) {
+  if (!j.is_object() || !j.contains("class_name") || !j["class_name"].is_string())
+    fail(source, str_cat("expected {\"class_name\": \"Sequential\" | \"Functional\" | \"Model\", \"config\": ...}, "
+                         "received ", j.dump().substr(0, 200), "."));
+  const std::string cls = j["class_name"].get<std::string>();
+  if (!is_model_class(cls))
+    fail(source, str_cat("describes a '", cls, "' model; Kiln loads Sequential, Functional and Model. Hint: rebuild "
+                         "the model in C++ and use load_weights."));
+  json config = j.contains("config") ? j["config"] : json();
+  if (cls == "Sequential" && config.is_array())  // Keras <= 2.2.2: the layer list itself
+    config = {{"name", "sequential"}, {"layers", config}};
+  if (!config.is_object() || !config.contains("layers") || !config["layers"].is_array())
+    fail(source, str_cat("the ", cls, " config has no \"layers\" list: ", config.dump().substr(0, 200),
+                         ". Hint: the file is damaged or not a Keras model."));
+  json& layers = config["layers"];
+  for (size_t i = 0; i < layers.size(); ++i) normalize_layer(layers[i], i, source);
+  // Keras 2.2.3+ records a Sequential built by build(shape) as build_input_shape; Kiln builds
+  // from the first layer's batch_input_shape, as Keras 2's older files declare it.
+  if (cls == "Sequential" && config.contains("build_input_shape") && config["build_input_shape"].is_array() &&
+      !layers.empty() && layers[0]["class_name"] != "InputLayer" &&
+      !layers[0]["config"].contains("batch_input_shape"))
+    layers[0]["config"]["batch_input_shape"] = config["build_input_shape"];
+  j["config"] = config;
+  return j;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const ConfigSource& source) {
+  json j = json::parse(config_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded())
+    fail(source, str_cat("is malformed: not valid JSON (it begins ", json(config_json.substr(0, 60)).dump(),
+                         "). Hint: the file is damaged or truncated."));
+  j = normalize(std::move(j), source);
+  const CustomObjects* custom = source.custom_objects;
+  const LayerFromConfig make_layer = [custom](const std::string& cls, const std::string& config) -> LayerHandle {
+    const json c = json::parse(config, nullptr, /*allow_exceptions=*/false);
+    const std::string name = c.is_object() ? c.value("name", "") : "";
+    try {
+      if (custom != nullptr)
+        if (auto it = custom->find(cls); it != custom->end()) return it->second(config);
+      return layer_from_config(cls, config);
+    } catch (const json::exception& e) {  // a factory that reads JSON itself
+      KILN_THROW(ConfigError, "layer '", name, "' (", cls, "): malformed config (", e.what(), ").");
+    } catch (const Error& e) {
+      KILN_THROW(ConfigError, "layer '", name, "' (", cls, "): ", e.what(),
+                 std::string(e.what()).find("unknown layer class") != std::string::npos
+                     ? " Or pass LoadOptions{.custom_objects = {{\"" + cls + "\", factory}}} to build it yourself."
+                     : "");
+    }
+  };
+  try {
+    if (j["class_name"] == "Sequential") return Sequential::from_json(j.dump(), make_layer);
+    return Functional::from_json(j.dump(), make_layer);
+  } catch (const json::exception& e) {
+    fail(source, str_cat("malformed config (", e.what(), ")."));
+  } catch (const Error& e) {
+    fail(source, e.what());
+  }
+}
+
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const std::string& path) {
+  return model_from_config(config_json, ConfigSource{.path = path});
+}
+
+}  // namespace kiln::keras::internal
+
+namespace kiln::keras {
+
+std::unique_ptr<Model> model_from_json(const std::string& json, const CustomObjects& custom_objects) {
+  return internal::model_from_config(json, internal::ConfigSource{.custom_objects = &custom_objects});
+}
+
+std::unique_ptr<Model> model_from_config(const std::string& config_json, const CustomObjects& custom_objects) {
+  return model_from_json(config_json, custom_objects);
+}
+
+}  // namespace kiln::keras
