@@ -6,6 +6,11 @@ find_package(dnnl REQUIRED)  # oneDNN 2.6, OpenMP runtime (Debian libdnnl-dev)
 enable_language(C)  # FindHDF5 test-compiles a C program to locate libhdf5
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(nlohmann_json REQUIRED)
+# libzip (Debian libzip-dev) for Keras 3's .keras archives, through pkg-config: Debian 12's
+# libzip-config.cmake also imports zipcmp/zipmerge/ziptool, which live in another package and
+# make find_package(libzip) fail without it.
+find_package(PkgConfig REQUIRED)
+pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET GLOBAL libzip)
 if(KILN_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

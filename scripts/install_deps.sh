@@ -11,6 +11,7 @@ packages=(
   ocl-icd-opencl-dev                             # dnnl-config.cmake calls find_package(OpenCL);
                                                  # only a Recommends of libdnnl-dev
   libhdf5-dev                                    # Keras .h5 files
+  libzip-dev                                     # Keras 3 .keras archives (zip)
   nlohmann-json3-dev                             # Keras JSON configs
   zlib1g-dev                                     # gzip IDX, checksums
   libopenmpi-dev openmpi-bin                     # multi-worker strategy

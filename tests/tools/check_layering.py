@@ -34,7 +34,7 @@ RELATIVE_INCLUDE = re.compile(r'^\s*#\s*include\s+"\.\.?/')
 ANGLE_INCLUDE = re.compile(r'^\s*#\s*include\s+<([^>]+)>')
 # Third-party libraries Kiln uses (or may): never in a public header.
 THIRD_PARTY = re.compile(r'^(hdf5|H5[A-Za-z]*\.h|dnnl|oneapi/|nlohmann/|llvm/|llvm-c/|mpi\.h|omp\.h|cuda|cudnn|cublas|'
-                         r'nccl|nvrtc|zlib\.h|gtest/|gmock/|benchmark/)')
+                         r'nccl|nvrtc|zlib\.h|zip\.h|gtest/|gmock/|benchmark/)')
 
 
 def layer_of(rel_parts):

@@ -7,6 +7,7 @@
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
 #include "kiln/io/safetensors.h"
+#include "kiln/keras/saving/keras_archive.h"
 #include "kiln/keras/saving/keras_h5.h"
 #include "kiln/keras/saving/model_directory.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -15,19 +16,23 @@ namespace kiln::keras {
 
 std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) {
   std::error_code ec;
+  // A .keras path is Keras 3's zip archive; a directory of that name is an earlier Kiln's save.
   if (std::filesystem::is_directory(path, ec)) return load_model_directory(path, options.compile);
   if (!std::filesystem::exists(path, ec))
-    KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .h5 file or a "
-               "model directory).");
+    KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .keras or .h5 file, "
+               "or a model directory).");
+  if (is_keras_archive_path(path)) return load_model_keras(path, options);
   return load_model_h5(path, options);
 }
 
 void Model::save(const std::string& path, SaveOptions options) const {
-  if (internal::is_h5_path(path)) save_model_h5(*this, path, options);
+  if (is_keras_archive_path(path)) save_model_keras(*this, path, options);
+  else if (internal::is_h5_path(path)) save_model_h5(*this, path, options);
   else save_model_directory(*this, path, options);
 }
 
 void Model::save_weights(const std::string& path) const {
+  if (is_keras3_weights_path(path)) return save_weights_keras3(*this, path);
   if (internal::is_h5_path(path)) return save_weights_h5(*this, path);
   std::vector<io::NamedTensor> tensors;
   for (const Variable& v : weights()) tensors.push_back({v.name(), v.storage().clone()});
@@ -37,6 +42,8 @@ void Model::save_weights(const std::string& path) const {
 void Model::load_weights(const std::string& path, LoadWeightsOptions options) {
   if (options.skip_mismatch && !options.by_name)
     KILN_THROW(ValueError, "[load_weights] skip_mismatch can only be set when by_name is set (", path, ").");
+  if (is_keras_archive_path(path) || (is_keras3_weights_path(path) && is_keras3_weights_file(path)))
+    return load_weights_keras3(*this, path, options);
   if (internal::is_h5_path(path)) return load_weights_h5(*this, path, options);
   io::SafetensorsFile file = io::read_safetensors(path);
   std::vector<Variable> vars;

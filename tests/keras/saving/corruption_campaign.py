@@ -114,7 +114,31 @@ def hostile_model_json(data, rng):
     return json.dumps(toc).encode()
 
 
-HOSTILE = {"model.h5": hostile_h5, "weights.h5": hostile_h5, "weights.safetensors": hostile_safetensors,
+def hostile_keras(data, rng):
+    """A well-formed .keras archive whose config.json holds a hostile value."""
+    import io
+    import zipfile
+    zin = zipfile.ZipFile(io.BytesIO(data))
+    config = json.loads(zin.read("config.json"))
+    layers = config["config"]["layers"]
+    where, key, value = rng.choice([
+        (config, "class_name", 7), (config, "config", []), (config["config"], "layers", {"a": 1}),
+        (config, "compile_config", {"optimizer": 3, "loss": None}),
+        (config, "compile_config", {"optimizer": {"class_name": "Adam", "config": {"learning_rate": "x"}}, "loss": "mse"}),
+        (layers[-1], "class_name", None), (layers[-1], "config", "x"), (layers[-1]["config"], "units", -5),
+        (layers[-1]["config"], "units", 1.5), (layers[-1]["config"], "activation", {"config": 4}),
+        (layers[-1]["config"], "dtype", {"config": []}), (layers[0]["config"], "batch_shape", [None, "x"]),
+        (layers[0]["config"], "batch_shape", None), (layers[-1]["config"], "kernel_initializer", {"class_name": 5}),
+    ])
+    where[key] = value
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zout:
+        for name in zin.namelist():
+            zout.writestr(name, json.dumps(config) if name == "config.json" else zin.read(name))
+    return out.getvalue()
+
+
+HOSTILE = {"model.keras": hostile_keras, "model.h5": hostile_h5, "weights.h5": hostile_h5, "weights.safetensors": hostile_safetensors,
            "ckpt.kckpt": hostile_checkpoint, "model.json": hostile_model_json}
 
 
@@ -139,7 +163,8 @@ def targets(valid):
     """(format, what to load, file to mutate) for each file Kiln writes."""
     with open(os.path.join(valid, "model_dir", "model.json")) as f:
         data_dir = json.load(f).get("data_dir", ".")  # "." in the directories of earlier Kilns
-    out = [("h5", "model.h5", "model.h5"), ("h5weights", "weights.h5", "weights.h5"),
+    out = [("h5", "model.h5", "model.h5"), ("keras", "model.keras", "model.keras"),
+           ("h5weights", "weights.h5", "weights.h5"),
            ("safetensors", "weights.safetensors", "weights.safetensors"), ("checkpoint", "ckpt.kckpt", "ckpt.kckpt")]
     for f in ("model.json", f"{data_dir}/weights.safetensors", f"{data_dir}/optimizer.safetensors"):
         out.append(("directory", "model_dir", f"model_dir/{f}"))

@@ -59,7 +59,8 @@ TEST_P(KillSavesTest, ThePreviousSaveAlwaysLoadsAndNoTemporaryFilesPileUp) {
   const std::string format = GetParam();
   const fs::path where = dir_.path() / "saves";
   fs::create_directories(where);
-  const std::string path = (where / (format == "h5" ? "m.h5" : format == "safetensors" ? "w.safetensors"
+  const std::string path = (where / (format == "h5" ? "m.h5" : format == "keras" ? "m.keras"
+                                     : format == "safetensors"                       ? "w.safetensors"
                                      : format == "checkpoint"                        ? "c.kckpt"
                                                                                      : "m"))
                                .string();
@@ -127,7 +128,7 @@ TEST(ReadersDuringSavesTest, EveryLoadOfADirectoryBeingSavedGetsOneWholeSave) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryFormat, KillSavesTest,
-                         ::testing::Values("h5", "directory", "safetensors", "checkpoint", "backup"),
+                         ::testing::Values("h5", "keras", "directory", "safetensors", "checkpoint", "backup"),
                          [](const ::testing::TestParamInfo<std::string>& param) { return param.param; });
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Save then load gives identical predictions and identical optimizer state, for every model
-// case (layer family) and optimizer of saving_testing.h, in each whole-model format (.h5 and
-// the directory format) and for weights-only files (.h5 and .safetensors).
+// case (layer family) and optimizer of saving_testing.h, in each whole-model format (.h5,
+// Keras 3's .keras and the directory format) and for weights-only files (.h5, Keras 3's
+// .weights.h5 and .safetensors).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -20,12 +21,12 @@ using namespace testing;
 struct RoundTrip {
   ModelCase model;
   OptimizerCase optimizer;
-  std::string format;  // "h5" or "dir"
+  std::string format;  // "h5", "keras" or "dir"
 };
 
 std::vector<RoundTrip> round_trips() {
   std::vector<RoundTrip> out;
-  for (const char* format : {"h5", "dir"}) {
+  for (const char* format : {"h5", "keras", "dir"}) {
     for (const ModelCase& m : model_cases()) out.push_back({m, optimizer_cases()[0], format});
     for (size_t i = 1; i < optimizer_cases().size(); ++i) out.push_back({model_cases()[0], optimizer_cases()[i], format});
   }
@@ -42,7 +43,7 @@ TEST_P(RoundTripTest, LoadedModelPredictsAndTrainsOnIdentically) {
   auto model = build_model(p.model);
   compile_model(*model, p.optimizer.make());
   train(*model, p.model.input, 3);
-  const std::string path = dir_.file(p.format == "h5" ? "model.h5" : "model_dir");
+  const std::string path = dir_.file(p.format == "dir" ? "model_dir" : "model." + p.format);
   model->save(path);
 
   std::unique_ptr<Model> loaded = load_model(path);
@@ -80,7 +81,7 @@ TEST_P(WeightsRoundTripTest, SaveWeightsThenLoadWeightsInEachFormat) {
   compile_model(*model, "adam");
   train(*model, c.input, 2);
   auto [x, y] = sample_data(c.input, 8, /*phase=*/1.0);
-  for (const char* file : {"w.h5", "w.safetensors"}) {
+  for (const char* file : {"w.h5", "w.weights.h5", "w.safetensors"}) {
     SCOPED_TRACE(file);
     model->save_weights(dir_.file(file));
     auto fresh = build_model(c);  // same names, fresh initial values
@@ -96,7 +97,7 @@ INSTANTIATE_TEST_SUITE_P(EveryLayer, WeightsRoundTripTest, ::testing::ValuesIn(m
 TEST(LoadModelTest, UncompiledModelRoundTripsWithoutTrainingConfig) {
   kiln::testing::TempDir dir;
   auto model = build_model(model_cases()[0]);
-  for (const std::string& path : {dir.file("m.h5"), dir.file("m_dir")}) {
+  for (const std::string& path : {dir.file("m.h5"), dir.file("m.keras"), dir.file("m_dir")}) {
     model->save(path);
     std::unique_ptr<Model> loaded = load_model(path);
     EXPECT_FALSE(loaded->is_compiled()) << path;

@@ -5,9 +5,10 @@
 //   saving_save_driver save <format> <path> [<count>]   "saved <k>" after each save (count 0: forever)
 //   saving_save_driver load <format> <path>             exit 0 "loaded <k>", 3 IOError, 4 another
 //                                                       kiln::Error, 6 another exception
-//   saving_save_driver write <dir>                      model.h5 weights.h5 model_dir weights.safetensors ckpt.kckpt
+//   saving_save_driver write <dir>                      model.h5 model.keras weights.h5 model_dir weights.safetensors
+//                                                       ckpt.kckpt
 //
-// Formats: h5, h5weights, directory, safetensors, checkpoint, backup (BackupAndRestore's
+// Formats: h5, keras, h5weights, directory, safetensors, checkpoint, backup (BackupAndRestore's
 // directory, one backup per batch). Save k sets every variable to k, so a load tells which
 // save it read and that it read one save, not a mix ("loaded -1" and exit 5 for a mix).
 #include <cstdio>
@@ -63,7 +64,7 @@ int64_t read_mark(Model& model, bool with_optimizer) {
 }
 
 void save_once(Model& model, const std::string& format, const std::string& path) {
-  if (format == "h5" || format == "directory") return model.save(path);
+  if (format == "h5" || format == "keras" || format == "directory") return model.save(path);
   if (format == "safetensors" || format == "h5weights") return model.save_weights(path);
   if (format == "checkpoint") return Checkpoint(model).write(path);
   throw ValueError("unknown format " + format);
@@ -97,7 +98,7 @@ int save(const std::string& format, const std::string& path, int64_t count) {
 }
 
 int64_t load(const std::string& format, const std::string& path) {
-  if (format == "h5" || format == "directory") {
+  if (format == "h5" || format == "keras" || format == "directory") {
     std::unique_ptr<Model> model = load_model(path);
     return read_mark(*model, model->is_compiled() && model->optimizer()->slots_created());
   }
@@ -124,6 +125,7 @@ void write_all(const std::string& dir) {
   auto model = make_model();
   mark(*model, 1);
   model->save(dir + "/model.h5");
+  model->save(dir + "/model.keras");
   model->save_weights(dir + "/weights.h5");
   model->save(dir + "/model_dir");
   model->save_weights(dir + "/weights.safetensors");

@@ -1,0 +1,227 @@
+// Keras 3 config.json <-> Kiln's Keras 2 config forms. Writing starts from Model::to_json and
+// the compile options and adds what Keras 3's deserialize_keras_object needs; reading checks
+// each layer's keys against what Kiln honors, so nothing in the file is silently dropped.
+#include "kiln/keras/saving/keras3_config_impl.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/models/functional.h"
+#include "kiln/keras/saving/training_config.h"
+
+namespace kiln::keras::internal {
+namespace {
+
+using nlohmann::json;
+
+json dtype_policy(const std::string& name) {
+  return {{"module", "keras"}, {"class_name", "DTypePolicy"}, {"config", {{"name", name}}},
+          {"registered_name", nullptr}};
+}
+
+json public_object(const std::string& module, const std::string& class_name, json config) {
+  return {{"module", module}, {"class_name", class_name}, {"config", std::move(config)}, {"registered_name", nullptr}};
+}
+
+json batch_shape(const Dims& dims) {
+  json j = json::array({nullptr});
+  for (int64_t d : dims) j.push_back(d);
+  return j;
+}
+
+// ---- writing -----------------------------------------------------------------------------
+
+// A Kiln (Keras 2) layer config as Keras 3 writes it: DTypePolicy, nested objects with their
+// module, and no batch_input_shape (Keras 3 layers reject it; the InputLayer carries it).
+json layer_config3(json config) {
+  config.erase("batch_input_shape");
+  if (config.contains("dtype") && config["dtype"].is_string())
+    config["dtype"] = dtype_policy(config["dtype"].get<std::string>());
+  for (auto& [key, value] : config.items())
+    if (key.ends_with("_initializer") && value.is_object() && value.contains("class_name"))
+      value = public_object("keras.initializers", value["class_name"].get<std::string>(),
+                            value.value("config", json::object()));
+  return config;
+}
+
+json layer_entry3(const std::string& class_name, const json& config) {
+  return public_object("keras.layers", class_name, layer_config3(config));
+}
+
+json input_layer3(const json& shape, const std::string& dtype, const std::string& name) {
+  return public_object("keras.layers", "InputLayer",
+                       {{"batch_shape", shape}, {"dtype", dtype}, {"sparse", false}, {"name", name}});
+}
+
+// Keras 3's Optimizer config: the base keys every optimizer writes, Kiln's own keys, and
+// none of Keras 2's (decay, is_legacy_optimizer), which Keras 3 rejects.
+json optimizer_config3(const Optimizer& optimizer) {
+  json c = json::parse(optimizer.get_config());
+  c.erase("decay");
+  c.erase("is_legacy_optimizer");
+  const json base = {{"weight_decay", nullptr}, {"clipnorm", nullptr}, {"global_clipnorm", nullptr},
+                     {"clipvalue", nullptr}, {"use_ema", false}, {"ema_momentum", 0.99},
+                     {"ema_overwrite_frequency", nullptr}, {"loss_scale_factor", nullptr},
+                     {"gradient_accumulation_steps", nullptr}};
+  for (const auto& [key, value] : base.items())
+    if (!c.contains(key)) c[key] = value;
+  if (optimizer.class_name() == "Adam" && !c.contains("amsgrad")) c["amsgrad"] = false;
+  return public_object("keras.optimizers", optimizer.class_name(), c);
+}
+
+json compile_config3(const CompileOptions& options) {
+  const json tc = json::parse(training_config_json(options));
+  json loss = tc["loss"];
+  if (loss.is_object()) loss = public_object("keras.losses", loss["class_name"].get<std::string>(), loss["config"]);
+  return {{"optimizer", optimizer_config3(*options.optimizer)}, {"loss", loss}, {"loss_weights", nullptr},
+          {"metrics", tc.value("metrics", json::array())}, {"weighted_metrics", nullptr}, {"run_eagerly", false},
+          {"steps_per_execution", options.steps_per_execution}, {"jit_compile", "auto"}};
+}
+
+// (layer name, node index) -> the node's output, for __keras_tensor__ shapes. Node indices
+// follow Functional's: each layer's nodes in DFS post-order from the output.
+using NodeKey = std::pair<std::string, int>;
+void index_nodes(const std::shared_ptr<KerasNode>& node, std::set<const KerasNode*>& done,
+                 std::map<const Layer*, int>& count, std::map<NodeKey, const KerasNode*>& out) {
+  if (done.count(node.get())) return;
+  for (const KerasTensor& in : node->inputs) index_nodes(in.node(), done, count, out);
+  done.insert(node.get());
+  out[{node->layer->name(), count[node->layer.get()]++}] = node.get();
+}
+
+json functional_config3(const Functional& model, const json& k2) {
+  std::set<const KerasNode*> done;
+  std::map<const Layer*, int> count;
+  std::map<NodeKey, const KerasNode*> nodes;
+  for (const KerasTensor& in : model.inputs()) index_nodes(in.node(), done, count, nodes);
+  index_nodes(model.output().node(), done, count, nodes);
+  // Kiln's layers compute in float32; an Input keeps its declared dtype.
+  std::map<std::string, std::string> input_dtypes;
+  for (const json& entry : k2["config"]["layers"])
+    if (entry["class_name"] == "InputLayer") input_dtypes[entry["name"].get<std::string>()] = entry["config"].value("dtype", "float32");
+  auto tensor3 = [&](const json& ref) {
+    const NodeKey key{ref[0].get<std::string>(), ref[1].get<int>()};
+    KILN_CHECK(nodes.count(key), "functional node ", key.first, "[", key.second, "] is in the graph");
+    const KerasNode* n = nodes.at(key);
+    return json{{"class_name", "__keras_tensor__"},
+                {"config", {{"shape", batch_shape(n->shape)},
+                            {"dtype", input_dtypes.count(key.first) ? input_dtypes[key.first] : "float32"},
+                            {"keras_history", json::array({key.first, key.second, ref.size() > 2 ? ref[2] : json(0)})}}}};
+  };
+  json layers = json::array();
+  for (const json& entry : k2["config"]["layers"]) {
+    const std::string cls = entry["class_name"].get<std::string>();
+    const std::string name = entry["name"].get<std::string>();
+    json e;
+    if (cls == "InputLayer") {
+      const json& c = entry["config"];
+      e = input_layer3(c["batch_input_shape"], c.value("dtype", "float32"), name);
+    } else {
+      e = layer_entry3(cls, entry["config"]);
+    }
+    json inbound = json::array();
+    for (const json& node : entry["inbound_nodes"]) {
+      // Kiln's Keras 2 node: the first call argument's tensors, each [name, index, 0, kwargs].
+      json first = json::array();
+      json kwargs = json::object();
+      for (const json& r : node) {
+        first.push_back(tensor3(r));
+        if (r.size() > 3)
+          for (const auto& [k, v] : r[3].items()) kwargs[k] = v.is_array() ? tensor3(v) : v;
+      }
+      json shapes = json::array();
+      for (const json& t : first) shapes.push_back(t["config"]["shape"]);
+      if (inbound.empty()) e["build_config"] = {{"input_shape", first.size() == 1 ? shapes[0] : shapes}};
+      inbound.push_back({{"args", json::array({first.size() == 1 ? first[0] : first})}, {"kwargs", kwargs}});
+    }
+    e["name"] = name;
+    e["inbound_nodes"] = inbound;
+    layers.push_back(e);
+  }
+  const json& c = k2["config"];
+  return {{"module", "keras.src.models.functional"}, {"class_name", "Functional"},
+          {"config", {{"name", c["name"]}, {"trainable", true}, {"layers", layers},
+                      {"input_layers", c["input_layers"]}, {"output_layers", c["output_layers"]}}},
+          {"registered_name", "Functional"}};
+}
+
+json sequential_config3(const Model& model, const json& k2) {
+  const json& src = k2["config"]["layers"];
+  json layers = json::array();
+  Dims shape;
+  const bool built = !src.empty() && src[0]["config"].contains("batch_input_shape");
+  if (built) {
+    std::string input_name = "input_layer";
+    for (int k = 1; std::any_of(model.layers().begin(), model.layers().end(),
+                                [&](const LayerHandle& l) { return l->name() == input_name; });
+         ++k)
+      input_name = "input_layer_" + std::to_string(k);
+    const json& bis = src[0]["config"]["batch_input_shape"];
+    layers.push_back(input_layer3(bis, "float32", input_name));
+    for (size_t i = 1; i < bis.size(); ++i) shape.push_back(bis[i].get<int64_t>());
+  }
+  const Dims input_shape = shape;
+  for (size_t i = 0; i < src.size(); ++i) {
+    json e = layer_entry3(src[i]["class_name"].get<std::string>(), src[i]["config"]);
+    if (built) {
+      e["build_config"] = {{"input_shape", batch_shape(shape)}};
+      shape = model.layers()[i]->compute_output_shape(shape);
+    }
+    layers.push_back(e);
+  }
+  json config = {{"name", k2["config"]["name"]}, {"trainable", true}, {"dtype", dtype_policy("float32")},
+                 {"layers", layers}};
+  json top = {{"module", "keras"}, {"class_name", "Sequential"}, {"config", json()}, {"registered_name", nullptr}};
+  if (built) {
+    config["build_input_shape"] = batch_shape(input_shape);
+    top["build_config"] = {{"input_shape", batch_shape(input_shape)}};
+  }
+  top["config"] = config;
+  return top;
+}
+
+}  // namespace
+
+std::string keras3_config_json(const Model& model, bool include_compile) {
+  const json k2 = json::parse(model.to_json());
+  json top = k2["class_name"] == "Sequential" ? sequential_config3(model, k2)
+                                              : functional_config3(dynamic_cast<const Functional&>(model), k2);
+  if (include_compile && model.is_compiled()) top["compile_config"] = compile_config3(model.compile_options());
+  return top.dump();
+}
+
+std::vector<std::string> keras3_layer_paths(const Model& model) {
+  std::map<std::string, int> used;
+  std::vector<std::string> out;
+  for (const LayerHandle& l : model.layers()) {
+    const std::string base = to_snake_case(l->class_name());
+    auto [it, fresh] = used.emplace(base, 0);
+    out.push_back("layers/" + (fresh ? base : base + "_" + std::to_string(++it->second)));
+  }
+  return out;
+}
+
+std::vector<Variable> keras3_optimizer_variables(const Optimizer& optimizer) {
+  const std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, slots
+  std::vector<Variable> out{all[0]};
+  if (!json::parse(optimizer.get_config())["learning_rate"].is_object()) out.push_back(all[1]);
+  const std::vector<Variable> slots(all.begin() + 2, all.end());
+  auto kind = [](const Variable& v) { return v.name().substr(v.name().rfind('/') + 1); };
+  if (optimizer.class_name() == "RMSprop") {
+    const size_t head = out.size();
+    for (const char* k : {"velocity", "momentum", "average_gradient"})
+      for (const Variable& s : slots)
+        if (kind(s) == k) out.push_back(s);
+    KILN_CHECK(out.size() == head + slots.size(), "every RMSprop slot has a Keras 3 kind");
+    return out;
+  }
+  out.insert(out.end(), slots.begin(), slots.end());
+  return out;
+}
+
+}  // namespace kiln::keras::internal

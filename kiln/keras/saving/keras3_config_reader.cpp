@@ -1,0 +1,312 @@
+// Reading Keras 3's config.json into Kiln's Keras 2 forms. Every key of every layer is
+// checked: one Kiln reads, or one whose value is Keras's neutral default (null, false, empty);
+// anything else is an IOError naming the layer, the key, the Keras version and what to do.
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/saving/keras3_config_impl.h"
+
+namespace kiln::keras::internal {
+namespace {
+
+using nlohmann::json;
+
+struct Source {
+  const std::string& path;
+  const std::string& version;
+  const CustomObjects& custom_objects;
+};
+
+[[noreturn]] void fail(const Source& src, const std::string& what, const std::string& hint) {
+  KILN_THROW(IOError, "[", src.path, "] config.json (written by Keras ", src.version, "): ", what, ". Hint: ", hint);
+}
+
+// The config keys Kiln reads per layer class, beyond name, trainable and dtype.
+const std::map<std::string, std::set<std::string>>& known_keys() {
+  static const std::map<std::string, std::set<std::string>> kKeys = {
+      {"Dense", {"units", "activation", "use_bias", "kernel_initializer", "bias_initializer"}},
+      {"Conv2D", {"filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups",
+                  "activation", "use_bias", "kernel_initializer", "bias_initializer"}},
+      {"Flatten", {"data_format"}},
+      {"Activation", {"activation"}},
+      {"Dropout", {"rate", "noise_shape", "seed"}},
+      {"Reshape", {"target_shape"}},
+      {"Add", {}},
+      {"Concatenate", {"axis"}},
+      {"LayerNormalization", {"axis", "epsilon", "center", "scale", "beta_initializer", "gamma_initializer"}},
+      {"Embedding", {"input_dim", "output_dim", "embeddings_initializer", "mask_zero", "input_length"}},
+      {"MaxPooling2D", {"pool_size", "strides", "padding", "data_format"}},
+      {"AveragePooling2D", {"pool_size", "strides", "padding", "data_format"}},
+      {"GlobalAveragePooling2D", {"data_format", "keepdims"}},
+      {"BatchNormalization", {"axis", "momentum", "epsilon", "center", "scale", "beta_initializer",
+                              "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"}},
+  };
+  return kKeys;
+}
+
+std::string known_classes() {
+  std::string out;
+  for (const auto& [cls, keys] : known_keys()) out += (out.empty() ? "" : ", ") + cls;
+  return out + " and InputLayer";
+}
+
+// Keras's defaults that change nothing: a key holding one of these may be ignored.
+bool is_neutral(const json& v) {
+  return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_array() && v.empty()) ||
+         (v.is_object() && v.empty());
+}
+
+bool is_keras_tensor(const json& j) {
+  return j.is_object() && j.value("class_name", "") == "__keras_tensor__" && j.contains("config") &&
+         j["config"].is_object();
+}
+
+// Plain values from Keras 3's wrapped ones: __tensor__/__numpy__ become their value, a
+// serialized function its name, and nested {"module", "class_name", "config",
+// "registered_name"} objects lose module and registered_name.
+json unwrap(const json& v) {
+  if (v.is_array()) {
+    json out = json::array();
+    for (const json& e : v) out.push_back(unwrap(e));
+    return out;
+  }
+  if (!v.is_object()) return v;
+  const std::string cls = v.value("class_name", "");
+  if ((cls == "__tensor__" || cls == "__numpy__") && v.contains("config")) return v["config"].value("value", json());
+  // A Keras function (a loss, metric or activation passed as a function) is its name.
+  if (cls == "function" && v.contains("config") && v["config"].is_string()) return v["config"];
+  json out = json::object();
+  for (const auto& [k, e] : v.items())
+    if (!(v.contains("class_name") && (k == "module" || k == "registered_name"))) out[k] = unwrap(e);
+  return out;
+}
+
+// The dtype of a layer: a DTypePolicy object or a plain name.
+std::string dtype_name(const json& d) {
+  if (d.is_string()) return d.get<std::string>();
+  if (d.is_object() && d.contains("config") && d["config"].is_object()) return d["config"].value("name", "float32");
+  return "float32";
+}
+
+json batch_shape_of(const json& config, const Source& src, const std::string& name) {
+  for (const char* key : {"batch_shape", "batch_input_shape"})
+    if (config.contains(key) && config[key].is_array()) return config[key];
+  if (config.contains("shape") && config["shape"].is_array()) {
+    json s = json::array({nullptr});
+    for (const json& d : config["shape"]) s.push_back(d);
+    return s;
+  }
+  fail(src, "InputLayer '" + name + "' has no batch_shape", "the file is damaged; save the model again");
+}
+
+json input_layer2(const json& config, const Source& src, const std::string& name) {
+  const std::string dtype = dtype_name(config.value("dtype", json("float32")));
+  if (config.value("sparse", false) || config.value("ragged", false))
+    fail(src, "InputLayer '" + name + "' is sparse or ragged", "Kiln's inputs are dense tensors");
+  return {{"batch_input_shape", batch_shape_of(config, src, name)}, {"dtype", dtype}, {"name", name}};
+}
+
+// A Keras 3 layer config as Kiln's from_config reads it.
+json layer_config2(const std::string& cls, const json& config3, const Source& src) {
+  const std::string name = config3.value("name", "(unnamed)");
+  if (src.custom_objects.count(cls)) return unwrap(config3);  // the user's factory reads it
+  auto keys = known_keys().find(cls);
+  if (keys == known_keys().end())
+    fail(src, "layer '" + name + "' is a " + cls + ", which Kiln does not load from .keras files",
+         "Kiln loads " + known_classes() + "; pass a factory for it in LoadOptions::custom_objects, or rebuild "
+         "the model in C++ and load the weights with load_weights");
+  json out = json::object();
+  for (const auto& [key, value] : config3.items()) {
+    if (key == "dtype") {
+      const std::string policy = dtype_name(value);
+      if (policy != "float32")
+        fail(src, "layer '" + name + "' has dtype policy '" + policy + "'",
+             "Kiln loads float32 layers from .keras files; set the policy in C++ after loading");
+      out[key] = policy;
+    } else if (key == "name" || key == "trainable" || keys->second.count(key)) {
+      out[key] = unwrap(value);
+    } else if (!is_neutral(value)) {
+      fail(src, "layer '" + name + "' (" + cls + ") has " + key + "=" + value.dump().substr(0, 120) +
+                    ", which Kiln does not implement",
+           "remove it from the model in Keras, or rebuild the model in C++ and use load_weights");
+    }
+  }
+  return out;
+}
+
+json tensor_ref(const json& t, const Source& src, const std::string& layer) {
+  const json h = t["config"].value("keras_history", json());
+  if (!h.is_array() || h.size() != 3 || !h[0].is_string() || !h[1].is_number_integer())
+    fail(src, "layer '" + layer + "' has a call argument without keras_history", "the file is damaged");
+  return h;
+}
+
+// A Keras 3 node {"args": [...], "kwargs": {...}} as Kiln's Keras 2 node: the first argument's
+// tensors, each [layer, node, tensor, kwargs].
+json node2(const json& node, const Source& src, const std::string& layer) {
+  if (node.is_array()) return node;  // already Keras 2's form
+  const json args = node.value("args", json::array());
+  const json kwargs = node.value("kwargs", json::object());
+  if (!args.is_array() || args.empty())
+    fail(src, "layer '" + layer + "' has a call without arguments", "the file is damaged");
+  json refs = json::array();
+  if (is_keras_tensor(args[0])) {
+    refs.push_back(tensor_ref(args[0], src, layer));
+  } else if (args[0].is_array() && !args[0].empty()) {
+    for (const json& t : args[0]) {
+      if (!is_keras_tensor(t))
+        fail(src, "layer '" + layer + "' is called on a list holding " + t.dump().substr(0, 80),
+             "Kiln's layers take tensors");
+      refs.push_back(tensor_ref(t, src, layer));
+    }
+  } else {
+    fail(src, "layer '" + layer + "' is called on " + args[0].dump().substr(0, 80), "Kiln's layers take tensors");
+  }
+  for (size_t i = 1; i < args.size(); ++i)
+    if (!is_neutral(args[i]))
+      fail(src, "layer '" + layer + "' is called with " + std::to_string(args.size()) + " positional arguments",
+           "Kiln loads layers called on one tensor or one list of tensors");
+  json kw = json::object();
+  for (const auto& [key, value] : kwargs.items()) {
+    if (is_keras_tensor(value)) kw[key] = tensor_ref(value, src, layer);
+    else if (value.is_boolean()) kw[key] = value;
+    else if (!value.is_null())
+      fail(src, "layer '" + layer + "' is called with " + key + "=" + value.dump().substr(0, 80),
+           "Kiln's layer calls take tensors and boolean flags");
+  }
+  json out = json::array();
+  for (json r : refs) {
+    r.push_back(kw);
+    out.push_back(r);
+  }
+  return out;
+}
+
+// input_layers/output_layers: one [name, node, tensor] reference or a list of them.
+json refs2(const json& j, const Source& src, const char* key) {
+  if (j.is_array() && j.size() == 3 && j[0].is_string()) return json::array({j});
+  if (!j.is_array())
+    fail(src, std::string(key) + " is " + j.dump().substr(0, 80), "Kiln's models take lists of inputs and outputs");
+  return j;
+}
+
+json sequential2(const json& top, const Source& src) {
+  const json& config = top["config"];
+  json layers = json::array();
+  for (const json& entry : config.at("layers")) {
+    const std::string cls = entry.at("class_name").get<std::string>();
+    const json& c = entry.at("config");
+    if (cls == "InputLayer") {
+      if (!layers.empty()) fail(src, "an InputLayer follows other layers", "the file is damaged");
+      layers.push_back({{"class_name", "InputLayer"}, {"config", input_layer2(c, src, c.value("name", "input_layer"))}});
+    } else {
+      layers.push_back({{"class_name", cls}, {"config", layer_config2(cls, c, src)}});
+    }
+  }
+  // Built without an InputLayer: the input shape is in build_input_shape / build_config.
+  json shape = config.value("build_input_shape", json());
+  if (shape.is_null() && top.contains("build_config") && top["build_config"].is_object())
+    shape = top["build_config"].value("input_shape", json());
+  if (!layers.empty() && layers[0]["class_name"] != "InputLayer" && shape.is_array())
+    layers[0]["config"]["batch_input_shape"] = shape;
+  return {{"class_name", "Sequential"}, {"config", {{"name", config.value("name", "sequential")}, {"layers", layers}}}};
+}
+
+json functional2(const json& top, const Source& src) {
+  const json& config = top["config"];
+  json layers = json::array();
+  for (const json& entry : config.at("layers")) {
+    const std::string cls = entry.at("class_name").get<std::string>();
+    const json& c = entry.at("config");
+    const std::string name = entry.value("name", c.value("name", ""));
+    json e;
+    if (cls == "InputLayer") {
+      e = {{"class_name", cls}, {"config", input_layer2(c, src, name)}, {"inbound_nodes", json::array()}};
+    } else {
+      json nodes = json::array();
+      for (const json& n : entry.at("inbound_nodes")) nodes.push_back(node2(n, src, name));
+      e = {{"class_name", cls}, {"config", layer_config2(cls, c, src)}, {"inbound_nodes", nodes}};
+    }
+    e["name"] = name;
+    layers.push_back(e);
+  }
+  return {{"class_name", "Functional"},
+          {"config", {{"name", config.value("name", "model")}, {"layers", layers},
+                      {"input_layers", refs2(config.at("input_layers"), src, "input_layers")},
+                      {"output_layers", refs2(config.at("output_layers"), src, "output_layers")}}}};
+}
+
+// Keras 3's compile_config as a Keras 2 training_config. Optimizer features Kiln lacks
+// (clipping, EMA, loss scaling, accumulation) are refused rather than dropped.
+json training2(const json& cc, const Source& src) {
+  const json& opt = cc.value("optimizer", json());
+  json optimizer_config;
+  if (opt.is_string()) {
+    optimizer_config = {{"class_name", opt}, {"config", json::object()}};
+  } else if (opt.is_object() && opt.contains("class_name")) {
+    json c = opt.value("config", json::object());
+    const std::string cls = opt["class_name"].get<std::string>();
+    for (const char* key : {"clipnorm", "global_clipnorm", "clipvalue", "use_ema", "ema_overwrite_frequency",
+                            "loss_scale_factor", "gradient_accumulation_steps", "amsgrad"})
+      if (c.contains(key) && !is_neutral(c[key]))
+        fail(src, "compile_config optimizer " + cls + " has " + key + "=" + c[key].dump(),
+             "Kiln's optimizers do not implement it; load with {.compile = false} and compile in C++");
+    if (cls != "AdamW" && c.contains("weight_decay") && !is_neutral(c["weight_decay"]))
+      fail(src, "compile_config optimizer " + cls + " has weight_decay=" + c["weight_decay"].dump(),
+           "use AdamW, or load with {.compile = false} and compile in C++");
+    optimizer_config = {{"class_name", cls}, {"config", c}};
+  } else {
+    fail(src, "compile_config has no optimizer", "load with {.compile = false} and compile in C++");
+  }
+  const json loss = unwrap(cc.value("loss", json()));
+  if (!loss.is_string() && !loss.is_object())
+    fail(src, "compile_config loss is " + loss.dump().substr(0, 80),
+         "Kiln loads single-output models with one loss; load with {.compile = false}");
+  for (const char* key : {"loss_weights", "weighted_metrics"})
+    if (cc.contains(key) && !is_neutral(cc[key]))
+      fail(src, std::string("compile_config has ") + key + "=" + cc[key].dump().substr(0, 80),
+           "load with {.compile = false} and compile in C++");
+  return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))}, {"weighted_metrics", nullptr},
+          {"loss_weights", nullptr}, {"optimizer_config", optimizer_config}};
+}
+
+}  // namespace
+
+Keras2Configs keras2_configs_from_keras3(const std::string& config_json, const std::string& path,
+                                         const std::string& keras_version, const LoadOptions& options) {
+  const Source src{path, keras_version, options.custom_objects};
+  json top;
+  try {
+    top = json::parse(config_json);
+  } catch (const json::exception&) {
+    fail(src, "is not valid JSON", "the file is damaged; save the model again");
+  }
+  if (!top.is_object() || !top.contains("class_name") || !top["class_name"].is_string() ||
+      !top.contains("config") || !top["config"].is_object())
+    fail(src, "has no model class_name and config", "the file is damaged; save the model again");
+  try {
+    const std::string cls = top["class_name"].get<std::string>();
+    Keras2Configs out;
+    if (cls == "Sequential") {
+      out.model_config = sequential2(top, src).dump();
+    } else if (cls == "Functional" || cls == "Model") {
+      out.model_config = functional2(top, src).dump();
+    } else {
+      const json reg = top.value("registered_name", json());
+      fail(src, "the model is a '" + cls + "'" + (reg.is_string() ? " (registered as '" + reg.get<std::string>() + "')" : "") +
+                    ", a subclassed model",
+           "Kiln builds Sequential and Functional models; rebuild the model in C++ and load the weights "
+           "with load_weights");
+    }
+    const json cc = top.value("compile_config", json());
+    if (options.compile && cc.is_object() && !cc.empty()) out.training_config = training2(cc, src).dump();
+    return out;
+  } catch (const json::exception& e) {
+    fail(src, std::string("is malformed (") + e.what() + ")", "the file is damaged; save the model again");
+  }
+}
+
+}  // namespace kiln::keras::internal

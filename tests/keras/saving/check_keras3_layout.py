@@ -1,0 +1,226 @@
+#!/usr/bin/python3
+"""Checks that .keras files (and .weights.h5 files) Kiln writes have exactly the layout Keras 3's
+saving_lib reads: zip members, metadata.json and config.json keys, the weights file's groups,
+dataset names, dtypes and attributes. Usage: check_keras3_layout.py FILE.keras|FILE.weights.h5
+[...]. Exits 1 with one line per problem. h5py, numpy and zipfile only (no Keras).
+
+What Keras 3 needs, from keras/src/saving (saving_lib.py, serialization_lib.py) and
+keras/src/models/functional.py:
+- zip members config.json, metadata.json, model.weights.h5 (no assets/ for these models);
+- config.json: {"module", "class_name", "config", "registered_name"} on every serialized
+  object; layer dtypes as DTypePolicy objects; no Keras 2 "batch_input_shape" in layer configs
+  (Keras 3 layers reject it), the input as an InputLayer with "batch_shape"; Functional nodes
+  as {"args", "kwargs"} of __keras_tensor__ objects with a 3-part keras_history; optimizer
+  configs without Keras 2's "decay" / "is_legacy_optimizer" (Keras 3 rejects unknown kwargs);
+- model.weights.h5: layers/<snake_case class>[_<n>]/vars/<i> per model layer (Sequential
+  without its InputLayer), the root's vars, and optimizer/vars/<i> for a compiled model; each
+  vars group holds only datasets "0".."n-1" (float32 weights; the optimizer's "0" is an int64
+  scalar, "1" a float32 scalar unless a schedule drives the learning rate) and a "name" str
+  attribute naming its owner. Kiln's extra "<attr>.kiln_ref" attributes (its corruption guard
+  for variable-length strings) are the only other attributes allowed.
+"""
+import io
+import json
+import re
+import sys
+import zipfile
+
+import h5py
+import numpy as np
+
+problems = []
+
+
+def check(cond, what):
+    if not cond:
+        problems.append(what)
+    return cond
+
+
+def snake(name):
+    name = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+
+
+def check_object(o, where, layer=False):
+    if not check(isinstance(o, dict), f"{where}: not an object"):
+        return
+    for key in ("module", "class_name", "config", "registered_name"):
+        check(key in o, f"{where}: lacks '{key}'")
+    check(isinstance(o.get("module"), str) and o["module"].startswith("keras"), f"{where}: module {o.get('module')!r}")
+    if not layer:
+        return
+    c = o.get("config", {})
+    check("batch_input_shape" not in c, f"{where}: Keras 2 batch_input_shape in a Keras 3 layer config")
+    if o["class_name"] == "InputLayer":
+        check(isinstance(c.get("batch_shape"), list) and c["batch_shape"][0] is None, f"{where}: batch_shape")
+        check(isinstance(c.get("dtype"), str), f"{where}: InputLayer dtype must be a name")
+    else:
+        d = c.get("dtype")
+        check(isinstance(d, dict) and d.get("class_name") == "DTypePolicy" and d.get("module") == "keras"
+              and d.get("config", {}).get("name") == "float32", f"{where}: dtype {d!r} is not a DTypePolicy")
+        for k, v in c.items():
+            if k.endswith("_initializer") and v is not None:
+                check_object(v, f"{where}.{k}")
+                check(v.get("module") == "keras.initializers", f"{where}.{k}: module")
+
+
+def weights_per_layer(entry):
+    cls, c = entry["class_name"], entry["config"]
+    if cls in ("Dense", "Conv2D"):
+        return 2 if c.get("use_bias", True) else 1
+    if cls == "BatchNormalization":
+        return 2 + int(c.get("center", True)) + int(c.get("scale", True))
+    if cls == "LayerNormalization":
+        return int(c.get("center", True)) + int(c.get("scale", True))
+    if cls == "Embedding":
+        return 1
+    return 0
+
+
+def check_config(cfg):
+    check_object(cfg, "config.json")
+    cls = cfg["class_name"]
+    c = cfg["config"]
+    layers = c.get("layers", [])
+    for i, e in enumerate(layers):
+        check_object(e, f"config.json layer {i}", layer=True)
+    if cls == "Sequential":
+        check(cfg["module"] == "keras" and cfg["registered_name"] is None, "Sequential: module/registered_name")
+        check(isinstance(c.get("dtype"), dict), "Sequential: dtype policy")
+        model_layers = [e for e in layers if e["class_name"] != "InputLayer"]
+        if layers and layers[0]["class_name"] == "InputLayer":
+            check(c.get("build_input_shape") == layers[0]["config"]["batch_shape"], "Sequential: build_input_shape")
+            check(cfg.get("build_config", {}).get("input_shape") == c.get("build_input_shape"), "Sequential: build_config")
+    elif cls == "Functional":
+        check(cfg["module"] == "keras.src.models.functional" and cfg["registered_name"] == "Functional",
+              "Functional: module/registered_name")
+        names = {e.get("name") for e in layers}
+        for e in layers:
+            check(e.get("name") == e["config"].get("name"), f"layer {e.get('name')}: name")
+            for n in e.get("inbound_nodes", []):
+                if not check(isinstance(n, dict) and set(n) == {"args", "kwargs"}, f"layer {e['name']}: node {n!r}"):
+                    continue
+                tensors = []
+                for a in n["args"]:
+                    tensors += a if isinstance(a, list) else [a]
+                tensors += [v for v in n["kwargs"].values() if isinstance(v, dict)]
+                for t in tensors:
+                    ok = check(t.get("class_name") == "__keras_tensor__", f"layer {e['name']}: arg {t!r}")
+                    h = t.get("config", {}).get("keras_history") if ok else None
+                    if ok and check(isinstance(h, list) and len(h) == 3 and h[0] in names,
+                                    f"layer {e['name']}: keras_history {h!r}"):
+                        check(t["config"]["shape"][0] is None and t["config"]["dtype"] == "float32",
+                              f"layer {e['name']}: tensor shape/dtype")
+            if e["class_name"] == "InputLayer":
+                check(e["inbound_nodes"] == [], "InputLayer has inbound nodes")
+        for key in ("input_layers", "output_layers"):
+            check(isinstance(c.get(key), list), f"Functional: {key}")
+        model_layers = layers
+    else:
+        problems.append(f"config.json: model class {cls}")
+        return [], None
+    cc = cfg.get("compile_config")
+    if cc is not None:
+        for key in ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly",
+                    "steps_per_execution", "jit_compile"):
+            check(key in cc, f"compile_config lacks {key}")
+        opt = cc["optimizer"]
+        check_object(opt, "compile_config.optimizer")
+        check(opt["module"] == "keras.optimizers", "optimizer module")
+        for bad in ("decay", "is_legacy_optimizer"):
+            check(bad not in opt["config"], f"optimizer config has Keras 2's {bad}")
+        for key in ("name", "learning_rate", "weight_decay", "clipnorm", "global_clipnorm", "clipvalue", "use_ema",
+                    "ema_momentum", "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps"):
+            check(key in opt["config"], f"optimizer config lacks {key}")
+        if isinstance(cc["loss"], dict):
+            check_object(cc["loss"], "compile_config.loss")
+    return model_layers, cc
+
+
+def check_vars(g, where, owner, expected_count):
+    if not check(isinstance(g, h5py.Group), f"{where}: not a group"):
+        return []
+    names = sorted(g.keys(), key=int) if all(k.isdigit() for k in g.keys()) else list(g.keys())
+    check(names == [str(i) for i in range(len(names))], f"{where}: members {list(g.keys())}")
+    if expected_count is not None:
+        check(len(names) == expected_count, f"{where}: {len(names)} variables, expected {expected_count}")
+    for a in g.attrs:
+        check(a == "name" or a.endswith(".kiln_ref"), f"{where}: unexpected attribute {a}")
+    if check("name" in g.attrs, f"{where}: no name attribute"):
+        name = g.attrs["name"]
+        check(isinstance(name, str), f"{where}: name is {type(name).__name__}, not str (variable-length UTF-8)")
+        check(name == owner, f"{where}: name {name!r}, expected {owner!r}")
+    return [g[n] for n in names]
+
+
+def check_weights(f, model_layers, cc, model_name):
+    top = set(f.keys())
+    expected_top = {"vars"} | ({"layers"} if model_layers else set()) | ({"optimizer"} if cc is not None else set())
+    check(top == expected_top, f"weights: top-level groups {sorted(top)}, expected {sorted(expected_top)}")
+    check(len(f.attrs) == 0, f"weights: root attributes {list(f.attrs)}")
+    used = {}
+    trainable_shapes = []
+    for e in model_layers:
+        base = snake(e["class_name"])
+        path = base if base not in used else f"{base}_{used[base] + 1}"
+        used[base] = used.get(base, -1) + 1
+        lname = e["config"].get("name")
+        ds = check_vars(f.get(f"layers/{path}/vars"), f"layers/{path}/vars", lname, weights_per_layer(e))
+        for d in ds:
+            check(d.dtype == np.dtype("<f4"), f"layers/{path}/vars/{d.name}: dtype {d.dtype}")
+        n_trainable = len(ds) - (2 if e["class_name"] == "BatchNormalization" else 0)
+        trainable_shapes += [d.shape for d in ds[:n_trainable]]
+    if "layers" in f:
+        expect = {p if i == 0 else f"{p}_{i}" for p, n in used.items() for i in range(n + 1)}
+        check(set(f["layers"].keys()) == expect, f"layers/: {sorted(f['layers'].keys())}, expected {sorted(expect)}")
+    check_vars(f.get("vars"), "vars", model_name, 0)
+    if cc is not None:
+        ds = check_vars(f.get("optimizer/vars"), "optimizer/vars", cc["optimizer"]["config"]["name"], None)
+        scheduled = isinstance(cc["optimizer"]["config"]["learning_rate"], dict)
+        head = 1 if scheduled else 2
+        if check(len(ds) >= head, "optimizer/vars: too few variables"):
+            check(ds[0].shape == () and ds[0].dtype == np.dtype("<i8"), "optimizer/vars/0: iterations int64 scalar")
+            if not scheduled:
+                check(ds[1].shape == () and ds[1].dtype == np.dtype("<f4"), "optimizer/vars/1: learning rate f32 scalar")
+            slots = ds[head:]
+            if slots:
+                per = len(slots) // max(len(trainable_shapes), 1)
+                check(len(slots) == per * len(trainable_shapes), "optimizer slots: not a multiple of the variables")
+                cls = cc["optimizer"]["class_name"]
+                for k, s in enumerate(slots):
+                    # Two-slot optimizers interleave per variable; RMSprop goes kind by kind.
+                    v = k // per if cls in ("Adam", "AdamW", "Adadelta", "Adamax", "Ftrl") else k % len(trainable_shapes)
+                    check(s.shape == trainable_shapes[v] and s.dtype == np.dtype("<f4"), f"optimizer slot {k}: {s.shape}")
+
+
+def main():
+    for path in sys.argv[1:]:
+        before = len(problems)
+        if path.endswith(".weights.h5"):
+            with h5py.File(path, "r") as f:
+                check(set(f.keys()) <= {"layers", "vars", "optimizer"}, f"{path}: top-level {sorted(f.keys())}")
+                check("vars" in f, f"{path}: no vars group")
+        else:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+                check(names == ["metadata.json", "config.json", "model.weights.h5"], f"{path}: members {names}")
+                for info in z.infolist():
+                    check(info.compress_type == zipfile.ZIP_STORED, f"{path}: {info.filename} is compressed")
+                meta = json.loads(z.read("metadata.json"))
+                check(set(meta) == {"keras_version", "date_saved"}, f"metadata.json keys {sorted(meta)}")
+                check(str(meta.get("keras_version", "")).startswith("3."), "metadata.json keras_version")
+                check(re.fullmatch(r"\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d", meta.get("date_saved", "")), "date_saved")
+                cfg = json.loads(z.read("config.json"))
+                model_layers, cc = check_config(cfg)
+                with h5py.File(io.BytesIO(z.read("model.weights.h5")), "r") as f:
+                    check_weights(f, model_layers, cc, cfg["config"]["name"])
+        for p in problems[before:]:
+            print(f"{path}: {p}")
+    if problems:
+        sys.exit(1)
+    print("check_keras3_layout: Keras 3's layout in", len(sys.argv) - 1, "files")
+
+
+if __name__ == "__main__":
+    main()

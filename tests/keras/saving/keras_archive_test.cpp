@@ -1,0 +1,275 @@
+// Keras 3 .keras archives and .weights.h5 files: fixtures written as Keras 3 writes them
+// (tests/fixtures/keras/make_keras3_fixtures.py, generated into the build tree) load and
+// predict what numpy computes; files Kiln writes have Keras 3's layout (check_keras3_layout.py);
+// damaged archives and configs Kiln cannot honor are IOErrors naming the file, member, layer
+// and key. Round trips with optimizer state are in round_trip_test.cpp.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/io/file_reader.h"
+#include "kiln/io/zip_archive.h"
+#include "kiln/keras/saving/keras_archive.h"
+#include "kiln/keras/saving/saving.h"
+#include "tests/io/python_check.h"
+#include "tests/keras/saving/saving_testing.h"
+#include "tests/testing/expect_error.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kiln::keras {
+namespace {
+
+using namespace testing;
+using nlohmann::json;
+
+std::string fixture(const std::string& name) { return std::string(KILN_KERAS3_FIXTURES_DIR) + "/" + name; }
+
+// Rows of numbers as an f32 tensor of `dims` (default: rows x columns).
+HostTensor tensor_from(const json& rows, Dims dims = {}) {
+  if (dims.empty()) dims = {static_cast<int64_t>(rows.size()), static_cast<int64_t>(rows[0].size())};
+  HostTensor t(Shape(DType::kF32, dims));
+  auto d = t.data<float>();
+  size_t k = 0;
+  for (const json& row : rows)
+    for (const json& v : row) d[k++] = v.get<float>();
+  return t;
+}
+
+double sum_of(const Variable& v) {
+  double s = 0;
+  for (float f : v.storage().data<float>()) s += f;
+  return s;
+}
+
+class Keras3FixtureTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(fixture(GetParam() + ".keras")))
+      GTEST_SKIP() << "fixtures not generated (the build needs /usr/bin/python3 with h5py and numpy)";
+  }
+};
+
+TEST_P(Keras3FixtureTest, LoadsAndPredictsTheNumpyOutputs) {
+  const json expected = json::parse(io::read_file(fixture(GetParam() + ".expected.json")));
+  std::unique_ptr<Model> model = load_model(fixture(GetParam() + ".keras"));
+  const HostTensor y = model->predict(tensor_from(expected["x"], expected["x_shape"].get<Dims>()));
+  const HostTensor want = tensor_from(expected["y"]);
+  ASSERT_EQ(y.dims(), want.dims());
+  for (size_t i = 0; i < want.data<float>().size(); ++i)
+    EXPECT_NEAR(y.data<float>()[i], want.data<float>()[i], 1e-5) << "output " << i;
+
+  const json& opt = expected["optimizer"];
+  ASSERT_EQ(model->is_compiled(), !opt.is_null());
+  if (opt.is_null()) return;
+  const Optimizer& o = *model->optimizer();
+  EXPECT_EQ(o.iterations().storage().to_vector<int64_t>()[0], opt["iterations"].get<int64_t>());
+  EXPECT_NEAR(o.learning_rate(), opt["learning_rate"].get<double>(), 1e-7);
+  const std::vector<Variable> vars = o.variables();
+  ASSERT_EQ(vars.size(), opt["slot_sums"].size() + 2);
+  for (size_t k = 0; k < opt["slot_sums"].size(); ++k)
+    EXPECT_NEAR(sum_of(vars[k + 2]), opt["slot_sums"][k].get<double>(), 1e-5) << vars[k + 2].name();
+  EXPECT_FALSE(load_model(fixture(GetParam() + ".keras"), {.compile = false})->is_compiled());
+}
+
+INSTANTIATE_TEST_SUITE_P(Keras3Files, Keras3FixtureTest,
+                         ::testing::Values("sequential_mlp", "sequential_mlp_compiled", "functional_residual",
+                                           "conv_sequential"));
+
+std::unique_ptr<Functional> residual_model() {
+  KerasTensor x = Input({6});
+  KerasTensor a = Dense(8, {.activation = "relu"})(x);
+  KerasTensor b = Dense(8, {.activation = "tanh"})(a);
+  KerasTensor c = Concatenate()({Add()({a, b}), x});
+  return std::make_unique<Functional>(std::vector<KerasTensor>{x}, Dense(3)(c));
+}
+
+class KerasArchiveTest : public ::testing::Test {
+ protected:
+  // A trained, compiled MLP saved as dir_/m.keras.
+  std::unique_ptr<Sequential> saved_mlp() {
+    auto model = build_model(model_cases()[0]);
+    compile_model(*model, "adam");
+    train(*model, model_cases()[0].input, 2);
+    model->save(dir_.file("m.keras"));
+    return model;
+  }
+  // Rewrites one member of dir_/m.keras with `edit` applied.
+  void edit_member(const std::string& member, const std::function<std::string(std::string)>& edit) {
+    const io::ZipReader zip = io::ZipReader::open(dir_.file("m.keras"));
+    std::vector<io::ZipMember> members;
+    for (const std::string& name : zip.names())
+      if (name != member || edit) members.push_back({name, name == member ? edit(zip.read(name)) : zip.read(name)});
+    io::write_zip_atomically(dir_.file("m.keras"), members);
+  }
+  void edit_config(const std::function<void(json&)>& edit) {
+    edit_member(kKerasConfigMember, [&](std::string text) {
+      json j = json::parse(text);
+      edit(j);
+      return j.dump();
+    });
+  }
+  kiln::testing::TempDir dir_;
+};
+
+TEST_F(KerasArchiveTest, SaveWritesAZipArchiveNotADirectory) {
+  saved_mlp();
+  ASSERT_TRUE(std::filesystem::is_regular_file(dir_.file("m.keras")));
+  EXPECT_EQ(io::ZipReader::open(dir_.file("m.keras")).names(),
+            (std::vector<std::string>{"metadata.json", "config.json", "model.weights.h5"}));
+}
+
+TEST_F(KerasArchiveTest, FilesKilnWritesHaveKeras3sLayout) {
+  if (!io::testing::python_has("h5py, numpy")) GTEST_SKIP() << "/usr/bin/python3 lacks h5py";
+  saved_mlp();
+  auto functional = residual_model();
+  functional->save(dir_.file("functional_uncompiled.keras"));
+  compile_model(*functional, RMSprop({.momentum = 0.5, .centered = true}));
+  train(*functional, {6}, 2);
+  functional->save(dir_.file("functional.keras"));
+  functional->save_weights(dir_.file("f.weights.h5"));
+  auto scheduled = build_model(model_cases()[1]);
+  compile_model(*scheduled, optimizer_cases()[5].make());  // Adam with a learning-rate schedule
+  train(*scheduled, model_cases()[1].input, 2);
+  scheduled->save(dir_.file("scheduled.keras"));
+  std::string command = "/usr/bin/python3 " KILN_KERAS3_LAYOUT_CHECK;
+  for (const char* f : {"m.keras", "functional_uncompiled.keras", "functional.keras", "f.weights.h5", "scheduled.keras"})
+    command.append(" ").append(dir_.file(f));
+  EXPECT_EQ(std::system(command.c_str()), 0);
+}
+
+TEST_F(KerasArchiveTest, FunctionalModelRoundTripsWithOptimizerState) {
+  auto model = residual_model();
+  compile_model(*model, SGD({.learning_rate = 0.05, .momentum = 0.9}));
+  train(*model, {6}, 3);
+  model->save(dir_.file("f.keras"));
+  std::unique_ptr<Model> loaded = load_model(dir_.file("f.keras"));
+  EXPECT_EQ(loaded->to_json(), model->to_json());
+  expect_same_tensors(values_of(loaded->optimizer()->variables()), values_of(model->optimizer()->variables()),
+                      "optimizer variable");
+  train(*model, {6}, 2, /*phase=*/2.0);
+  train(*loaded, {6}, 2, /*phase=*/2.0);
+  expect_same_tensors(loaded->get_weights(), model->get_weights(), "weight after two more steps");
+}
+
+TEST_F(KerasArchiveTest, LoadWeightsReadsKeras3WeightsFilesAndArchives) {
+  auto model = saved_mlp();
+  model->save_weights(dir_.file("w.weights.h5"));
+  for (const char* file : {"w.weights.h5", "m.keras"}) {
+    SCOPED_TRACE(file);
+    auto fresh = build_model(model_cases()[0]);
+    fresh->load_weights(dir_.file(file));
+    expect_same_tensors(fresh->get_weights(), model->get_weights(), "weight");
+  }
+  auto fresh = build_model(model_cases()[0]);
+  KILN_EXPECT_ERROR(fresh->load_weights(dir_.file("w.weights.h5"), {.by_name = true}), ValueError, "by_name");
+}
+
+TEST_F(KerasArchiveTest, AFailedSaveKeepsThePreviousFile) {
+  saved_mlp();
+  const std::string before = io::read_file(dir_.file("m.keras"));
+  // Kiln cannot write MultiHeadAttention's Keras 3 state (its sublayers' groups): the save
+  // fails while the weights file is being built, and m.keras is untouched.
+  KerasTensor q = Input({4, 8});
+  Functional attention({q}, Dense(3)(Flatten()(MultiHeadAttention(2, 4)(q, q))));
+  KILN_EXPECT_ERROR(attention.save(dir_.file("m.keras")), IOError, "MultiHeadAttention");
+  EXPECT_EQ(io::read_file(dir_.file("m.keras")), before);
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()), std::filesystem::directory_iterator()), 1)
+      << "a temporary file was left behind";
+}
+
+TEST_F(KerasArchiveTest, TruncatedOrCorruptArchivesNameTheFileAndMember) {
+  saved_mlp();
+  const std::string bytes = io::read_file(dir_.file("m.keras"));
+  std::ofstream(dir_.file("half.keras"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  KILN_EXPECT_ERROR(load_model(dir_.file("half.keras")), IOError, "half.keras] is not a readable zip archive");
+  std::ofstream(dir_.file("text.keras"), std::ios::binary) << "not a zip archive at all";
+  KILN_EXPECT_ERROR(load_model(dir_.file("text.keras")), IOError, "text.keras] is not a readable zip archive");
+  // A flipped byte inside the stored weights member fails its CRC-32.
+  std::string flipped = bytes;
+  const size_t at = bytes.find("HDF") + 200;
+  flipped[at] = static_cast<char>(flipped[at] ^ 0x5a);
+  std::ofstream(dir_.file("flip.keras"), std::ios::binary) << flipped;
+  KILN_EXPECT_ERROR(load_model(dir_.file("flip.keras")), IOError, "member 'model.weights.h5' is damaged");
+}
+
+TEST_F(KerasArchiveTest, MissingMembersAreNamed) {
+  saved_mlp();
+  edit_member(kKerasWeightsMember, nullptr);
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "has no member 'model.weights.h5'");
+  saved_mlp();
+  edit_member(kKerasConfigMember, nullptr);
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "has no member 'config.json'");
+  saved_mlp();
+  edit_member(kKerasWeightsMember, [](std::string) { return std::string("not hdf5"); });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "m.keras:model.weights.h5");
+}
+
+TEST_F(KerasArchiveTest, ReadsWrappedValuesAndKeras213WeightPaths) {
+  auto model = saved_mlp();
+  // serialize_keras_object wraps tensors and arrays ({"class_name": "__tensor__", ...}) and
+  // functions ({"class_name": "function", "config": "relu"}).
+  edit_config([](json& j) {
+    j["config"]["layers"][3]["config"]["units"] = {{"class_name", "__tensor__"},
+                                                   {"config", {{"value", 3}, {"dtype", "int32"}}}};
+    j["config"]["layers"][2]["config"]["activation"] = {{"module", "keras.activations"}, {"class_name", "function"},
+                                                        {"config", "relu"}, {"registered_name", "relu"}};
+    j["compile_config"]["metrics"] = {{{"module", "keras.metrics"}, {"class_name", "function"},
+                                       {"config", "sparse_categorical_accuracy"},
+                                       {"registered_name", "sparse_categorical_accuracy"}}};
+  });
+  auto [x, y] = sample_data(model_cases()[0].input, 4, /*phase=*/1.0);
+  expect_same_tensors({load_model(dir_.file("m.keras"))->predict(x)}, {model->predict(x)}, "prediction");
+  if (!io::testing::python_has("h5py")) GTEST_SKIP() << "/usr/bin/python3 lacks h5py";
+  // Keras 2.13-2.15 kept the layers under _layer_checkpoint_dependencies; Keras 3 reads both.
+  const std::string script = R"PY(
+import io, sys, zipfile, h5py
+path = sys.argv[1] + '/m.keras'
+zin = zipfile.ZipFile(path)
+members = {n: zin.read(n) for n in zin.namelist()}
+buf = io.BytesIO(members['model.weights.h5'])
+with h5py.File(buf, 'r+') as f:
+    f.move('layers', '_layer_checkpoint_dependencies')
+members['model.weights.h5'] = buf.getvalue()
+with zipfile.ZipFile(path, 'w') as zout:
+    for n, data in members.items():
+        zout.writestr(n, data)
+)PY";
+  ASSERT_EQ(io::testing::run_python(dir_.file("move.py"), script, dir_.path().string()), 0);
+  expect_same_tensors({load_model(dir_.file("m.keras"))->predict(x)}, {model->predict(x)}, "prediction");
+}
+
+TEST_F(KerasArchiveTest, ConfigsKilnCannotHonorNameLayerKeyAndKerasVersion) {
+  saved_mlp();
+  edit_config([](json& j) { j["config"]["layers"][2]["class_name"] = "LSTM"; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError,
+                    "(written by Keras 3.15.0): layer 'dense' is a LSTM, which Kiln does not load");
+  saved_mlp();
+  edit_config([](json& j) {
+    j["config"]["layers"][3]["config"]["kernel_regularizer"] = {{"module", "keras.regularizers"},
+                                                                {"class_name", "L2"},
+                                                                {"config", {{"l2", 0.01}}}};
+  });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "layer 'dense_1' (Dense) has kernel_regularizer=");
+  saved_mlp();
+  edit_config([](json& j) { j["config"]["layers"][2]["config"]["dtype"]["config"]["name"] = "mixed_float16"; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "dtype policy 'mixed_float16'");
+  saved_mlp();
+  edit_config([](json& j) { j["compile_config"]["optimizer"]["config"]["clipnorm"] = 1.0; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "has clipnorm=1.0");
+  EXPECT_FALSE(load_model(dir_.file("m.keras"), {.compile = false})->is_compiled());
+  saved_mlp();
+  edit_config([](json& j) {
+    j["class_name"] = "MyModel";
+    j["registered_name"] = "custom>MyModel";
+  });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "'MyModel' (registered as 'custom>MyModel')");
+  saved_mlp();
+  edit_member(kKerasConfigMember, [](std::string text) { return text.substr(0, text.size() / 2); });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "config.json (written by Keras 3.15.0): is not valid JSON");
+}
+
+}  // namespace
+}  // namespace kiln::keras
