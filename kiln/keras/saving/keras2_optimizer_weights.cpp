@@ -26,7 +26,7 @@ namespace {
 std::vector<std::string> kiln_kinds(const std::string& keras_kind) {
   static const std::map<std::string, std::vector<std::string>> kKinds = {
       {"m", {"m", "momentum"}},  // Adam's first moment; SGD's momentum in Keras 2.11+
-      {"v", {"v", "velocity"}},
+      {"v", {"v", "velocity", "u"}},  // tf.keras's Adamax names its infinity norm v (Kiln's u)
       {"vhat", {"vhat", "velocity_hat"}},
       {"rms", {"velocity"}},
       {"mg", {"average_gradient"}},
