@@ -3,6 +3,8 @@
 // keys, and the errors for what Kiln does not implement.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/keras/saving/training_config.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
@@ -135,9 +137,24 @@ TEST(OptimizerFromConfigTest, UnknownClassNamesItAndTheKnownOnes) {
   KILN_EXPECT_ERROR(optimizer_from_config("MyPackage>Adam", "{}"), ConfigError, "unknown optimizer 'MyPackage>Adam'");
 }
 
+// Keras 2's decay: lr / (1 + decay * iterations), iterations counting the updates before this
+// one (keras/optimizers.py 2.0-2.3; optimizer_v2's _decayed_lr).
+TEST(OptimizerFromConfigTest, Keras2DecayIsAnInverseTimeDecay) {
+  OptimizerHandle adam = optimizer_from_config("Adam", R"({"lr": 0.1, "decay": 0.01, "epsilon": null})");
+  const nlohmann::json config = nlohmann::json::parse(adam->get_config());
+  ASSERT_TRUE(config["learning_rate"].is_object()) << config.dump();
+  EXPECT_EQ(config["learning_rate"]["class_name"], "InverseTimeDecay");
+  LearningRate lr = learning_rate_from_config(config["learning_rate"].dump());
+  ASSERT_NE(lr.schedule, nullptr);
+  for (int64_t t : {0, 1, 7, 1000})
+    EXPECT_NEAR(lr.schedule->at(t), 0.1 / (1.0 + 0.01 * static_cast<double>(t)), 1e-8) << t;
+  EXPECT_NEAR(InverseTimeDecay(1.0, 10, 0.5, /*staircase=*/true).at(19), 1.0 / 1.5, 1e-7);
+  KILN_EXPECT_ERROR(optimizer_from_config("Adagrad", R"({"learning_rate": {"class_name": "ExponentialDecay",
+      "config": {"initial_learning_rate": 0.1, "decay_steps": 10, "decay_rate": 0.5}}, "decay": 1e-4})"),
+                    ConfigError, "Adagrad with decay=0.0001");
+}
+
 TEST(OptimizerFromConfigTest, SettingsKilnLacksAreConfigErrorsNamingTheKey) {
-  KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"lr": 0.1, "decay": 0.01})"), ConfigError, "Adam with decay=0.01");
-  KILN_EXPECT_ERROR(optimizer_from_config("Adagrad", R"({"decay": 1e-4})"), ConfigError, "LearningRateSchedule");
   // Legacy Nadam's "decay" is its momentum-schedule decay, even at tf.keras's default.
   KILN_EXPECT_ERROR(optimizer_from_config("Nadam", R"({"lr": 0.002, "decay": 0.004})"), ConfigError,
                     "Nadam with decay=0.004: legacy Nadam's momentum schedule");

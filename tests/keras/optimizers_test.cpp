@@ -318,8 +318,8 @@ TEST(SchedulesTest, ConfigsRoundTripAsKerasSerializesThem) {
   for (int64_t step : {0, 9, 10, 25}) EXPECT_DOUBLE_EQ(back.schedule->at(step), decay.schedule->at(step)) << step;
   EXPECT_EQ(learning_rate_from_config("0.25").constant, 0.25);
   EXPECT_FALSE(learning_rate_from_config("0.25").schedule);
-  KILN_EXPECT_ERROR(learning_rate_from_config(R"({"class_name": "InverseTimeDecay", "config": {}})"), ConfigError,
-                    "unknown schedule class 'InverseTimeDecay'");
+  KILN_EXPECT_ERROR(learning_rate_from_config(R"({"class_name": "PolynomialDecay", "config": {}})"), ConfigError,
+                    "unknown schedule class 'PolynomialDecay'");
   KILN_EXPECT_ERROR(learning_rate_from_config(R"({"class_name": "CosineDecay", "config": {"alpha": 0}})"),
                     ConfigError, "CosineDecay config");
 }

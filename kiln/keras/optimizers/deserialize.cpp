@@ -47,10 +47,17 @@ class ConfigReader {
     if (!config_[key].is_boolean()) fail(key, "true or false");
     return config_[key].get<bool>();
   }
-  /// "learning_rate" (a number or a serialized schedule), or Keras 2.0-2.10's "lr".
+  /// "learning_rate" (a number or a serialized schedule), or Keras 2.0-2.10's "lr"; with Keras
+  /// 2's "decay" (lr / (1 + decay * iterations)) an InverseTimeDecay over it.
   LearningRate learning_rate(const LearningRate& fallback) const {
     const char* key = has("learning_rate") ? "learning_rate" : "lr";
-    return has(key) ? learning_rate_from_config(config_[key].dump()) : fallback;
+    LearningRate lr = has(key) ? learning_rate_from_config(config_[key].dump()) : fallback;
+    const double decay = number("decay", 0.0);
+    if (decay == 0.0) return lr;
+    if (lr.schedule)
+      unsupported("decay", "Keras 2's decay applies to a constant learning rate, and this one is a schedule",
+                  "drop decay or fold it into the schedule");
+    return InverseTimeDecay(lr.constant, 1, decay);
   }
   std::string name(const std::string& fallback) const {
     if (!has("name")) return fallback;
@@ -79,9 +86,6 @@ constexpr const char* kRecompileHint = "load with compile=false and compile with
 // Settings every Keras version may write that change the update and that Kiln lacks: present
 // with a value that is not the off value, they are errors rather than silently dropped.
 void reject_unsupported(const ConfigReader& c, bool takes_weight_decay) {
-  if (c.number("decay", 0.0) != 0.0)
-    c.unsupported("decay", "Keras 2's inverse time decay of the learning rate is not supported",
-                  "use a LearningRateSchedule");
   if (c.flag("amsgrad", false)) c.unsupported("amsgrad", "AMSGrad is not supported", kRecompileHint);
   if (c.flag("use_ema", false))
     c.unsupported("use_ema", "an exponential moving average of the weights is not supported", kRecompileHint);

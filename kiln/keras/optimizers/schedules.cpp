@@ -15,23 +15,26 @@ double LearningRateSchedule::at(int64_t step) const {
   return (*this)(Tensor::scalar(static_cast<double>(step))).to_vector<double>()[0];
 }
 
-ExponentialDecay::ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate,
-                                   bool staircase)
+StepDecay::StepDecay(const char* name, double initial_learning_rate, int64_t decay_steps, double decay_rate,
+                     bool staircase)
     : initial_(initial_learning_rate), decay_rate_(decay_rate), decay_steps_(decay_steps), staircase_(staircase) {
-  if (decay_steps <= 0)
-    KILN_THROW(ValueError, "[ExponentialDecay] expected decay_steps > 0, received ", decay_steps, ".");
+  if (decay_steps <= 0) KILN_THROW(ValueError, "[", name, "] expected decay_steps > 0, received ", decay_steps, ".");
 }
 
-Tensor ExponentialDecay::operator()(const Tensor& step) const {
+Tensor StepDecay::progress(const Tensor& step) const {
   Tensor p = step / static_cast<double>(decay_steps_);
   if (staircase_) p = cast(cast(p, DType::kI64), p.dtype());  // truncation = floor for p >= 0
-  return initial_ * exp(p * std::log(decay_rate_));
+  return p;
 }
 
-std::string ExponentialDecay::get_config() const {
+std::string StepDecay::get_config() const {
   return nlohmann::json{{"initial_learning_rate", initial_}, {"decay_steps", decay_steps_}, {"decay_rate", decay_rate_},
                         {"staircase", staircase_}, {"name", nullptr}}.dump();
 }
+
+Tensor ExponentialDecay::operator()(const Tensor& step) const { return initial_ * exp(progress(step) * std::log(decay_rate_)); }
+
+Tensor InverseTimeDecay::operator()(const Tensor& step) const { return initial_ / (1.0 + decay_rate_ * progress(step)); }
 
 PiecewiseConstantDecay::PiecewiseConstantDecay(std::vector<double> boundaries, std::vector<double> values)
     : boundaries_(std::move(boundaries)), values_(std::move(values)) {
@@ -74,16 +77,23 @@ LearningRate learning_rate_from_config(const std::string& text) {
     if (cls == "ExponentialDecay")
       return ExponentialDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),
                               c.at("decay_rate").get<double>(), c.value("staircase", false));
+    if (cls == "InverseTimeDecay")
+      return InverseTimeDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),
+                              c.at("decay_rate").get<double>(), c.value("staircase", false));
     if (cls == "PiecewiseConstantDecay")
       return PiecewiseConstantDecay(c.at("boundaries").get<std::vector<double>>(), c.at("values").get<std::vector<double>>());
     if (cls == "CosineDecay")
       return CosineDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),
                          c.value("alpha", 0.0));
   } catch (const nlohmann::json::exception& e) {
-    KILN_THROW(ConfigError, "[learning_rate] ", cls, " config ", c.dump().substr(0, 200), ": ", e.what(), ".");
+    // The JSON library's words without its "[json.exception...]" tag.
+    const std::string what = e.what();
+    const size_t tag = what.rfind("] ");
+    KILN_THROW(ConfigError, "[learning_rate] ", cls, " config ", c.dump().substr(0, 200), ": ",
+               tag == std::string::npos ? what : what.substr(tag + 2), ".");
   }
   KILN_THROW(ConfigError, "[learning_rate] unknown schedule class '", cls,
-             "'. Hint: Kiln has ExponentialDecay, PiecewiseConstantDecay and CosineDecay.");
+             "'. Hint: Kiln has ExponentialDecay, InverseTimeDecay, PiecewiseConstantDecay and CosineDecay.");
 }
 
 std::string learning_rate_to_config(const LearningRate& learning_rate) {

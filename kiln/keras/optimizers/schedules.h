@@ -24,18 +24,38 @@ class LearningRateSchedule {
   virtual std::string get_config() const = 0;
 };
 
-/// initial * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
-class ExponentialDecay : public LearningRateSchedule {
+/// The shared form of ExponentialDecay and InverseTimeDecay: a rate applied over
+/// step / decay_steps, floored when staircase.
+class StepDecay : public LearningRateSchedule {
  public:
-  ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase = false);
-  Tensor operator()(const Tensor& step) const override;
-  std::string class_name() const override { return "ExponentialDecay"; }
   std::string get_config() const override;
 
- private:
+ protected:
+  StepDecay(const char* name, double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase);
+  /// step / decay_steps, floored when staircase.
+  Tensor progress(const Tensor& step) const;
   double initial_, decay_rate_;
   int64_t decay_steps_;
   bool staircase_;
+};
+
+/// initial * decay_rate ^ (step / decay_steps), the exponent floored when staircase.
+class ExponentialDecay : public StepDecay {
+ public:
+  ExponentialDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase = false)
+      : StepDecay("ExponentialDecay", initial_learning_rate, decay_steps, decay_rate, staircase) {}
+  Tensor operator()(const Tensor& step) const override;
+  std::string class_name() const override { return "ExponentialDecay"; }
+};
+
+/// initial / (1 + decay_rate * step / decay_steps), the quotient floored when staircase. Keras
+/// 2's optimizer `decay` argument is this with decay_steps 1 (lr / (1 + decay * iterations)).
+class InverseTimeDecay : public StepDecay {
+ public:
+  InverseTimeDecay(double initial_learning_rate, int64_t decay_steps, double decay_rate, bool staircase = false)
+      : StepDecay("InverseTimeDecay", initial_learning_rate, decay_steps, decay_rate, staircase) {}
+  Tensor operator()(const Tensor& step) const override;
+  std::string class_name() const override { return "InverseTimeDecay"; }
 };
 
 /// values[0] while step <= boundaries[0], values[i] while boundaries[i-1] < step <= boundaries[i],
