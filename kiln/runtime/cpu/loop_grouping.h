@@ -16,7 +16,7 @@
 
 namespace kiln::cpu {
 
-/// The most operands a grouped kernel reads (the step's operand table).
+/// The most operands a grouped kernel reads (what the step passes on the stack).
 inline constexpr size_t kMaxGroupOperands = 16;
 
 /// Whether `inst` can be a member of a group: a loop fusion.

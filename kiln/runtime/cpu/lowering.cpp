@@ -111,29 +111,33 @@ class Lowerer {
            k != compiler::BufferKind::kConstant;
   }
 
-  // Calls `fn(inputs, out)` with the pointers of values `reads` and `out`: from a stack array
-  // up to kInlineOperands operands (no allocation per run), from the heap beyond (concatenate).
+  // Calls `fn(inputs, outputs)` with the pointers of values `reads` and `writes`: from stack
+  // arrays up to kInlineOperands each (no allocation per run), from the heap beyond (a
+  // concatenate of many operands).
   static constexpr size_t kInlineOperands = 16;
   template <typename Fn>
-  static void with_pointers(const std::vector<int>& reads, int out, void* const* values, const Fn& fn) {
-    if (reads.size() <= kInlineOperands) {
-      const void* in[kInlineOperands];
-      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-      fn(in, values[out]);
-      return;
-    }
-    std::vector<const void*> in(reads.size());
+  static void with_pointers(const std::vector<int>& reads, const std::vector<int>& writes, void* const* values,
+                            const Fn& fn) {
+    const void* in_inline[kInlineOperands];
+    void* out_inline[kInlineOperands];
+    std::vector<const void*> in_heap;
+    std::vector<void*> out_heap;
+    const void** in = in_inline;
+    void** out = out_inline;
+    if (reads.size() > kInlineOperands) in = (in_heap.resize(reads.size()), in_heap.data());
+    if (writes.size() > kInlineOperands) out = (out_heap.resize(writes.size()), out_heap.data());
     for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-    fn(in.data(), values[out]);
+    for (size_t i = 0; i < writes.size(); ++i) out[i] = values[writes[i]];
+    fn(in, out);
   }
 
   // Runs `fn(inputs, out)` with the operand and result pointers of the step.
   template <typename Fn>
   void add(const Instruction& inst, std::string label, Fn fn) {
     Step s = make_step(inst, std::move(label));
-    std::vector<int> reads = s.reads;
-    int out = s.writes[0];
-    s.run = [reads, out, fn](void* const* values) { with_pointers(reads, out, values, fn); };
+    s.run = [reads = s.reads, writes = s.writes, fn](void* const* values) {
+      with_pointers(reads, writes, values, [&](const void* const* in, void* const* outs) { fn(in, outs[0]); });
+    };
     exe_.add_step(std::move(s));
   }
 
@@ -163,15 +167,8 @@ class Lowerer {
   // `team_fn(inputs, outputs)` with the pointers of the step's reads and writes.
   template <typename Fn>
   void add_team_step(Step s, int64_t work, Fn team_fn) {
-    std::vector<int> reads = s.reads, writes = s.writes;
-    auto call = [reads, writes, team_fn](void* const* values) {
-      const void* in[kMaxGroupOperands];
-      void* outs[kMaxGroupOperands];
-      KILN_CHECK(reads.size() <= kMaxGroupOperands && writes.size() <= kMaxGroupOperands, "more than ",
-                 kMaxGroupOperands, " operands or results");
-      for (size_t i = 0; i < reads.size(); ++i) in[i] = values[reads[i]];
-      for (size_t i = 0; i < writes.size(); ++i) outs[i] = values[writes[i]];
-      team_fn(in, outs);
+    auto call = [reads = s.reads, writes = s.writes, team_fn](void* const* values) {
+      with_pointers(reads, writes, values, team_fn);
     };
     const bool parallel = work >= kParallelThreshold;
     s.run = [call, parallel](void* const* values) { run_on_team(parallel, [&] { call(values); }); };
