@@ -4,6 +4,7 @@
 #include "tests/conformance/op_cases.h"
 
 #include <cmath>
+#include <limits>
 #include <random>
 
 #include "kiln/trace/emit.h"
@@ -162,6 +163,15 @@ std::vector<OpCase> make_cases() {
     // Integers beyond f32's 24-bit mantissa (and f64's 53 bits for i64) must stay exact.
     OpCase c = elementwise(rng, str_cat(text, "(large integers)"), op, {DType::kI32, DType::kI64}, 2,
                            {.int_lo = (int64_t{1} << 30) - 64, .int_hi = (int64_t{1} << 30) + 64});
+    c.values_only = true;
+    add(c);
+  }
+  for (auto [op, text, arity] : {std::tuple{Opcode::kAdd, "add", 2}, {Opcode::kSub, "sub", 2},
+                                 {Opcode::kMul, "mul", 2}, {Opcode::kNeg, "neg", 1}, {Opcode::kAbs, "abs", 1}}) {
+    // i32 arithmetic wraps modulo 2^32 (-(-2^31) is -2^31), as the IR defines it.
+    OpCase c = elementwise(rng, str_cat(text, "(i32 wrap-around)"), op, {DType::kI32}, arity,
+                           {.int_lo = std::numeric_limits<int32_t>::min(),
+                            .int_hi = int64_t{std::numeric_limits<int32_t>::max()} + 1});
     c.values_only = true;
     add(c);
   }

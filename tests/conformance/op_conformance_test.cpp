@@ -67,12 +67,7 @@ bool fallback_allowed(const std::string& key, DType t) {
 
 // Wrong values known on the CPU backend (both loop engines), by "<row> <dtype>", and why. Each
 // must still be wrong (a fix removes its entry); any other mismatch fails the table.
-// TODO(issue 19): loop kernels compute integers in floating-point registers, so an i32 result
-// beyond 2^31 does not wrap around as the IR defines (the reference evaluator wraps).
-const std::map<std::string, std::string_view> kKnownCpuMismatches = {
-    {"add(large integers) i32", "i32 overflow does not wrap (double registers, out-of-range store)"},
-    {"mul(large integers) i32", "i32 overflow does not wrap (double registers, out-of-range store)"},
-};
+const std::map<std::string, std::string_view> kKnownCpuMismatches = {};
 
 struct NamedBackend {
   std::string name;

@@ -293,6 +293,10 @@ class StageEmitter {
   }
 
   Value* bool_value(Value* cond) { return b_.CreateUIToFP(cond, vec(reg_, width_of(cond))); }
+  // An i64 integer's low 32 bits as a signed i32, back in a register.
+  Value* wrap_i32(Value* v, int w) {
+    return b_.CreateSIToFP(b_.CreateTrunc(v, vec(Type::getInt32Ty(b_.getContext()), w)), vec(reg_, w));
+  }
 
   Value* op(const LoopInstr& in, const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w,
             Value* a, Value* bv, Value* c) {
@@ -351,6 +355,9 @@ class StageEmitter {
       case LoopOp::kGt: return bool_value(b_.CreateFCmpOGT(a, bv));
       case LoopOp::kGe: return bool_value(b_.CreateFCmpOGE(a, bv));
       case LoopOp::kSelect: return b_.CreateSelect(b_.CreateFCmpUNE(a, fconst(0, w)), bv, c);
+      case LoopOp::kWrapI32: return wrap_i32(b_.CreateFPToSI(a, vec(i64_, w)), w);
+      case LoopOp::kMulI32:
+        return wrap_i32(b_.CreateMul(b_.CreateFPToSI(a, vec(i64_, w)), b_.CreateFPToSI(bv, vec(i64_, w))), w);
     }
     KILN_CHECK(false, "unknown loop op");
     return nullptr;

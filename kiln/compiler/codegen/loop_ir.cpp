@@ -116,6 +116,15 @@ class StageBuilder {
 
   int new_register(LoopStage& st) { return st.num_registers++; }
 
+  int append_unary(LoopStage& st, LoopOp op, int a) {
+    LoopInstr in{};
+    in.op = op;
+    in.a = a;
+    in.dst = new_register(st);
+    st.code.push_back(in);
+    return in.dst;
+  }
+
   // The value of a one-element constant, directly or broadcast (a scalar operand).
   static std::optional<double> constant_scalar(const ir::Instruction* inst) {
     while (inst->opcode() == ir::Opcode::kBroadcastInDim || inst->opcode() == ir::Opcode::kReshape)
@@ -184,14 +193,10 @@ class StageBuilder {
     }
     in.dst = new_register(st);
     st.code.push_back(in);
-    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op)) {
-      LoopInstr round{};
-      round.op = LoopOp::kRoundF32;
-      round.a = in.dst;
-      round.dst = new_register(st);
-      st.code.push_back(round);
-      in.dst = round.dst;
-    }
+    // Bring the exact result back to what the IR type holds.
+    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op))
+      in.dst = append_unary(st, LoopOp::kRoundF32, in.dst);
+    if (inst->dtype() == DType::kI32 && may_leave_i32(in.op)) in.dst = append_unary(st, LoopOp::kWrapI32, in.dst);
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
@@ -208,6 +213,12 @@ class StageBuilder {
       default:
         return true;
     }
+  }
+
+  // i32 ops whose exact result can leave the i32 range (-(-2^31) and |-2^31| included); the
+  // others stay in range or, like kMulI32, wrap themselves.
+  static bool may_leave_i32(LoopOp op) {
+    return op == LoopOp::kAdd || op == LoopOp::kSub || op == LoopOp::kNeg || op == LoopOp::kAbs;
   }
 
   static bool select_op(const ir::Instruction* inst, LoopOp* op) {
@@ -238,7 +249,7 @@ class StageBuilder {
         return false;
       case Opcode::kAdd: *op = LoopOp::kAdd; return true;
       case Opcode::kSub: *op = LoopOp::kSub; return true;
-      case Opcode::kMul: *op = LoopOp::kMul; return true;
+      case Opcode::kMul: *op = out == DType::kI32 ? LoopOp::kMulI32 : LoopOp::kMul; return true;
       // Integer division truncates; x / 0 has all bits set (-1, or 255 for u8), as in XLA.
       case Opcode::kDiv:
         *op = is_floating(out) ? LoopOp::kDiv : (out == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt);
@@ -310,7 +321,7 @@ int loop_operand_count(const LoopInstr& in) {
     case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: return 0;
     case LoopOp::kSelect: return 3;
     case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kDiv: case LoopOp::kDivInt: case LoopOp::kDivUnsigned:
-    case LoopOp::kPow:
+    case LoopOp::kPow: case LoopOp::kMulI32:
     case LoopOp::kMax: case LoopOp::kMin: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe:
     case LoopOp::kGt: case LoopOp::kGe: return 2;
     default: return 1;

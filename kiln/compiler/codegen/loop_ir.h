@@ -28,6 +28,10 @@ enum class LoopOp : uint8_t {
   kAdd, kSub, kMul, kDiv, kDivInt, kDivUnsigned, kPow, kMax, kMin,
   kEq, kNe, kLt, kLe, kGt, kGe,
   kSelect,
+  // i32 arithmetic wraps modulo 2^32 as the IR defines: kWrapI32 wraps an exact integer in a
+  // double register; kMulI32 multiplies in 64-bit integers (a double product of two i32s
+  // beyond 2^53 would round before it wraps).
+  kWrapI32, kMulI32,
 };
 
 /// Where a load reads: a body parameter, an earlier stage's result, or a constant literal.
