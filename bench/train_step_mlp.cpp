@@ -2,7 +2,8 @@
 // for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5 runs of 200 steps),
 // samples_per_s, gflop_per_s, kernel launches and peak RSS; the code generator against the
 // interpreter; the Adam update against the machine's bandwidth. --compete also times the step
-// with another CPU-bound process running (a busy machine). With --peer it also runs
+// with another CPU-bound process running (a busy machine; KILN_THREAD_GOVERNOR=0 shows it
+// without the thread governor). With --peer it also runs
 // ../shared/peers/pytorch W1 in the same run and prints the ratio.
 #include <algorithm>
 #include <cstdio>
@@ -13,6 +14,7 @@
 
 #include "bench/adam_bandwidth.h"
 #include "bench/bench_main.h"
+#include "kiln/core/debug_options.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
         .add("quiet_ms_per_step", median_ms)
         .add("competing_ms_per_step", busy_ms)
         .add("slowdown", busy_ms / median_ms)
-        .add("target", 1.5);
+        .add("target", 1.5)
+        .add("thread_governor", DebugOptions::global().thread_governor ? "on" : "off");
     c.print();
   }
   if (peer) {

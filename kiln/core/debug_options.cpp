@@ -56,6 +56,7 @@ DebugOptions DebugOptions::from_env() {
   o.no_memory_planner = parse_bool(env("KILN_NO_MEMORY_PLANNER"), "KILN_NO_MEMORY_PLANNER", false);
   o.profile = parse_bool(env("KILN_PROFILE"), "KILN_PROFILE", false);
   o.codegen = parse_bool(env("KILN_CODEGEN"), "KILN_CODEGEN", true);
+  o.thread_governor = parse_bool(env("KILN_THREAD_GOVERNOR"), "KILN_THREAD_GOVERNOR", true);
   o.kernel_cache_dir = env("KILN_CACHE_DIR");
   if (o.kernel_cache_dir == "off") o.kernel_cache_dir.clear();
   else if (o.kernel_cache_dir.empty() && !env("HOME").empty()) o.kernel_cache_dir = env("HOME") + "/.cache/kiln/kernels";

@@ -32,6 +32,9 @@ struct DebugOptions {
   /// KILN_CODEGEN=0|1: compile fused loops to machine code with LLVM (default 1); 0 runs the
   /// register interpreter, the reference fallback.
   bool codegen = true;
+  /// KILN_THREAD_GOVERNOR=0|1: let each CPU executable run on fewer threads while another
+  /// process slows its full team (runtime/cpu/thread_governor.h; default 1).
+  bool thread_governor = true;
   /// KILN_CACHE_DIR=<dir>: where generated kernels are cached on disk (default
   /// $HOME/.cache/kiln/kernels; "off", or no HOME, disables the disk cache).
   std::string kernel_cache_dir;

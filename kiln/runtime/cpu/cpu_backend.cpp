@@ -82,7 +82,8 @@ class CpuBackend : public runtime::Backend {
                  mib(limit), "). Hint: the largest batch size that fits is about ", fits,
                  "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
     }
-    auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile);
+    auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile,
+                                                options.debug.thread_governor);
     exe->set_collectives(options.collectives, options.replica_id);
     const std::vector<std::string>& disabled = options.debug.disabled_passes;
     lower(*exe, engine_,

@@ -13,9 +13,10 @@
 
 namespace kiln::cpu {
 
-CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile)
+CpuExecutable::CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile,
+                             bool thread_governor)
     : module_(std::move(module)), scratch_(std::make_unique<ir::Module>("scratch")), plan_(std::move(plan)),
-      profile_(profile) {
+      profile_(profile), thread_governor_(thread_governor) {
   for (size_t i = 0; i < plan_.order.size(); ++i) ids_[plan_.order[i]] = static_cast<int>(i);
   // Allocated and zeroed now, so the first step pays no page faults and RSS shows the plan.
   arena_ = HostTensor(Shape(DType::kU8, {std::max<int64_t>(plan_.arena_bytes, 1)}));
@@ -79,6 +80,13 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
       case compiler::BufferKind::kAlias: values_[v] = values_[static_cast<size_t>(value_id(b.alias_of))]; break;
     }
   }
+  // The governor's thread count holds for this run only; the caller's (a logical device's
+  // share, say) is the most it may use and is restored after.
+  const int share = omp_get_max_threads();
+  if (!governor_ || governor_->max_threads() != share) governor_.emplace(share, thread_governor_);
+  const int threads = governor_->threads();
+  if (threads != share) omp_set_num_threads(threads);
+  const auto start = std::chrono::steady_clock::now();
   if (profile_) {
     step_ns_.resize(steps_.size(), 0);
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -90,6 +98,8 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
   } else {
     for (const Step& step : steps_) step.run(values_.data());
   }
+  governor_->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  if (threads != share) omp_set_num_threads(share);
   for (const compiler::OutputCopy& c : plan_.output_copies) {
     HostTensor& dst = results[static_cast<size_t>(c.output_index)];
     std::memcpy(dst.raw_data(), values_[static_cast<size_t>(value_id(c.source))], static_cast<size_t>(dst.byte_size()));

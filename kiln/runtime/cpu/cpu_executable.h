@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/module.h"
 #include "kiln/runtime/collectives.h"
+#include "kiln/runtime/cpu/thread_governor.h"
 #include "kiln/runtime/executable.h"
 
 namespace kiln::cpu {
@@ -38,7 +40,8 @@ struct ReferenceFallback {
 
 class CpuExecutable : public runtime::Executable {
  public:
-  CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile = false);
+  CpuExecutable(std::unique_ptr<ir::Module> module, compiler::MemoryPlan plan, bool profile = false,
+                bool thread_governor = false);
   ~CpuExecutable() override;
 
   std::vector<HostTensor> run(std::span<HostTensor> arguments) override { return run_into(arguments, {}); }
@@ -80,6 +83,9 @@ class CpuExecutable : public runtime::Executable {
   std::vector<void*> values_;  // per run: where each value lives
   // KILN_PROFILE: nanoseconds spent in each step over all runs.
   bool profile_ = false;
+  // Made at the first run, for the thread share of the thread that runs it.
+  bool thread_governor_ = false;
+  std::optional<ThreadGovernor> governor_;
   int64_t runs_ = 0;
   std::vector<int64_t> step_ns_;
 };

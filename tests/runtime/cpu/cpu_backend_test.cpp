@@ -3,11 +3,16 @@
 #include "kiln/runtime/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstring>
+#include <random>
 
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/thread_governor.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 
@@ -208,6 +213,43 @@ TEST(CpuBackendTest, AliasedOutputUpdatesTheArgumentInPlace) {
   EXPECT_EQ(out[1].data<float>()[0], 0.0f);
   exe->run(args);
   EXPECT_EQ(args[0].data<float>()[0], -1.0f);
+}
+
+TEST(CpuBackendTest, AGovernedExecutableGivesTheSameResultsAndRestoresTheThreadCount) {
+  // The governor probes fewer threads after its first timing window (runtime/cpu/
+  // thread_governor.h), so these runs use both team sizes; a matmul, a reduction and a fused
+  // loop must not change, and the caller's OpenMP thread count must come back after each run.
+  auto make = [] {
+    auto m = std::make_unique<ir::Module>("governed");
+    Builder b(m->entry());
+    auto* x = b.parameter(Shape(DType::kF32, {96, 200}), "x");
+    auto* w = b.parameter(Shape(DType::kF32, {200, 64}), "w");
+    auto* y = b.unary(Opcode::kTanh, b.dot_general(x, w, {.lhs_contracting = {1}, .rhs_contracting = {0}}));
+    m->entry()->set_outputs({y, b.reduce(Opcode::kReduceSum, y, {0})});
+    return m;
+  };
+  runtime::CompileOptions governed_options;
+  governed_options.debug.thread_governor = true;
+  auto governed = make_cpu_backend()->compile(make(), governed_options);
+  runtime::CompileOptions plain_options;
+  plain_options.debug.thread_governor = false;
+  auto plain = make_cpu_backend()->compile(make(), plain_options);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<float> xs(96 * 200), ws(200 * 64);
+  for (float& v : xs) v = u(rng);
+  for (float& v : ws) v = u(rng);
+  std::vector<HostTensor> args = {HostTensor::from_vector<float>({96, 200}, xs),
+                                  HostTensor::from_vector<float>({200, 64}, ws)};
+  const std::vector<HostTensor> expected = plain->run(args);
+  const int threads = omp_get_max_threads();
+  for (int run = 0; run < 3 * ThreadGovernor::kWindow; ++run) {
+    std::vector<HostTensor> out = governed->run(args);
+    ASSERT_EQ(omp_get_max_threads(), threads) << "run " << run;
+    for (size_t k = 0; k < out.size(); ++k)
+      ASSERT_EQ(std::memcmp(out[k].raw_data(), expected[k].raw_data(), static_cast<size_t>(out[k].byte_size())), 0)
+          << "output " << k << ", run " << run;
+  }
 }
 
 TEST(CpuBackendTest, ArgumentShapeMismatchNamesTheParameter) {
