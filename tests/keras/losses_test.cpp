@@ -1,7 +1,12 @@
 // Losses against values computed by hand for small inputs (natural logs, 8 digits).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <functional>
+
 #include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+#include "tests/testing/finite_difference.h"
 
 namespace kiln::keras {
 namespace {
@@ -52,6 +57,181 @@ TEST(LossesTest, MeanSquaredErrorAveragesTheLastAxisThenTheBatch) {
   Tensor p = f32({2, 2}, {1, 1, 1, 1});
   EXPECT_NEAR(scalar(MeanSquaredError()(y, p)), 3.5, 1e-6);  // (0.5 + 6.5) / 2
   EXPECT_EQ(MeanSquaredError({.reduction = "none"})(y, p).to_vector<float>(), (std::vector<float>{0.5f, 6.5f}));
+}
+
+// The catalogue against the formulas written out per row in double, on inputs that visit each
+// branch (|e| on both sides of Huber's delta, KL's clip, hinge margins on both sides).
+struct Rows {
+  int64_t rows, cols;
+  std::vector<double> y, p;
+  double y_at(int64_t r, int64_t c) const { return y[static_cast<size_t>(r * cols + c)]; }
+  double p_at(int64_t r, int64_t c) const { return p[static_cast<size_t>(r * cols + c)]; }
+};
+
+Rows sample_rows() {
+  return {2, 3, {0.0, 1.0, 0.0, 0.2, 0.5, 0.3}, {0.1, 0.7, 2.5, 0.6, 0.25, 4.0}};
+}
+
+// Per row: the reference value of row r.
+using RowFn = std::function<double(const Rows&, int64_t)>;
+
+double row_mean(const Rows& d, int64_t r, const std::function<double(double, double)>& f) {
+  double s = 0;
+  for (int64_t c = 0; c < d.cols; ++c) s += f(d.y_at(r, c), d.p_at(r, c));
+  return s / static_cast<double>(d.cols);
+}
+
+struct CatalogueCase {
+  const char* name;
+  LossHandle loss;
+  RowFn reference;
+};
+
+std::vector<CatalogueCase> catalogue() {
+  const double eps = 1e-7;
+  auto clip = [](double v, double lo, double hi) { return std::min(std::max(v, lo), hi); };
+  // Keras converts {0, 1} labels to {-1, 1} only when every label is 0 or 1: the sample's
+  // second row is not, so no conversion happens anywhere in it.
+  auto hinge_row = [](const Rows& d, int64_t r, bool squared) {
+    return row_mean(d, r, [&](double y, double p) {
+      const double h = std::max(1 - y * p, 0.0);
+      return squared ? h * h : h;
+    });
+  };
+  return {
+      {"mae", MeanAbsoluteError(), [](const Rows& d, int64_t r) { return row_mean(d, r, [](double y, double p) { return std::fabs(p - y); }); }},
+      {"mape", MeanAbsolutePercentageError(),
+       [=](const Rows& d, int64_t r) {
+         return 100 * row_mean(d, r, [=](double y, double p) { return std::fabs((y - p) / std::max(std::fabs(y), eps)); });
+       }},
+      {"msle", MeanSquaredLogarithmicError(),
+       [=](const Rows& d, int64_t r) {
+         return row_mean(d, r, [=](double y, double p) {
+           const double e = std::log(std::max(p, eps) + 1) - std::log(std::max(y, eps) + 1);
+           return e * e;
+         });
+       }},
+      {"log_cosh", LogCosh(), [](const Rows& d, int64_t r) { return row_mean(d, r, [](double y, double p) { return std::log(std::cosh(p - y)); }); }},
+      {"kl_divergence", KLDivergence(),
+       [=](const Rows& d, int64_t r) {
+         return d.cols * row_mean(d, r, [=](double y, double p) {
+           const double yc = clip(y, eps, 1), pc = clip(p, eps, 1);
+           return yc * std::log(yc / pc);
+         });
+       }},
+      {"hinge", Hinge(), [=](const Rows& d, int64_t r) { return hinge_row(d, r, false); }},
+      {"squared_hinge", SquaredHinge(), [=](const Rows& d, int64_t r) { return hinge_row(d, r, true); }},
+      {"categorical_hinge", CategoricalHinge(),
+       [](const Rows& d, int64_t r) {
+         double pos = 0, neg = -1e300;
+         for (int64_t c = 0; c < d.cols; ++c) {
+           pos += d.y_at(r, c) * d.p_at(r, c);
+           neg = std::max(neg, (1 - d.y_at(r, c)) * d.p_at(r, c));
+         }
+         return std::max(neg - pos + 1, 0.0);
+       }},
+      {"poisson", Poisson(),
+       [=](const Rows& d, int64_t r) {
+         return row_mean(d, r, [=](double y, double p) { return p - y * std::log(p + eps); });
+       }},
+      {"huber delta 1", Huber(),
+       [](const Rows& d, int64_t r) {
+         return row_mean(d, r, [](double y, double p) {
+           const double e = std::fabs(p - y);
+           return e <= 1 ? 0.5 * e * e : e - 0.5;
+         });
+       }},
+      {"huber delta 0.3", Huber({.delta = 0.3}),
+       [](const Rows& d, int64_t r) {
+         return row_mean(d, r, [](double y, double p) {
+           const double e = std::fabs(p - y);
+           return e <= 0.3 ? 0.5 * e * e : 0.3 * (e - 0.15);
+         });
+       }},
+      {"cosine_similarity", CosineSimilarity(),
+       [](const Rows& d, int64_t r) {
+         double yy = 0, pp = 0, yp = 0;
+         for (int64_t c = 0; c < d.cols; ++c) {
+           yy += d.y_at(r, c) * d.y_at(r, c);
+           pp += d.p_at(r, c) * d.p_at(r, c);
+           yp += d.y_at(r, c) * d.p_at(r, c);
+         }
+         return -yp / std::sqrt(yy) / std::sqrt(pp);
+       }},
+  };
+}
+
+Tensor f64(Dims dims, std::vector<double> v) { return Tensor::from_vector<double>(std::move(dims), v); }
+
+TEST(LossesTest, TheCatalogueMatchesItsFormulasRowByRow) {
+  const Rows d = sample_rows();
+  for (const CatalogueCase& c : catalogue()) {
+    Tensor y = f64({d.rows, d.cols}, d.y), p = f64({d.rows, d.cols}, d.p);
+    const std::vector<double> per_row = LossHandle(c.loss)->call(y, p).to_vector<double>();
+    ASSERT_EQ(per_row.size(), 2u) << c.name;
+    for (int64_t r = 0; r < d.rows; ++r)
+      EXPECT_NEAR(per_row[static_cast<size_t>(r)], c.reference(d, r), 1e-12 * (1 + std::fabs(c.reference(d, r))))
+          << c.name << " row " << r;
+    // The default reduction is the mean over the batch, in f32 too.
+    Tensor y32 = cast(y, DType::kF32), p32 = cast(p, DType::kF32);
+    const double mean = (c.reference(d, 0) + c.reference(d, 1)) / 2;
+    EXPECT_NEAR(scalar((*c.loss)(y32, p32)), mean, 1e-5 * (1 + std::fabs(mean))) << c.name;
+  }
+}
+
+TEST(LossesTest, HingeConvertsZeroOneLabelsToPlusMinusOne) {
+  // Labels all in {0, 1}: 0 acts as -1. Row: max(1 + 0.3, 0) = 1.3 and max(1 - 0.4, 0) = 0.6.
+  EXPECT_NEAR(scalar(Hinge()(f32({1, 2}, {0, 1}), f32({1, 2}, {0.3f, 0.4f}))), 0.95, 1e-6);
+  EXPECT_NEAR(scalar(Hinge()(f32({1, 2}, {-1, 1}), f32({1, 2}, {0.3f, 0.4f}))), 0.95, 1e-6);
+}
+
+TEST(LossesTest, TheCatalogueHasFiniteDifferenceGradients) {
+  const Rows d = sample_rows();
+  for (const CatalogueCase& c : catalogue()) {
+    // With respect to the prediction (labels are data), away from the piecewise losses' kinks
+    // (|e| = delta, hinge margin 1, clip edges) and from zero labels (MAPE divides by 1e-7 there,
+    // beyond what f64 differences resolve).
+    Tensor y = f64({d.rows, d.cols}, {0.1, 1.0, 0.05, 0.2, 0.5, 0.3});
+    HostTensor p = HostTensor::from_vector<double>({d.rows, d.cols}, {0.13, 0.71, 2.45, 0.62, 0.27, 3.9});
+    LossHandle loss = c.loss;
+    auto f = [&](const std::vector<Tensor>& xs) { return (*loss)(y, xs[0]); };
+    EXPECT_TRUE(kiln::testing::check_gradients(f, {p}, {.eps = 1e-6, .rtol = 1e-5, .atol = 1e-7})) << c.name;
+  }
+}
+
+TEST(LossesTest, LabelSmoothingMovesLabelsTowardUniform) {
+  // Categorical, 3 classes, s = 0.3: [0, 1, 0] -> [0.1, 0.8, 0.1].
+  Tensor p = f32({1, 3}, {0.2f, 0.5f, 0.3f});
+  const double expected = -(0.1 * std::log(0.2) + 0.8 * std::log(0.5) + 0.1 * std::log(0.3));
+  EXPECT_NEAR(scalar(CategoricalCrossentropy({.label_smoothing = 0.3})(f32({1, 3}, {0, 1, 0}), p)), expected, 1e-6);
+  // Binary, s = 0.2: 1 -> 0.9, 0 -> 0.1.
+  const double b = -(0.9 * std::log(0.8) + 0.1 * std::log(0.2) + 0.1 * std::log(0.7) + 0.9 * std::log(0.3)) / 2;
+  EXPECT_NEAR(scalar(BinaryCrossentropy({.label_smoothing = 0.2})(f32({1, 2}, {1, 0}), f32({1, 2}, {0.8f, 0.7f}))),
+              b, 1e-6);
+  EXPECT_THROW(SparseCategoricalCrossentropy({.label_smoothing = 0.1}), ConfigError);
+  EXPECT_THROW(CategoricalCrossentropy({.label_smoothing = 1.5}), ConfigError);
+}
+
+TEST(LossesTest, NamesAliasesAndConfigsRoundTrip) {
+  for (const char* alias : {"mae", "MAE", "mean_absolute_error"})
+    EXPECT_EQ(LossHandle(alias)->class_name(), "MeanAbsoluteError") << alias;
+  EXPECT_EQ(LossHandle("kld")->class_name(), "KLDivergence");
+  EXPECT_EQ(LossHandle("logcosh")->class_name(), "LogCosh");
+  EXPECT_EQ(LossHandle("huber_loss")->name(), "huber_loss");
+  // Every catalogue loss rebuilds from its own class name and config, options included.
+  std::vector<LossHandle> losses = {Huber({.delta = 0.3, .reduction = "sum", .name = "h"}),
+                                    CosineSimilarity({.axis = 0}),
+                                    CategoricalCrossentropy({.from_logits = true, .label_smoothing = 0.1}),
+                                    BinaryCrossentropy({.label_smoothing = 0.2})};
+  for (CatalogueCase& c : catalogue()) losses.push_back(c.loss);
+  for (const LossHandle& loss : losses) {
+    LossHandle back = loss_from_config(loss->class_name(), loss->get_config());
+    EXPECT_EQ(back->class_name(), loss->class_name());
+    EXPECT_EQ(back->get_config(), loss->get_config()) << loss->class_name();
+  }
+  KILN_EXPECT_ERROR(loss_from_config("Hubber", "{}"), ConfigError, "unknown loss class 'Hubber'");
+  KILN_EXPECT_ERROR(loss_from_config("Huber", R"({"delta": "big"})"), ConfigError, "wrong type");
+  KILN_EXPECT_ERROR(LossHandle("huberr"), ConfigError, "unknown loss 'huberr'");
 }
 
 TEST(LossesTest, UnknownNamesAndReductionsAreConfigErrors) {

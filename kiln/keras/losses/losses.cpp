@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <optional>
+
 #include "kiln/core/check.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
@@ -18,6 +21,12 @@ constexpr double kEpsilon = 1e-7;  // keras.backend.epsilon()
 Tensor clip_probabilities(const Tensor& p) { return minimum(maximum(p, kEpsilon), 1.0 - kEpsilon); }
 
 std::string name_or(const std::string& name, const char* fallback) { return name.empty() ? fallback : name; }
+
+double checked_smoothing(double s) {
+  if (!(s >= 0 && s <= 1))
+    KILN_THROW(ConfigError, "[losses] label_smoothing must be in [0, 1], received ", s, ".");
+  return s;
+}
 
 void check_reduction(const std::string& reduction) {
   if (reduction != "sum_over_batch_size" && reduction != "sum" && reduction != "none")
@@ -44,9 +53,14 @@ std::string Loss::get_config() const {
 
 namespace {
 
-std::string with_from_logits(const std::string& base_config, bool from_logits) {
+std::string with_from_logits(const std::string& base_config, bool from_logits,
+                             std::optional<double> label_smoothing = std::nullopt) {
   nlohmann::json j = nlohmann::json::parse(base_config);
   j["from_logits"] = from_logits;
+  if (label_smoothing) {
+    j["label_smoothing"] = *label_smoothing;
+    j["axis"] = -1;
+  }
   return j.dump();
 }
 
@@ -56,26 +70,19 @@ std::string SparseCategoricalCrossentropy::get_config() const {
   return with_from_logits(Loss::get_config(), from_logits_);
 }
 std::string CategoricalCrossentropy::get_config() const {
-  return with_from_logits(Loss::get_config(), from_logits_);
+  return with_from_logits(Loss::get_config(), from_logits_, label_smoothing_);
 }
 std::string BinaryCrossentropy::get_config() const {
-  return with_from_logits(Loss::get_config(), from_logits_);
-}
-
-LossHandle::LossHandle(const char* name) {
-  const std::string n = name;
-  if (n == "sparse_categorical_crossentropy") *this = SparseCategoricalCrossentropy();
-  else if (n == "categorical_crossentropy") *this = CategoricalCrossentropy();
-  else if (n == "binary_crossentropy") *this = BinaryCrossentropy();
-  else if (n == "mean_squared_error" || n == "mse") *this = MeanSquaredError();
-  else
-    KILN_THROW(ConfigError, "[compile] unknown loss '", n, "'. Hint: use sparse_categorical_crossentropy, "
-               "categorical_crossentropy, binary_crossentropy or mean_squared_error, or a Loss object.");
+  return with_from_logits(Loss::get_config(), from_logits_, label_smoothing_);
 }
 
 SparseCategoricalCrossentropy::SparseCategoricalCrossentropy(CrossentropyOptions options)
     : Loss(name_or(options.name, "sparse_categorical_crossentropy"), options.reduction),
-      from_logits_(options.from_logits) {}
+      from_logits_(options.from_logits) {
+  if (options.label_smoothing != 0)
+    KILN_THROW(ConfigError, "[", name(), "] label_smoothing needs one-hot labels, as in Keras. Hint: use "
+               "CategoricalCrossentropy with one-hot labels.");
+}
 
 Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
   if (y_pred.rank() > 2 && y_true.shape().num_elements() * y_pred.dim(-1) == y_pred.shape().num_elements()) {
@@ -98,10 +105,12 @@ Tensor SparseCategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y
 
 CategoricalCrossentropy::CategoricalCrossentropy(CrossentropyOptions options)
     : Loss(name_or(options.name, "categorical_crossentropy"), options.reduction),
-      from_logits_(options.from_logits) {}
+      from_logits_(options.from_logits), label_smoothing_(checked_smoothing(options.label_smoothing)) {}
 
 Tensor CategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
   Tensor y = cast(y_true, y_pred.dtype());
+  if (label_smoothing_ != 0)
+    y = y * (1.0 - label_smoothing_) + label_smoothing_ / static_cast<double>(y_pred.dim(-1));
   if (from_logits_) return -reduce_sum(y * log_softmax(y_pred, -1), {-1});
   Tensor p = clip_probabilities(y_pred / reduce_sum(y_pred, {-1}, /*keepdims=*/true));
   return -reduce_sum(y * log(p), {-1});
@@ -109,10 +118,11 @@ Tensor CategoricalCrossentropy::call(const Tensor& y_true, const Tensor& y_pred)
 
 BinaryCrossentropy::BinaryCrossentropy(CrossentropyOptions options)
     : Loss(name_or(options.name, "binary_crossentropy"), options.reduction),
-      from_logits_(options.from_logits) {}
+      from_logits_(options.from_logits), label_smoothing_(checked_smoothing(options.label_smoothing)) {}
 
 Tensor BinaryCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) const {
   Tensor y = cast(y_true, y_pred.dtype());
+  if (label_smoothing_ != 0) y = y * (1.0 - label_smoothing_) + 0.5 * label_smoothing_;
   Tensor elementwise;
   if (from_logits_) {
     // max(x, 0) - x z + log(1 + exp(-|x|)), stable for any logit x.
@@ -124,9 +134,111 @@ Tensor BinaryCrossentropy::call(const Tensor& y_true, const Tensor& y_pred) cons
   return y_pred.rank() <= 1 ? elementwise : mean(elementwise, {-1});
 }
 
+namespace {
+
+// The mean over the last axis; rank-1 values stay per element.
+Tensor mean_last(const Tensor& t) { return t.rank() <= 1 ? t : mean(t, {-1}); }
+Tensor sum_last(const Tensor& t) { return t.rank() <= 1 ? t : reduce_sum(t, {-1}); }
+Tensor like(const Tensor& y_true, const Tensor& y_pred) { return cast(y_true, y_pred.dtype()); }
+
+// {0, 1} labels become {-1, 1} when every label is 0 or 1 (Keras's _maybe_convert_labels).
+Tensor signed_labels(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor y = like(y_true, y_pred);
+  Tensor all_binary = reduce_min(cast(equal(y * (y - 1.0), 0.0), y.dtype()));
+  return y + all_binary * (y - 1.0);
+}
+
+// log(1 + e^x) without overflow.
+Tensor softplus(const Tensor& x) { return maximum(x, 0.0) + log1p(exp(-abs(x))); }
+
+Tensor l2_normalize(const Tensor& x, int axis) {
+  return x * rsqrt(maximum(reduce_sum(x * x, {axis}, /*keepdims=*/true), 1e-12));
+}
+
+}  // namespace
+
 Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const {
-  Tensor d = cast(y_true, y_pred.dtype()) - y_pred;
-  return y_pred.rank() <= 1 ? d * d : mean(d * d, {-1});
+  Tensor d = like(y_true, y_pred) - y_pred;
+  return mean_last(d * d);
+}
+
+Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_last(abs(y_pred - like(y_true, y_pred)));
+}
+
+Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor y = like(y_true, y_pred);
+  return 100.0 * mean_last(abs((y - y_pred) / maximum(abs(y), kEpsilon)));
+}
+
+Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor d = log(maximum(y_pred, kEpsilon) + 1.0) - log(maximum(like(y_true, y_pred), kEpsilon) + 1.0);
+  return mean_last(d * d);
+}
+
+Tensor log_cosh(const Tensor& y_true, const Tensor& y_pred) {
+  // log cosh x = x + softplus(-2x) - log 2, finite for any x.
+  Tensor x = y_pred - like(y_true, y_pred);
+  return mean_last(x + softplus(-2.0 * x) - M_LN2);
+}
+
+Tensor kl_divergence(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor y = minimum(maximum(like(y_true, y_pred), kEpsilon), 1.0);
+  Tensor p = minimum(maximum(y_pred, kEpsilon), 1.0);
+  return sum_last(y * log(y / p));
+}
+
+Tensor hinge(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_last(maximum(1.0 - signed_labels(y_true, y_pred) * y_pred, 0.0));
+}
+
+Tensor squared_hinge(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor h = maximum(1.0 - signed_labels(y_true, y_pred) * y_pred, 0.0);
+  return mean_last(h * h);
+}
+
+Tensor categorical_hinge(const Tensor& y_true, const Tensor& y_pred) {
+  Tensor y = like(y_true, y_pred);
+  Tensor pos = sum_last(y * y_pred);
+  Tensor neg = y_pred.rank() <= 1 ? (1.0 - y) * y_pred : reduce_max((1.0 - y) * y_pred, {-1});
+  return maximum(neg - pos + 1.0, 0.0);
+}
+
+Tensor poisson(const Tensor& y_true, const Tensor& y_pred) {
+  return mean_last(y_pred - like(y_true, y_pred) * log(y_pred + kEpsilon));
+}
+
+Tensor huber(const Tensor& y_true, const Tensor& y_pred, double delta) {
+  Tensor a = abs(y_pred - like(y_true, y_pred));
+  Tensor quadratic = minimum(a, delta);
+  return mean_last(0.5 * quadratic * quadratic + delta * (a - quadratic));
+}
+
+Tensor cosine_similarity(const Tensor& y_true, const Tensor& y_pred, int axis) {
+  return -reduce_sum(l2_normalize(like(y_true, y_pred), axis) * l2_normalize(y_pred, axis), {axis});
+}
+
+LossFunctionWrapper::LossFunctionWrapper(Fn fn, std::string class_name, const char* default_name,
+                                         const LossOptions& options)
+    : Loss(name_or(options.name, default_name), options.reduction), fn_(fn), class_name_(std::move(class_name)) {}
+
+Huber::Huber(HuberOptions options) : Loss(options.name, options.reduction), delta_(options.delta) {
+  if (!(delta_ > 0)) KILN_THROW(ConfigError, "[", name(), "] delta must be positive, received ", delta_, ".");
+}
+
+std::string Huber::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Loss::get_config());
+  j["delta"] = delta_;
+  return j.dump();
+}
+
+CosineSimilarity::CosineSimilarity(CosineSimilarityOptions options)
+    : Loss(options.name, options.reduction), axis_(options.axis) {}
+
+std::string CosineSimilarity::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Loss::get_config());
+  j["axis"] = axis_;
+  return j.dump();
 }
 
 }  // namespace kiln::keras

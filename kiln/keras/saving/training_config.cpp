@@ -19,30 +19,12 @@ json loss_json(const Loss& loss) {
   return {{"class_name", loss.class_name()}, {"config", json::parse(loss.get_config())}};
 }
 
-// Keras 2 calls sum_over_batch_size "auto" in configs it writes.
-std::string reduction_from(const json& config) {
-  std::string r = config.value("reduction", "sum_over_batch_size");
-  return r == "auto" ? "sum_over_batch_size" : r;
-}
-
 LossHandle loss_from_json(const json& j) {
   if (j.is_string()) return LossHandle(j.get<std::string>());
   if (!j.is_object())
     KILN_THROW(ConfigError, "[training_config] expected the loss as a name or {\"class_name\", \"config\"}, received ",
                j.dump(), ". Hint: Kiln loads single-output models.");
-  const std::string cls = j.value("class_name", "");
-  const json config = j.value("config", json::object());
-  const CrossentropyOptions o{.from_logits = config.value("from_logits", false),
-                              .reduction = reduction_from(config),
-                              .name = config.value("name", "")};
-  if (cls == "SparseCategoricalCrossentropy") return SparseCategoricalCrossentropy(o);
-  if (cls == "CategoricalCrossentropy") return CategoricalCrossentropy(o);
-  if (cls == "BinaryCrossentropy") return BinaryCrossentropy(o);
-  if (cls == "MeanSquaredError")
-    return MeanSquaredError({.reduction = reduction_from(config), .name = config.value("name", "mean_squared_error")});
-  KILN_THROW(ConfigError, "[training_config] unknown loss class '", cls, "'. Hint: Kiln knows "
-             "SparseCategoricalCrossentropy, CategoricalCrossentropy, BinaryCrossentropy and MeanSquaredError; "
-             "load with compile=false and compile yourself.");
+  return loss_from_config(j.value("class_name", ""), j.value("config", json::object()).dump());
 }
 
 MetricHandle metric_named(const std::string& fn, const std::string& name) {

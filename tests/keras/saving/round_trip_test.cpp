@@ -105,6 +105,22 @@ TEST(LoadModelTest, UncompiledModelRoundTripsWithoutTrainingConfig) {
   }
 }
 
+TEST(LoadModelTest, CatalogueLossesAndTheirOptionsRoundTrip) {
+  // The training_config names a loss by class and config; each format rebuilds it.
+  kiln::testing::TempDir dir;
+  auto model = build_model(model_cases()[0]);
+  for (LossHandle loss : {LossHandle(Huber({.delta = 0.3, .name = "h"})), LossHandle("logcosh"),
+                          LossHandle(CategoricalCrossentropy({.from_logits = true, .label_smoothing = 0.1}))}) {
+    model->compile({.optimizer = "adam", .loss = loss});
+    for (const std::string& path : {dir.file("m.h5"), dir.file("m.keras"), dir.file("m_dir")}) {
+      model->save(path);
+      const LossHandle back = load_model(path)->compile_options().loss;  // a copy: the model goes
+      EXPECT_EQ(back->class_name(), loss->class_name()) << path;
+      EXPECT_EQ(back->get_config(), loss->get_config()) << path;
+    }
+  }
+}
+
 TEST(LoadModelTest, CompileFalseSkipsTheOptimizer) {
   kiln::testing::TempDir dir;
   auto model = build_model(model_cases()[0]);
