@@ -31,7 +31,9 @@
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/metrics/confusion.h"
 #include "kiln/keras/metrics/metric.h"
+#include "kiln/keras/metrics/regression.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/optimizers/adadelta.h"
@@ -109,9 +111,20 @@ using keras::PiecewiseConstantDecay;
 namespace losses {
 using keras::BinaryCrossentropy;
 using keras::CategoricalCrossentropy;
+using keras::CategoricalHinge;
+using keras::CosineSimilarity;
+using keras::Hinge;
+using keras::Huber;
+using keras::KLDivergence;
+using keras::LogCosh;
 using keras::Loss;
+using keras::MeanAbsoluteError;
+using keras::MeanAbsolutePercentageError;
 using keras::MeanSquaredError;
+using keras::MeanSquaredLogarithmicError;
+using keras::Poisson;
 using keras::SparseCategoricalCrossentropy;
+using keras::SquaredHinge;
 }  // namespace losses
 
 namespace metrics {

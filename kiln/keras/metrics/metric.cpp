@@ -3,6 +3,8 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/metrics/confusion.h"
+#include "kiln/keras/metrics/regression.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/shape.h"
@@ -13,8 +15,8 @@ void Metric::reset_state() {
   for (const Variable& v : variables_) v.assign(zeros(v.shape()));
 }
 
-Variable Metric::add_variable(const std::string& name) {
-  variables_.emplace_back(name_ + "/" + name, HostTensor(Shape(DType::kF32, {})), /*trainable=*/false);
+Variable Metric::add_variable(const std::string& name, Dims dims) {
+  variables_.emplace_back(name_ + "/" + name, HostTensor(Shape(DType::kF32, std::move(dims))), /*trainable=*/false);
   variables_.back().set_sum_on_read(true);  // replicas accumulate their shards apart
   return variables_.back();
 }
@@ -74,14 +76,29 @@ void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
 }
 
 MetricHandle::MetricHandle(const char* name) {
+  // A function name names the metric in logs as given (Keras: "mae" logs as "mae"); a class
+  // name gives the class's default name.
   const std::string n = name;
   if (n == "accuracy" || n == "acc") *this = Accuracy(n);
   else if (n == "sparse_categorical_accuracy") *this = SparseCategoricalAccuracy();
   else if (n == "categorical_accuracy") *this = CategoricalAccuracy();
   else if (n == "binary_accuracy") *this = BinaryAccuracy();
+  else if (n == "mae" || n == "mean_absolute_error") *this = metrics::MeanAbsoluteError(n);
+  else if (n == "MeanAbsoluteError") *this = metrics::MeanAbsoluteError();
+  else if (n == "mse" || n == "mean_squared_error") *this = metrics::MeanSquaredError(n);
+  else if (n == "MeanSquaredError") *this = metrics::MeanSquaredError();
+  else if (n == "RootMeanSquaredError" || n == "root_mean_squared_error") *this = metrics::RootMeanSquaredError();
+  else if (n == "top_k_categorical_accuracy" || n == "TopKCategoricalAccuracy") *this = metrics::TopKCategoricalAccuracy();
+  else if (n == "sparse_top_k_categorical_accuracy" || n == "SparseTopKCategoricalAccuracy")
+    *this = metrics::SparseTopKCategoricalAccuracy();
+  else if (n == "precision" || n == "Precision") *this = metrics::Precision();
+  else if (n == "recall" || n == "Recall") *this = metrics::Recall();
+  else if (n == "auc" || n == "AUC") *this = metrics::AUC();
   else
     KILN_THROW(ConfigError, "[compile] unknown metric '", n, "'. Hint: use accuracy, "
-               "sparse_categorical_accuracy, categorical_accuracy or binary_accuracy, or a Metric object.");
+               "sparse_categorical_accuracy, categorical_accuracy, binary_accuracy, mae, mse, "
+               "RootMeanSquaredError, top_k_categorical_accuracy, sparse_top_k_categorical_accuracy, "
+               "Precision, Recall or AUC, or a Metric object.");
 }
 
 }  // namespace kiln::keras

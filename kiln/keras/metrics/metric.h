@@ -27,8 +27,9 @@ class Metric {
 
  protected:
   explicit Metric(std::string name) : name_(std::move(name)) {}
-  /// An f32 scalar state variable "<metric>/<name>", zero-initialized, non-trainable.
-  Variable add_variable(const std::string& name);
+  /// An f32 state variable "<metric>/<name>" (a scalar unless `dims` say otherwise),
+  /// zero-initialized, non-trainable, summed across replicas on read.
+  Variable add_variable(const std::string& name, Dims dims = {});
 
  private:
   std::string name_;

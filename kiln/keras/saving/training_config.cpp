@@ -8,6 +8,8 @@
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
+#include "kiln/keras/metrics/confusion.h"
+#include "kiln/keras/metrics/regression.h"
 
 namespace kiln::keras {
 namespace {
@@ -37,6 +39,20 @@ MetricHandle metric_named(const std::string& fn, const std::string& name) {
 
 // Metrics arrive as names, per-output lists, or serialized objects (MeanMetricWrapper with
 // its fn, or a metric class).
+std::string or_default(const std::string& name, const char* fallback) { return name.empty() ? fallback : name; }
+
+// Precision and Recall at one threshold (Keras's thresholds: null means 0.5; a list of several
+// gives a vector result, which Kiln's scalar logs do not hold).
+double single_threshold(const json& config) {
+  const json t = config.value("thresholds", json());
+  if (t.is_null()) return 0.5;
+  if (t.is_number()) return t.get<double>();
+  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
+  KILN_THROW(ConfigError, "[training_config] Precision/Recall thresholds ", t.dump(),
+             ": Kiln computes these metrics at one threshold. Hint: load with compile=false and compile with "
+             "one metric per threshold.");
+}
+
 void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
   if (j.is_null()) return;
   if (j.is_string()) {
@@ -52,6 +68,21 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
     else if (cls == "CategoricalAccuracy") out->push_back(CategoricalAccuracy(name));
     else if (cls == "BinaryAccuracy") out->push_back(BinaryAccuracy(name));
     else if (cls == "Accuracy") out->push_back(Accuracy(name));
+    else if (cls == "MeanAbsoluteError") out->push_back(metrics::MeanAbsoluteError(or_default(name, "mean_absolute_error")));
+    else if (cls == "MeanSquaredError") out->push_back(metrics::MeanSquaredError(or_default(name, "mean_squared_error")));
+    else if (cls == "RootMeanSquaredError")
+      out->push_back(metrics::RootMeanSquaredError(or_default(name, "root_mean_squared_error")));
+    else if (cls == "TopKCategoricalAccuracy")
+      out->push_back(metrics::TopKCategoricalAccuracy(config.value("k", 5), or_default(name, "top_k_categorical_accuracy")));
+    else if (cls == "SparseTopKCategoricalAccuracy")
+      out->push_back(metrics::SparseTopKCategoricalAccuracy(config.value("k", 5),
+                                                            or_default(name, "sparse_top_k_categorical_accuracy")));
+    else if (cls == "Precision") out->push_back(metrics::Precision(single_threshold(config), or_default(name, "precision")));
+    else if (cls == "Recall") out->push_back(metrics::Recall(single_threshold(config), or_default(name, "recall")));
+    else if (cls == "AUC")
+      out->push_back(metrics::AUC({.num_thresholds = config.value("num_thresholds", 200),
+                                   .curve = config.value("curve", "ROC"),
+                                   .name = or_default(name, "auc")}));
     else
       KILN_THROW(ConfigError, "[training_config] unknown metric class '", cls,
                  "'. Hint: load with compile=false and compile yourself.");

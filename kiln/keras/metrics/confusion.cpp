@@ -1,0 +1,116 @@
+#include "kiln/keras/metrics/confusion.h"
+
+#include "kiln/core/check.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/reduce.h"
+#include "kiln/trace/ops/shape.h"
+
+namespace kiln::keras::metrics {
+namespace {
+
+// Labels and predictions as flat f32 columns (n, 1), so they broadcast against thresholds.
+std::pair<Tensor, Tensor> columns(const Tensor& y_true, const Tensor& y_pred) {
+  return {reshape(cast(y_true, DType::kF32), {-1, 1}), reshape(cast(y_pred, DType::kF32), {-1, 1})};
+}
+
+// Keras's divide_no_nan: 0 where the denominator is 0.
+Tensor divide_no_nan(const Tensor& num, const Tensor& den) {
+  Tensor zero = equal(den, 0.0);
+  return where(zero, zeros_like(num), num / where(zero, ones_like(den), den));
+}
+
+// Counts of (label, prediction > t) per threshold t: sum over samples of a * b.
+Tensor counts(const Tensor& a, const Tensor& b) { return reduce_sum(a * b, {0}); }
+
+void check_threshold(double t, const std::string& name) {
+  if (!(t >= 0 && t <= 1)) KILN_THROW(ConfigError, "[", name, "] threshold must be in [0, 1], received ", t, ".");
+}
+
+}  // namespace
+
+Precision::Precision(double threshold, std::string name) : Metric(std::move(name)), threshold_(threshold) {
+  check_threshold(threshold, this->name());
+  true_positives_ = add_variable("true_positives");
+  false_positives_ = add_variable("false_positives");
+}
+
+void Precision::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  auto [y, p] = columns(y_true, y_pred);
+  Tensor predicted = cast(greater(p, threshold_), DType::kF32);
+  true_positives_.assign(true_positives_.read() + reduce_sum(y * predicted));
+  false_positives_.assign(false_positives_.read() + reduce_sum((1.0 - y) * predicted));
+}
+
+Tensor Precision::result() const {
+  return divide_no_nan(true_positives_.read(), true_positives_.read() + false_positives_.read());
+}
+
+Recall::Recall(double threshold, std::string name) : Metric(std::move(name)), threshold_(threshold) {
+  check_threshold(threshold, this->name());
+  true_positives_ = add_variable("true_positives");
+  false_negatives_ = add_variable("false_negatives");
+}
+
+void Recall::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  auto [y, p] = columns(y_true, y_pred);
+  Tensor predicted = cast(greater(p, threshold_), DType::kF32);
+  true_positives_.assign(true_positives_.read() + reduce_sum(y * predicted));
+  false_negatives_.assign(false_negatives_.read() + reduce_sum(y * (1.0 - predicted)));
+}
+
+Tensor Recall::result() const {
+  return divide_no_nan(true_positives_.read(), true_positives_.read() + false_negatives_.read());
+}
+
+AUC::AUC(AucOptions options) : Metric(options.name), curve_(options.curve) {
+  if (curve_ != "ROC" && curve_ != "PR")
+    KILN_THROW(ConfigError, "[", name(), "] unknown curve '", curve_, "'. Hint: use ROC or PR.");
+  if (options.num_thresholds < 2)
+    KILN_THROW(ConfigError, "[", name(), "] num_thresholds must be > 1, received ", options.num_thresholds, ".");
+  // Keras: i / (n - 1) inside, with -eps and 1 + eps at the ends so 0 and 1 predictions count.
+  const int n = options.num_thresholds;
+  constexpr double kEps = 1e-7;
+  for (int i = 0; i < n; ++i) thresholds_.push_back(static_cast<double>(i) / (n - 1));
+  thresholds_.front() = -kEps;
+  thresholds_.back() = 1.0 + kEps;
+  const Dims dims{n};
+  tp_ = add_variable("true_positives", dims);
+  fp_ = add_variable("false_positives", dims);
+  tn_ = add_variable("true_negatives", dims);
+  fn_ = add_variable("false_negatives", dims);
+}
+
+void AUC::update_state(const Tensor& y_true, const Tensor& y_pred) {
+  auto [y, p] = columns(y_true, y_pred);
+  std::vector<float> t(thresholds_.begin(), thresholds_.end());
+  Tensor thresholds = reshape(Tensor::from_vector<float>({static_cast<int64_t>(t.size())}, t), {1, -1});
+  Tensor above = cast(greater(p, thresholds), DType::kF32);  // (n, T)
+  Tensor below = 1.0 - above;
+  tp_.assign(tp_.read() + counts(y, above));
+  fp_.assign(fp_.read() + counts(1.0 - y, above));
+  tn_.assign(tn_.read() + counts(1.0 - y, below));
+  fn_.assign(fn_.read() + counts(y, below));
+}
+
+Tensor AUC::result() const {
+  const int64_t n = static_cast<int64_t>(thresholds_.size());
+  auto head = [n](const Tensor& x) { return slice(x, {0}, {n - 1}); };
+  auto tail = [n](const Tensor& x) { return slice(x, {1}, {n}); };
+  Tensor tp = tp_.read(), fp = fp_.read(), tn = tn_.read(), fn = fn_.read();
+  if (curve_ == "ROC") {
+    Tensor tpr = divide_no_nan(tp, tp + fn), fpr = divide_no_nan(fp, fp + tn);
+    return reduce_sum((head(fpr) - tail(fpr)) * (head(tpr) + tail(tpr)) * 0.5);
+  }
+  // PR (Davis & Goadrich 2006, as keras.metrics.AUC's interpolate_pr_auc): precision is
+  // interpolated along each threshold step rather than taken at its end.
+  Tensor dtp = head(tp) - tail(tp);
+  Tensor pos = tp + fp;
+  Tensor dp = head(pos) - tail(pos);
+  Tensor slope = divide_no_nan(dtp, maximum(dp, 0.0));
+  Tensor intercept = tail(tp) - slope * tail(pos);
+  Tensor both = cast(greater(head(pos), 0.0), DType::kF32) * cast(greater(tail(pos), 0.0), DType::kF32);
+  Tensor ratio = where(greater(both, 0.0), divide_no_nan(head(pos), maximum(tail(pos), 0.0)), ones_like(both));
+  return reduce_sum(divide_no_nan(slope * (dtp + intercept * log(ratio)), maximum(tail(tp) + tail(fn), 0.0)));
+}
+
+}  // namespace kiln::keras::metrics

@@ -1,0 +1,44 @@
+// Regression and ranking metrics: the mean errors, RootMeanSquaredError, and the top-k
+// accuracies. Each is a running mean over samples, updated inside the compiled step. They
+// live in keras::metrics, as in Keras, since losses of the same names exist.
+#pragma once
+
+#include "kiln/keras/metrics/metric.h"
+
+namespace kiln::keras::metrics {
+
+class MeanAbsoluteError : public MeanMetricWrapper {
+ public:
+  explicit MeanAbsoluteError(std::string name = "mean_absolute_error");
+};
+
+class MeanSquaredError : public MeanMetricWrapper {
+ public:
+  explicit MeanSquaredError(std::string name = "mean_squared_error");
+};
+
+/// sqrt(total squared error / count): the root of the running mean, as Keras computes it (not
+/// the mean of per-batch roots).
+class RootMeanSquaredError : public MeanMetricWrapper {
+ public:
+  explicit RootMeanSquaredError(std::string name = "root_mean_squared_error");
+  Tensor result() const override;
+};
+
+/// Whether the true class (one-hot y_true) scores among the k highest; classes tied with the
+/// k-th count as inside, as tf.math.in_top_k does.
+class TopKCategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy");
+};
+
+/// The same with integer labels.
+class SparseTopKCategoricalAccuracy : public MeanMetricWrapper {
+ public:
+  explicit SparseTopKCategoricalAccuracy(int k = 5, std::string name = "sparse_top_k_categorical_accuracy");
+};
+
+/// Per-sample values: 1 where the label's score has fewer than k scores above it.
+Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_pred, int k);
+
+}  // namespace kiln::keras::metrics

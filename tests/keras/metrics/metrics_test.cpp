@@ -1,0 +1,136 @@
+// The regression, top-k and confusion metrics against values worked out by hand or by an
+// independent formula (ROC AUC as the Mann-Whitney statistic).
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kiln/keras/metrics/confusion.h"
+#include "kiln/keras/metrics/regression.h"
+#include "kiln/keras/saving/training_config.h"
+#include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::keras::metrics {
+namespace {
+
+using testing::scalar;
+
+Tensor f32(Dims dims, std::vector<float> v) { return Tensor::from_vector<float>(std::move(dims), v); }
+Tensor i32(Dims dims, std::vector<int32_t> v) { return Tensor::from_vector<int32_t>(std::move(dims), v); }
+
+TEST(RegressionMetricsTest, MeanErrorsAndTheRootOfTheRunningMean) {
+  MeanAbsoluteError mae;
+  MeanSquaredError mse;
+  RootMeanSquaredError rmse;
+  for (Metric* m : std::vector<Metric*>{&mae, &mse, &rmse}) {
+    m->update_state(f32({2, 2}, {1, 2, 3, 4}), f32({2, 2}, {1, 1, 1, 1}));  // errors 0 1 2 3
+    m->update_state(f32({1, 2}, {0, 0}), f32({1, 2}, {4, 0}));              // errors 4 0
+  }
+  // Per-row means: |e| 0.5, 2.5, 2; e^2 0.5, 6.5, 8. Means over the three rows.
+  EXPECT_NEAR(scalar(mae.result()), 5.0 / 3, 1e-6);
+  EXPECT_NEAR(scalar(mse.result()), 15.0 / 3, 1e-6);
+  EXPECT_NEAR(scalar(rmse.result()), std::sqrt(5.0), 1e-6);  // not the mean of per-batch roots
+  rmse.reset_state();
+  EXPECT_EQ(scalar(rmse.result()), 0.0);
+}
+
+TEST(TopKMetricsTest, CountsTheLabelInsideTheTopKWithTiesInside) {
+  // k = 2. Row 0: label 1 scores 0.3, one score above: in. Row 1: label 0 scores 0.1, two
+  // above: out. Row 2: label 2 ties the second highest (0.5, 0.5 under 0.9): in, as in_top_k.
+  Tensor scores = f32({3, 3}, {0.6f, 0.3f, 0.1f, 0.1f, 0.4f, 0.5f, 0.9f, 0.5f, 0.5f});
+  SparseTopKCategoricalAccuracy sparse(2);
+  sparse.update_state(i32({3}, {1, 0, 2}), scores);
+  EXPECT_NEAR(scalar(sparse.result()), 2.0 / 3, 1e-6);
+  TopKCategoricalAccuracy onehot(2);
+  onehot.update_state(f32({3, 3}, {0, 1, 0, 1, 0, 0, 0, 0, 1}), scores);
+  EXPECT_NEAR(scalar(onehot.result()), 2.0 / 3, 1e-6);
+  SparseTopKCategoricalAccuracy top1(1);
+  top1.update_state(i32({3}, {1, 0, 2}), scores);
+  EXPECT_NEAR(scalar(top1.result()), 0.0, 1e-6);
+}
+
+TEST(ConfusionMetricsTest, PrecisionAndRecallAtTheirThreshold) {
+  // Predictions above 0.5: rows 0, 2, 3. Labels 1 at rows 0, 1, 3. tp 2, fp 1, fn 1.
+  Tensor y = f32({5}, {1, 1, 0, 1, 0}), p = f32({5}, {0.9f, 0.2f, 0.7f, 0.6f, 0.5f});
+  Precision precision;
+  Recall recall;
+  precision.update_state(y, p);
+  recall.update_state(y, p);
+  EXPECT_NEAR(scalar(precision.result()), 2.0 / 3, 1e-6);
+  EXPECT_NEAR(scalar(recall.result()), 2.0 / 3, 1e-6);
+  Precision strict(0.8);
+  strict.update_state(y, p);
+  EXPECT_NEAR(scalar(strict.result()), 1.0, 1e-6);
+  EXPECT_EQ(scalar(Precision().result()), 0.0);  // no predictions yet: 0, not NaN
+  KILN_EXPECT_ERROR(Recall(1.5), ConfigError, "threshold must be in [0, 1]");
+}
+
+TEST(ConfusionMetricsTest, AucOnThreeThresholdsByHand) {
+  // Positive 0.9, negative 0.6, positive 0.4; thresholds -eps, 0.5, 1 + eps.
+  // Counts per threshold: tp 2 1 0, fp 1 1 0, fn 0 1 2, tn 0 0 1.
+  Tensor y = f32({3, 1}, {1, 0, 1}), p = f32({3, 1}, {0.9f, 0.6f, 0.4f});
+  AUC roc({.num_thresholds = 3});
+  roc.update_state(y, p);
+  // tpr 1 .5 0, fpr 1 1 0: (1 - 1)(1 + .5)/2 + (1 - 0)(.5 + 0)/2.
+  EXPECT_NEAR(scalar(roc.result()), 0.25, 1e-6);
+  AUC pr({.num_thresholds = 3, .curve = "PR"});
+  pr.update_state(y, p);
+  // Davis-Goadrich steps: (1 - log 1.5) / 2 and 0.5 (1 + 0) / 2.
+  EXPECT_NEAR(scalar(pr.result()), (1 - std::log(1.5)) / 2 + 0.25, 1e-6);
+}
+
+TEST(ConfusionMetricsTest, RocAucWithFineThresholdsIsTheMannWhitneyStatistic) {
+  // Predictions off the threshold grid (steps of 1/199): every pair is separated by a
+  // threshold, so the trapezoids sum to P(positive scores above negative), ties half.
+  std::vector<float> y, p;
+  for (int i = 0; i < 40; ++i) {
+    y.push_back(static_cast<float>((i * 7 + 3) % 5 < 2));
+    p.push_back(static_cast<float>((std::fmod(i * 0.37, 1.0) * 180 + 5.5) / 199));
+  }
+  double wins = 0, pairs = 0;
+  for (size_t a = 0; a < y.size(); ++a)
+    for (size_t b = 0; b < y.size(); ++b)
+      if (y[a] == 1 && y[b] == 0) {
+        pairs += 1;
+        wins += p[a] > p[b] ? 1 : (p[a] == p[b] ? 0.5 : 0);
+      }
+  AUC auc;
+  auc.update_state(f32({20}, std::vector<float>(y.begin(), y.begin() + 20)),
+                   f32({20}, std::vector<float>(p.begin(), p.begin() + 20)));
+  auc.update_state(f32({20}, std::vector<float>(y.begin() + 20, y.end())),
+                   f32({20}, std::vector<float>(p.begin() + 20, p.end())));
+  EXPECT_NEAR(scalar(auc.result()), wins / pairs, 1e-5);
+  KILN_EXPECT_ERROR(AUC({.curve = "roc curve"}), ConfigError, "unknown curve");
+}
+
+TEST(MetricNamesTest, KerasNamesResolve) {
+  EXPECT_EQ(MetricHandle("mae")->name(), "mae");
+  EXPECT_EQ(MetricHandle("RootMeanSquaredError")->name(), "root_mean_squared_error");
+  EXPECT_EQ(MetricHandle("AUC")->name(), "auc");
+  EXPECT_EQ(MetricHandle("precision")->name(), "precision");
+  EXPECT_EQ(MetricHandle("sparse_top_k_categorical_accuracy")->name(), "sparse_top_k_categorical_accuracy");
+  KILN_EXPECT_ERROR(MetricHandle("aucc"), ConfigError, "unknown metric 'aucc'");
+}
+
+TEST(MetricNamesTest, TrainingConfigsNameMetricsByClassWithOptions) {
+  const std::string tc = R"({"loss": "mse", "optimizer_config": {"class_name": "SGD", "config": {}},
+    "metrics": [{"class_name": "AUC", "config": {"name": "pr_auc", "num_thresholds": 3, "curve": "PR"}},
+                {"class_name": "Precision", "config": {"name": "precision", "thresholds": null}},
+                {"class_name": "Recall", "config": {"name": "r8", "thresholds": [0.8]}},
+                {"class_name": "RootMeanSquaredError", "config": {"name": "rmse"}},
+                {"class_name": "SparseTopKCategoricalAccuracy", "config": {"name": "top2", "k": 2}}]})";
+  CompileOptions options = compile_options_from_training_config(tc);
+  ASSERT_EQ(options.metrics.size(), 5u);
+  EXPECT_EQ(options.metrics[0]->name(), "pr_auc");
+  options.metrics[0]->update_state(f32({3}, {1, 0, 1}), f32({3}, {0.9f, 0.6f, 0.4f}));
+  EXPECT_NEAR(scalar(options.metrics[0]->result()), (1 - std::log(1.5)) / 2 + 0.25, 1e-6);  // PR, 3 thresholds
+  options.metrics[2]->update_state(f32({2}, {1, 1}), f32({2}, {0.9f, 0.7f}));
+  EXPECT_NEAR(scalar(options.metrics[2]->result()), 0.5, 1e-6);  // threshold 0.8
+  EXPECT_EQ(options.metrics[4]->name(), "top2");
+  KILN_EXPECT_ERROR(compile_options_from_training_config(R"({"loss": "mse", "optimizer_config": {"class_name": "SGD"},
+      "metrics": [{"class_name": "Precision", "config": {"thresholds": [0.3, 0.6]}}]})"),
+                    ConfigError, "one threshold");
+}
+
+}  // namespace
+}  // namespace kiln::keras::metrics
