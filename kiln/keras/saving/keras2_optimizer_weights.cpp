@@ -9,7 +9,8 @@
 //     <opt>/<variable>/<slot>:0 (Adam/dense/kernel/m:0), slot kind by kind.
 //   Keras 2.11-2.15 optimizers: iteration:0, then <opt>/<slot>/<variable>:0 (Adam/m/dense/kernel:0),
 //     in each optimizer's build order (Adam interleaves m and v per variable).
-//   Nadam's momentum product (optimizer_v2 momentum_cache, 2.3's m_schedule) -> u_product.
+//   Nadam's momentum product (optimizer_v2 momentum_cache, 2.3's m_schedule) -> u_product;
+//     Keras 2.0-2.2 did not save it ([it] + ms + vs): 1, as Keras 2.3 loads those lists.
 // Names are matched where they carry the variable (the last two), positions otherwise.
 #include <algorithm>
 #include <map>
@@ -223,6 +224,11 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
       }
     }
   }
+  // Keras 2.0-2.2's Nadam kept m_schedule out of its weights; Keras 2.3's Nadam.set_weights
+  // loads such a list with m_schedule = 1 (the product restarts), and so does Kiln.
+  if (!by_name && !rest.empty() && cls == "Nadam")
+    if (auto it = table.extras.find("u_product"); it != table.extras.end() && !covered.count(it->second.state().get()))
+      if (std::string why = take(it->second, HostTensor::scalar<float>(1.0f), "m_schedule"); !why.empty()) return why;
   for (const auto& [key, slot] : table.slots)
     if (!covered.count(slot.state().get()))
       return str_cat("the file has no '", key.second, "' value for ", key.first, " (", names.size(),
