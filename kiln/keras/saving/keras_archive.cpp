@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -112,11 +113,41 @@ std::string h5_bytes(const std::string& path, Fill fill) {
   return io::read_file(scratch.temp_path());
 }
 
+// The members of a .keras archive, or of the directory that Keras 3.6+'s
+// save_model(model, path, zipped=False) writes (the same members as files).
+class KerasMembers {
+ public:
+  explicit KerasMembers(std::string path) : path_(std::move(path)) {
+    std::error_code ec;
+    if (!fs::is_directory(path_, ec)) zip_.emplace(io::ZipReader::open(path_));
+  }
+  const std::string& path() const { return path_; }
+  bool is_directory() const { return !zip_.has_value(); }
+  bool contains(const std::string& member) const {
+    std::error_code ec;
+    return zip_ ? zip_->contains(member) : fs::is_regular_file(fs::path(path_) / member, ec);
+  }
+  std::string read(const std::string& member) const {
+    if (zip_) return zip_->read(member);
+    if (!contains(member))
+      KILN_THROW(IOError, "[", path_, "] has no member '", member, "' (a directory Keras 3 wrote with zipped=False "
+                 "holds config.json, metadata.json and model.weights.h5). Hint: copy the whole directory.");
+    return io::read_file(file(member));
+  }
+  /// A directory member's file.
+  std::string file(const std::string& member) const { return (fs::path(path_) / member).string(); }
+  /// How messages name a member: "m.keras:model.weights.h5", or the directory's file.
+  std::string where(const std::string& member) const { return zip_ ? path_ + ":" + member : file(member); }
+
+ private:
+  std::string path_;
+  std::optional<io::ZipReader> zip_;
+};
+
 // A member unpacked to a temporary file for libhdf5, removed when this goes.
 class UnpackedMember {
  public:
-  UnpackedMember(const io::ZipReader& zip, const std::string& member) {
-    const std::string bytes = zip.read(member);
+  explicit UnpackedMember(const std::string& bytes) {
     path_ = (fs::temp_directory_path() / io::unique_name("kiln-keras-weights-")).string() + ".h5";
     io::write_file_atomically(path_, bytes);
   }
@@ -230,11 +261,17 @@ void read_optimizer(const Hdf5Group& root, Model& model, const std::string& file
 }
 
 // Runs `read` on the archive's model.weights.h5 (unpacked for libhdf5), whose errors then
-// name the archive member rather than the temporary file.
+// name the archive member rather than the temporary file; a directory's is read in place.
 template <typename Read>
-void read_weights_member(const io::ZipReader& zip, Read read) {
-  const UnpackedMember weights(zip, kKerasWeightsMember);
-  const std::string where = zip.path() + ":" + kKerasWeightsMember;
+void read_weights_member(const KerasMembers& members, Read read) {
+  const std::string where = members.where(kKerasWeightsMember);
+  if (members.is_directory()) {
+    if (!members.contains(kKerasWeightsMember)) members.read(kKerasWeightsMember);  // names what is missing
+    Hdf5File file = Hdf5File::open(where);
+    read(file.root(), where);
+    return;
+  }
+  const UnpackedMember weights(members.read(kKerasWeightsMember));
   try {
     Hdf5File file = Hdf5File::open(weights.path());
     read(file.root(), where);
@@ -287,8 +324,15 @@ void save_model_keras(const Model& model, const std::string& path, SaveOptions o
   io::write_zip_atomically(path, members);
 }
 
+bool is_keras_directory(const std::string& path) {
+  std::error_code ec;
+  const fs::path dir(path);
+  return fs::is_directory(dir, ec) && fs::is_regular_file(dir / kKerasConfigMember, ec) &&
+         !fs::exists(dir / "model.json", ec);
+}
+
 std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptions& options) {
-  const io::ZipReader zip = io::ZipReader::open(path);
+  const KerasMembers zip(path);
   std::string version = "(unknown: no metadata.json)";
   if (zip.contains(kKerasMetadataMember)) {
     const json meta = json::parse(zip.read(kKerasMetadataMember), nullptr, /*allow_exceptions=*/false);
@@ -304,7 +348,7 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptio
                "3 release; load the model in Keras and save it again with model.save(path).");
   const internal::Keras2Configs configs =
       internal::keras2_configs_from_keras3(zip.read(kKerasConfigMember), path, version, options);
-  const std::string where = path + ":" + kKerasConfigMember;
+  const std::string where = zip.where(kKerasConfigMember);
   std::unique_ptr<Model> model = internal::model_from_config(
       configs.model_config, internal::ConfigSource{where, version, &options.custom_objects});
   read_weights_member(zip, [&](const Hdf5Group& root, const std::string& weights_where) {
@@ -328,8 +372,8 @@ void load_weights_keras3(Model& model, const std::string& path, LoadWeightsOptio
   if (options.by_name)
     KILN_THROW(ValueError, "[load_weights] by_name is not supported for Keras 3 weights (", path,
                "): they are matched by position, as in Keras 3. Hint: load into the architecture that was saved.");
-  if (is_keras_archive_path(path)) {
-    read_weights_member(io::ZipReader::open(path),
+  if (is_keras_archive_path(path) || is_keras_directory(path)) {
+    read_weights_member(KerasMembers(path),
                         [&](const Hdf5Group& root, const std::string& where) { read_weights(root, model, where); });
     return;
   }

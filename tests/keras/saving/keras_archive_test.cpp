@@ -255,6 +255,26 @@ TEST_F(KerasArchiveTest, MultiHeadAttentionRoundTripsWithOptimizerState) {
   EXPECT_EQ(std::system(command.c_str()), 0);
 }
 
+// Verify that the directory Keras 3.6+'s save_model(model, path, zipped=False) writes (the
+// archive's members as files) loads, with its optimizer state, and serves load_weights.
+TEST_F(KerasArchiveTest, UnzippedKerasDirectoryLoads) {
+  auto model = saved_mlp();
+  const std::filesystem::path dir = dir_.file("unzipped.keras");
+  std::filesystem::create_directory(dir);
+  const io::ZipReader zip = io::ZipReader::open(dir_.file("m.keras"));
+  for (const std::string& name : zip.names()) std::ofstream(dir / name, std::ios::binary) << zip.read(name);
+  std::unique_ptr<Model> loaded = load_model(dir.string());
+  ASSERT_TRUE(loaded->is_compiled());
+  expect_same_tensors(loaded->get_weights(), model->get_weights(), "weight");
+  expect_same_tensors(values_of(loaded->optimizer()->variables()), values_of(model->optimizer()->variables()),
+                      "optimizer variable");
+  auto fresh = build_model(model_cases()[0]);
+  fresh->load_weights(dir.string());
+  expect_same_tensors(fresh->get_weights(), model->get_weights(), "load_weights");
+  std::filesystem::remove(dir / "model.weights.h5");
+  KILN_EXPECT_ERROR(load_model(dir.string()), IOError, "has no member 'model.weights.h5'");
+}
+
 TEST_F(KerasArchiveTest, TruncatedOrCorruptArchivesNameTheFileAndMember) {
   saved_mlp();
   const std::string bytes = io::read_file(dir_.file("m.keras"));
