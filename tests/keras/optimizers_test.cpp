@@ -201,6 +201,13 @@ TEST(NadamTest, LegacyMomentumCacheIsTheProductOfTheLegacySchedule) {
   ASSERT_EQ(vars.back().name(), "Nadam/u_product");
   auto u = [](int t) { return 0.9 * (1 - 0.5 * std::pow(0.96, 0.004 * t)); };
   EXPECT_NEAR(scalar(vars.back()), u(1) * u(2), 1e-7);
+  // The state a file without it implies (Keras 2.0-2.2, tf.keras 2.11-2.15's new Nadam).
+  EXPECT_NEAR(nadam.u_product_after(2), u(1) * u(2), 1e-7);
+  EXPECT_EQ(nadam.u_product_after(0), 1.0f);
+  Nadam fresh;
+  auto u_new = [](int t) { return 0.9 * (1 - 0.5 * std::pow(0.96, t)); };
+  EXPECT_NEAR(fresh.u_product_after(3), u_new(1) * u_new(2) * u_new(3), 1e-7);
+  EXPECT_LT(fresh.u_product_after(int64_t{1} << 40), 1e-40f);  // settles long before: no 2^40 loop
 }
 
 TEST(NadamTest, MomentumScheduleProductIsSavedStateUpdatedOncePerStep) {

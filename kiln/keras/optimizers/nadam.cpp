@@ -3,6 +3,8 @@
 // get_updates: all three read the product once and multiply it by u_t for every variable).
 #include "kiln/keras/optimizers/nadam.h"
 
+#include <cmath>
+
 #include "kiln/core/check.h"
 #include "kiln/trace/ops/elementwise.h"
 
@@ -41,6 +43,20 @@ void Nadam::build(const std::vector<Variable>& vars) {
     v_.push_back(add_slot(var, "v"));
   }
   u_product_ = add_variable("u_product", HostTensor::scalar<float>(1.0f));
+}
+
+float Nadam::u_product_after(int64_t steps) const {
+  const float beta_1 = static_cast<float>(beta_1_), base = static_cast<float>(kMomentumScheduleBase);
+  const float s = static_cast<float>(schedule_decay_.value_or(1.0));
+  float product = 1.0f;
+  // Each u_t < 1, so the product decays to where multiplying by u_t leaves it unchanged (0, or
+  // the smallest denormal when u_t rounds it back up), long before a large step count: stop there.
+  for (int64_t t = 1; t <= steps; ++t) {
+    const float next = product * (beta_1 * (1.0f - 0.5f * std::pow(base, static_cast<float>(t) * s)));
+    if (next == product) break;
+    product = next;
+  }
+  return product;
 }
 
 // The exponent is s * step in f32, as Keras 2 computes t * schedule_decay.

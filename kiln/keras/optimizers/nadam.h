@@ -42,6 +42,10 @@ class Nadam : public Optimizer {
   bool has_keras2_legacy_form() const override { return schedule_decay_.has_value(); }
   /// The legacy schedule decay; unset for Keras 2.11+/3's Nadam.
   std::optional<double> schedule_decay() const { return schedule_decay_; }
+  /// The momentum-schedule product after `steps` updates, u_1 u_2 ... u_steps (f32, as the
+  /// step computes it): the state that files without it (Keras 2.0-2.2's, tf.keras 2.11-2.15's
+  /// new Nadam) imply, since it depends on the step count alone.
+  float u_product_after(int64_t steps) const;
 
  protected:
   void build(const std::vector<Variable>& vars) override;
