@@ -55,6 +55,7 @@ TEST(OptimizerFromConfigTest, EveryOptimizerRoundTripsItsConfig) {
       AdamW({.learning_rate = 0.01, .weight_decay = 0.1}),
       Adamax({.learning_rate = 0.003, .beta_1 = 0.7, .beta_2 = 0.9, .epsilon = 1e-5}),
       Nadam({.learning_rate = 0.004, .beta_1 = 0.85, .beta_2 = 0.95, .epsilon = 1e-6}),
+      Nadam({.learning_rate = 0.002, .epsilon = 1e-8, .schedule_decay = 0.004}),
       Ftrl({.learning_rate = 0.05, .learning_rate_power = -0.25, .initial_accumulator_value = 0.2,
             .l1_regularization_strength = 0.01, .l2_regularization_strength = 0.02,
             .l2_shrinkage_regularization_strength = 0.03, .beta = 0.4}),
@@ -154,12 +155,41 @@ TEST(OptimizerFromConfigTest, Keras2DecayIsAnInverseTimeDecay) {
                     ConfigError, "Adagrad with decay=0.0001");
 }
 
+// Which Nadam a config names: Keras 2.0-2.3's (schedule_decay), tf.keras optimizer_v2's
+// (decay is the schedule decay, not Keras 2's learning-rate decay), 2.11-2.15's
+// keras.optimizers.legacy.Nadam (is_legacy_optimizer: true), or Keras 2.11+/3's (neither).
+TEST(OptimizerFromConfigTest, LegacyNadamConfigsGiveTheLegacyMomentumSchedule) {
+  auto schedule_decay = [](const std::string& config) {
+    OptimizerHandle opt = optimizer_from_config("Nadam", config);
+    return dynamic_cast<const Nadam&>(*opt).schedule_decay();
+  };
+  // keras/optimizers.py 2.2.4 (lr, epsilon null) and 2.3.1 (learning_rate).
+  EXPECT_EQ(schedule_decay(R"({"lr": 0.002, "beta_1": 0.9, "beta_2": 0.999, "epsilon": null,
+                               "schedule_decay": 0.004})"), 0.004);
+  EXPECT_EQ(schedule_decay(R"({"learning_rate": 0.002, "schedule_decay": 0.01})"), 0.01);
+  // optimizer_v2 (tf.keras 2.0-2.10; legacy in 2.11-2.15).
+  EXPECT_EQ(schedule_decay(R"({"name": "Nadam", "learning_rate": 0.001, "decay": 0.004, "beta_1": 0.9})"), 0.004);
+  EXPECT_EQ(schedule_decay(R"({"name": "Nadam", "learning_rate": 0.001, "decay": 0.0})"), 0.0);
+  EXPECT_EQ(schedule_decay(R"({"name": "Nadam", "is_legacy_optimizer": true})"), kNadamLegacyScheduleDecay);
+  EXPECT_EQ(schedule_decay(R"({"name": "Nadam", "is_legacy_optimizer": false})"), std::nullopt);
+  EXPECT_EQ(schedule_decay("{}"), std::nullopt);
+  // Its decay is not a learning-rate decay: the learning rate stays a constant.
+  OptimizerHandle v2 = optimizer_from_config("Nadam", R"({"learning_rate": 0.002, "decay": 0.004})");
+  EXPECT_NEAR(v2->learning_rate(), 0.002, 1e-9);
+  // It is written back in optimizer_v2's form (no is_legacy_optimizer: tf.keras 2.11+ then
+  // loads an .h5 file's legacy class), and reads back as the same optimizer.
+  const std::string config = v2->get_config();
+  expect_fields(config, {R"("decay":0.004)", R"("beta_1":0.9)", R"("epsilon":1e-07)"});
+  EXPECT_EQ(config.find("is_legacy_optimizer"), std::string::npos) << config;
+  EXPECT_EQ(optimizer_from_config("Nadam", config)->get_config(), config);
+  // As in optimizer_v2, the legacy Nadam takes no learning-rate schedule.
+  KILN_EXPECT_ERROR(Nadam({.learning_rate = ExponentialDecay(0.1, 10, 0.5), .schedule_decay = 0.004}), ValueError,
+                    "legacy Nadam (schedule_decay=0.004) does not support a LearningRateSchedule");
+}
+
 TEST(OptimizerFromConfigTest, SettingsKilnLacksAreConfigErrorsNamingTheKey) {
-  // Legacy Nadam's "decay" is its momentum-schedule decay, even at tf.keras's default.
-  KILN_EXPECT_ERROR(optimizer_from_config("Nadam", R"({"lr": 0.002, "decay": 0.004})"), ConfigError,
-                    "Nadam with decay=0.004: legacy Nadam's momentum schedule");
-  KILN_EXPECT_ERROR(optimizer_from_config("Nadam", R"({"lr": 0.002, "schedule_decay": 0.004})"), ConfigError,
-                    "Nadam with schedule_decay=0.004");
+  KILN_EXPECT_ERROR(optimizer_from_config("Nadam", R"({"schedule_decay": 0.004, "decay": 0.01})"), ConfigError,
+                    "Nadam with decay=0.01: a Nadam config with both schedule_decay and decay");
   KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"amsgrad": true})"), ConfigError, "Adam with amsgrad=true");
   KILN_EXPECT_ERROR(optimizer_from_config("Custom>Adamax", R"({"clipnorm": 1.0})"), ConfigError,
                     "Adamax with clipnorm=1.0");

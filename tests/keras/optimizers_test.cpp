@@ -161,6 +161,55 @@ TEST(NadamTest, ThreeFitStepsMatchTheKerasFormula) {
                                });
 }
 
+// Keras 2.2.4's keras/optimizers.py Nadam.get_updates (and tf.keras optimizer_v2's
+// _prepare_local / _resource_apply_dense, the same update):
+//   momentum_cache_t = beta_1 (1 - 0.5 * 0.96^(t * schedule_decay)), momentum_cache_t_1 at t + 1;
+//   m_schedule_new = m_schedule * momentum_cache_t; m_schedule_next = m_schedule_new * momentum_cache_t_1;
+//   g' = g / (1 - m_schedule_new); m = beta_1 m + (1 - beta_1) g; m' = m / (1 - m_schedule_next);
+//   v = beta_2 v + (1 - beta_2) g^2; v' = v / (1 - beta_2^t);
+//   m_bar = (1 - momentum_cache_t) g' + momentum_cache_t_1 m'; p -= lr m_bar / (sqrt(v') + epsilon).
+TEST(NadamTest, LegacyScheduleDecayThreeFitStepsMatchKeras2Formula) {
+  const double lr = 0.1, eps = 1e-7, beta_1 = 0.9f, beta_2 = 0.999f, base = 0.96f, schedule_decay = 0.004f;
+  auto momentum_cache = [&](int t) { return beta_1 * (1 - 0.5 * std::pow(base, t * schedule_decay)); };
+  double m_schedule = 1.0;
+  std::vector<double> m(2), v(2);
+  expect_fit_matches_reference(Nadam({.learning_rate = lr, .schedule_decay = 0.004}),
+                               [&](std::vector<double>& w, const std::vector<double>& g, int t) {
+                                 const double cache_t = momentum_cache(t), cache_t_1 = momentum_cache(t + 1);
+                                 const double m_schedule_new = m_schedule * cache_t;
+                                 const double m_schedule_next = m_schedule_new * cache_t_1;
+                                 m_schedule = m_schedule_new;
+                                 for (size_t i = 0; i < 2; ++i) {
+                                   const double g_prime = g[i] / (1 - m_schedule_new);
+                                   m[i] = beta_1 * m[i] + (1 - beta_1) * g[i];
+                                   const double m_prime = m[i] / (1 - m_schedule_next);
+                                   v[i] = beta_2 * v[i] + (1 - beta_2) * g[i] * g[i];
+                                   const double v_prime = v[i] / (1 - std::pow(beta_2, t));
+                                   const double m_bar = (1 - cache_t) * g_prime + cache_t_1 * m_prime;
+                                   w[i] -= lr * m_bar / (std::sqrt(v_prime) + eps);
+                                 }
+                               });
+}
+
+TEST(NadamTest, LegacyMomentumCacheIsTheProductOfTheLegacySchedule) {
+  // Two steps with schedule_decay 0.004: m_schedule = u_1 u_2 with u_t = 0.9 (1 - 0.5 * 0.96^(0.004 t)),
+  // where Keras 2.11+/3's Nadam has 0.96^t.
+  Nadam nadam({.schedule_decay = 0.004});
+  Variable a("a", HostTensor::scalar<float>(1.0f));
+  for (int i = 0; i < 2; ++i) nadam.apply_gradients({Tensor::scalar(0.5)}, {a});
+  const std::vector<Variable> vars = nadam.variables();
+  ASSERT_EQ(vars.back().name(), "Nadam/u_product");
+  auto u = [](int t) { return 0.9 * (1 - 0.5 * std::pow(0.96, 0.004 * t)); };
+  EXPECT_NEAR(scalar(vars.back()), u(1) * u(2), 1e-7);
+  // The state a file without it implies (Keras 2.0-2.2, tf.keras 2.11-2.15's new Nadam).
+  EXPECT_NEAR(nadam.u_product_after(2), u(1) * u(2), 1e-7);
+  EXPECT_EQ(nadam.u_product_after(0), 1.0f);
+  Nadam fresh;
+  auto u_new = [](int t) { return 0.9 * (1 - 0.5 * std::pow(0.96, t)); };
+  EXPECT_NEAR(fresh.u_product_after(3), u_new(1) * u_new(2) * u_new(3), 1e-7);
+  EXPECT_LT(fresh.u_product_after(int64_t{1} << 40), 1e-40f);  // settles long before: no 2^40 loop
+}
+
 TEST(NadamTest, MomentumScheduleProductIsSavedStateUpdatedOncePerStep) {
   // Two variables, two steps: u_product = u_1 u_2, not (u_1 u_2)^2 or u_1^2 u_2^2.
   Nadam nadam;

@@ -314,8 +314,14 @@ std::unique_ptr<Functional> Functional::from_json(const std::string& json, const
     for (const nlohmann::json& r : config.at("input_layers")) inputs.push_back(lookup(r));
     const nlohmann::json& outputs = config.at("output_layers");
     if (is_tensor_ref(outputs)) return std::make_unique<Functional>(inputs, lookup(outputs), FunctionalOptions{config.value("name", "model")});
-    if (outputs.size() != 1)
-      KILN_THROW(ConfigError, "[", where, "] the config has ", outputs.size(), " outputs; Kiln's functional models have one.");
+    if (outputs.size() != 1) {
+      std::string names;
+      for (const nlohmann::json& r : outputs)
+        names += (names.empty() ? "" : ", ") + (is_tensor_ref(r) ? r[0].get<std::string>() : r.dump());
+      KILN_THROW(ConfigError, "[", where, "] the model has ", outputs.size(), " outputs (", names,
+                 "); Kiln's functional models have one output (multi-output models, with a loss per output, are "
+                 "not supported yet). Hint: ", internal::kSingleOutputHint);
+    }
     return std::make_unique<Functional>(inputs, lookup(outputs[0]), FunctionalOptions{config.value("name", "model")});
   } catch (const nlohmann::json::exception& e) {
     KILN_THROW(ConfigError, "[", where, "] malformed Functional config: ", e.what(), ".");

@@ -15,6 +15,13 @@
 
 namespace kiln::keras {
 
+namespace internal {
+/// What the loaders tell the user of a saved multi-output model, which a Functional cannot be.
+inline constexpr const char* kSingleOutputHint =
+    "in Keras, save a model with one of the outputs (keras.Model(inputs, outputs[k])) and load that; or build that "
+    "model in C++ and load its weights by layer name from an .h5 file (load_weights(path, {.by_name = true})).";
+}  // namespace internal
+
 struct FunctionalOptions {
   std::string name = "model";
 };

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -48,11 +49,12 @@ class ConfigReader {
     return config_[key].get<bool>();
   }
   /// "learning_rate" (a number or a serialized schedule), or Keras 2.0-2.10's "lr"; with Keras
-  /// 2's "decay" (lr / (1 + decay * iterations)) an InverseTimeDecay over it.
-  LearningRate learning_rate(const LearningRate& fallback) const {
+  /// 2's "decay" (lr / (1 + decay * iterations)) an InverseTimeDecay over it, unless
+  /// `decay_is_lr_decay` is false (legacy Nadam's "decay" is its momentum-schedule decay).
+  LearningRate learning_rate(const LearningRate& fallback, bool decay_is_lr_decay = true) const {
     const char* key = has("learning_rate") ? "learning_rate" : "lr";
     LearningRate lr = has(key) ? learning_rate_from_config(config_[key].dump()) : fallback;
-    const double decay = number("decay", 0.0);
+    const double decay = decay_is_lr_decay ? number("decay", 0.0) : 0.0;
     if (decay == 0.0) return lr;
     if (lr.schedule)
       unsupported("decay", "Keras 2's decay applies to a constant learning rate, and this one is a schedule",
@@ -97,15 +99,20 @@ void reject_unsupported(const ConfigReader& c, bool takes_weight_decay) {
     if (c.has(key)) c.unsupported(key, "this setting is not supported", kRecompileHint);
 }
 
-// tf.keras's legacy Nadam calls its momentum-schedule decay "decay" (Keras 2.0-2.3:
-// "schedule_decay", default 0.004): u_t = beta_1 (1 - 0.5 * 0.96^(decay t)). Keras 2.11+/3's
-// Nadam, Kiln's, has 0.96^t; the two diverge from the first step.
-void reject_legacy_nadam(const ConfigReader& c) {
-  for (const char* key : {"schedule_decay", "decay"})
-    if (c.has(key))
-      c.unsupported(key, "legacy Nadam's momentum schedule (0.96^(decay * t)) differs from the one of Keras 2.11+'s "
-                    "Nadam (0.96^t), which Kiln implements",
-                    "load with compile=false and compile with Nadam() to continue with the new schedule");
+// Which Nadam a config is: Keras 2.0-2.3 wrote "schedule_decay"; tf.keras's optimizer_v2
+// Nadam (<= 2.10, and keras.optimizers.legacy.Nadam of 2.11-2.15, which also says
+// "is_legacy_optimizer": true) keeps it as "decay". Keras 2.11+/3's Nadam writes neither, and
+// has the schedule 0.96^t. Unset for that Nadam, else the legacy schedule decay.
+std::optional<double> nadam_schedule_decay(const ConfigReader& c) {
+  if (c.has("schedule_decay")) {
+    if (c.number("decay", 0.0) != 0.0)
+      c.unsupported("decay", "a Nadam config with both schedule_decay and decay is not one that Keras wrote",
+                    "keep one of them: both are the momentum-schedule decay");
+    return c.number("schedule_decay", kNadamLegacyScheduleDecay);
+  }
+  if (c.has("decay")) return c.number("decay", kNadamLegacyScheduleDecay);
+  if (c.flag("is_legacy_optimizer", false)) return kNadamLegacyScheduleDecay;
+  return std::nullopt;
 }
 
 struct OptimizerClass {
@@ -171,9 +178,10 @@ const OptimizerClass kOptimizerClasses[] = {
     {"Nadam",
      [](const ConfigReader& c) -> OptimizerHandle {
        NadamOptions o;
-       return Nadam({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
-                     .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
-                     .name = c.name(o.name)});
+       return Nadam({.learning_rate = c.learning_rate(o.learning_rate, /*decay_is_lr_decay=*/false),
+                     .beta_1 = c.number("beta_1", o.beta_1), .beta_2 = c.number("beta_2", o.beta_2),
+                     .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name),
+                     .schedule_decay = nadam_schedule_decay(c)});
      }},
     {"RMSprop",
      [](const ConfigReader& c) -> OptimizerHandle {
@@ -226,7 +234,6 @@ OptimizerHandle optimizer_from_config(const std::string& class_name, const std::
                  config.dump().substr(0, 200), ".");
     const std::string name = found->name;
     const ConfigReader reader(name, std::move(config));
-    if (name == "Nadam") reject_legacy_nadam(reader);
     reject_unsupported(reader, /*takes_weight_decay=*/name == "AdamW");
     return found->make(reader);
   });

@@ -9,7 +9,9 @@
 //     <opt>/<variable>/<slot>:0 (Adam/dense/kernel/m:0), slot kind by kind.
 //   Keras 2.11-2.15 optimizers: iteration:0, then <opt>/<slot>/<variable>:0 (Adam/m/dense/kernel:0),
 //     in each optimizer's build order (Adam interleaves m and v per variable).
-//   Nadam's momentum product (optimizer_v2 momentum_cache, 2.3's m_schedule) -> u_product.
+//   Nadam's momentum product (optimizer_v2 momentum_cache, 2.3's m_schedule) -> u_product;
+//     where the file lacks it (Keras 2.0-2.2's [it] + ms + vs, 2.11-2.15's new Nadam), the
+//     product of the schedule over the saved iterations.
 // Names are matched where they carry the variable (the last two), positions otherwise.
 #include <algorithm>
 #include <map>
@@ -17,6 +19,7 @@
 #include <set>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/saving/saving_impl.h"
 
 namespace kiln::keras::internal {
@@ -223,6 +226,18 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
       }
     }
   }
+  // Keras 2.0-2.2's Nadam kept m_schedule out of its weights, and tf.keras 2.11-2.15's new
+  // Nadam keeps _u_product out of optimizer.variables(): both restart it at 1 on load (Keras
+  // 2.3's Nadam.set_weights inserts 1). The product depends on the step count alone, so Kiln
+  // restores the value the uninterrupted run had, u_1 ... u_iterations.
+  if (const auto* nadam = dynamic_cast<const Nadam*>(&optimizer); nadam != nullptr && !rest.empty())
+    if (auto it = table.extras.find("u_product"); it != table.extras.end() && !covered.count(it->second.state().get())) {
+      int64_t steps = 0;
+      for (size_t i = 0; i < vars.size(); ++i)
+        if (vars[i].state() == optimizer.iterations().state()) steps = picked[i].astype(DType::kI64).to_vector<int64_t>()[0];
+      const HostTensor product = HostTensor::scalar<float>(nadam->u_product_after(steps));
+      if (std::string why = take(it->second, product, "the momentum-schedule product"); !why.empty()) return why;
+    }
   for (const auto& [key, slot] : table.slots)
     if (!covered.count(slot.state().get()))
       return str_cat("the file has no '", key.second, "' value for ", key.first, " (", names.size(),

@@ -40,6 +40,9 @@ json batch_shape(const Dims& dims) {
 // module, and no batch_input_shape (Keras 3 layers reject it; the InputLayer carries it).
 json layer_config3(json config) {
   config.erase("batch_input_shape");
+  // tf.keras 2.x's MultiHeadAttention records its built shapes in its config; Keras 3's takes
+  // them from build_config and rejects them as keyword arguments.
+  for (const char* key : {"query_shape", "value_shape", "key_shape"}) config.erase(key);
   if (config.contains("dtype") && config["dtype"].is_string())
     config["dtype"] = dtype_policy(config["dtype"].get<std::string>());
   for (auto& [key, value] : config.items())
@@ -137,6 +140,14 @@ json functional_config3(const Functional& model, const json& k2) {
       json shapes = json::array();
       for (const json& t : first) shapes.push_back(t["config"]["shape"]);
       if (inbound.empty()) e["build_config"] = {{"input_shape", first.size() == 1 ? shapes[0] : shapes}};
+      // Layer.get_build_config of a layer built from several tensor arguments:
+      // {"shapes_dict": {"<argument>_shape": ...}} (MultiHeadAttention.build(query_shape, value_shape, key_shape)).
+      if (inbound.empty() && cls == "MultiHeadAttention") {
+        json shapes_dict = {{"query_shape", shapes[0]}};
+        for (const char* arg : {"value", "key"})
+          if (kwargs.contains(arg)) shapes_dict[std::string(arg) + "_shape"] = kwargs[arg]["config"]["shape"];
+        e["build_config"] = {{"shapes_dict", shapes_dict}};
+      }
       inbound.push_back({{"args", json::array({first.size() == 1 ? first[0] : first})}, {"kwargs", kwargs}});
     }
     e["name"] = name;

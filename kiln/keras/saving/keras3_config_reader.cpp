@@ -1,12 +1,16 @@
 // Reading Keras 3's config.json into Kiln's Keras 2 forms. Every key of every layer is
 // checked: one Kiln reads, or one whose value is Keras's neutral default (null, false, empty);
 // anything else is an IOError naming the layer, the key, the Keras version and what to do.
+#include <algorithm>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/models/functional.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 
 namespace kiln::keras::internal {
@@ -43,6 +47,10 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"GlobalAveragePooling2D", {"data_format", "keepdims"}},
       {"BatchNormalization", {"axis", "momentum", "epsilon", "center", "scale", "beta_initializer",
                               "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"}},
+      // Keras 3.15 adds use_gate and sliding_window (neutral when off); seed seeds the
+      // attention dropout's random stream, which Kiln draws its own way.
+      {"MultiHeadAttention", {"num_heads", "key_dim", "value_dim", "dropout", "use_bias", "output_shape",
+                              "attention_axes", "kernel_initializer", "bias_initializer", "seed"}},
   };
   return kKeys;
 }
@@ -144,10 +152,64 @@ json tensor_ref(const json& t, const Source& src, const std::string& layer) {
   return h;
 }
 
+// The tensor arguments of a Keras 3 layer's call by position, for layers called on several
+// tensors (MultiHeadAttention.call(query, value, key=None, query_mask=None, ...)), and the
+// call flags whose false value is its default (dropped: Kiln's layers take only those they use).
+struct CallSignature {
+  std::vector<std::string> tensors;
+  std::set<std::string> default_false_flags;
+};
+const CallSignature* call_signature(const std::string& cls) {
+  static const std::map<std::string, CallSignature> kSignatures = {
+      {"MultiHeadAttention", {{"query", "value", "key"}, {"return_attention_scores"}}},
+  };
+  auto it = kSignatures.find(cls);
+  return it == kSignatures.end() ? nullptr : &it->second;
+}
+
+// A call of a layer with a CallSignature ({"args": [q, v], "kwargs": {...}} or any mix of
+// positions and names) as the Keras 2 form Kiln reads: the first tensor argument positional,
+// the others by name (tf.keras's [[query, 0, 0, {"value": [...]}]]).
+json normalize_call(const CallSignature& sig, const json& node, const Source& src, const std::string& layer) {
+  const json args = node.value("args", json::array());
+  json kwargs = node.value("kwargs", json::object());
+  if (!args.is_array() || !kwargs.is_object()) fail(src, "layer '" + layer + "' has a malformed call", "the file is damaged");
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (i >= sig.tensors.size()) {
+      if (!is_neutral(args[i]))
+        fail(src, "layer '" + layer + "' is called with " + args[i].dump().substr(0, 80) + " as positional argument " +
+                      std::to_string(i + 1),
+             "Kiln's layer calls take tensors and boolean flags");
+      continue;
+    }
+    if (kwargs.contains(sig.tensors[i]))
+      fail(src, "layer '" + layer + "' gets " + sig.tensors[i] + " twice", "the file is damaged");
+    kwargs[sig.tensors[i]] = args[i];
+  }
+  const std::string& first = sig.tensors[0];
+  if (!kwargs.contains(first) || !is_keras_tensor(kwargs[first]))
+    fail(src, "layer '" + layer + "' is called without a " + first + " tensor", "the file is damaged");
+  json out_args = json::array({kwargs[first]});
+  kwargs.erase(first);
+  for (const auto& [key, value] : kwargs.items())
+    if (is_keras_tensor(value) && std::find(sig.tensors.begin(), sig.tensors.end(), key) == sig.tensors.end())
+      fail(src, "layer '" + layer + "' is called with the tensor " + key, "Kiln's " + first +
+               "/value/key attention takes no masks; remove " + key + " in Keras, or rebuild the model in C++");
+  for (const std::string& flag : sig.default_false_flags) {
+    if (!kwargs.contains(flag)) continue;
+    if (kwargs[flag].is_boolean() && kwargs[flag].get<bool>())
+      fail(src, "layer '" + layer + "' is called with " + flag + "=true", "Kiln's layers return one tensor");
+    kwargs.erase(flag);
+  }
+  return {{"args", out_args}, {"kwargs", kwargs}};
+}
+
 // A Keras 3 node {"args": [...], "kwargs": {...}} as Kiln's Keras 2 node: the first argument's
 // tensors, each [layer, node, tensor, kwargs].
-json node2(const json& node, const Source& src, const std::string& layer) {
-  if (node.is_array()) return node;  // already Keras 2's form
+json node2(const json& node_in, const Source& src, const std::string& layer, const std::string& cls) {
+  if (node_in.is_array()) return node_in;  // already Keras 2's form
+  const CallSignature* sig = call_signature(cls);
+  const json node = sig != nullptr ? normalize_call(*sig, node_in, src, layer) : node_in;
   const json args = node.value("args", json::array());
   const json kwargs = node.value("kwargs", json::object());
   if (!args.is_array() || args.empty())
@@ -185,11 +247,29 @@ json node2(const json& node, const Source& src, const std::string& layer) {
   return out;
 }
 
-// input_layers/output_layers: one [name, node, tensor] reference or a list of them.
+// input_layers/output_layers: one [name, node, tensor] reference, a list of them, or (Keras 3
+// models built on dicts) a dict of them.
 json refs2(const json& j, const Source& src, const char* key) {
   if (j.is_array() && j.size() == 3 && j[0].is_string()) return json::array({j});
+  if (j.is_object() && j.size() == 1) return refs2(j.begin().value(), src, key);
+  const bool outputs = std::string(key) == "output_layers";
+  if (j.is_object()) {
+    std::string names;
+    for (const auto& [name, ref] : j.items()) names += (names.empty() ? "" : ", ") + name;
+    fail(src, std::string("the model's ") + (outputs ? "outputs" : "inputs") + " are a dict (" + names + ")",
+         outputs ? std::string("Kiln's functional models have one output (multi-output models are not supported "
+                               "yet): ") + kSingleOutputHint
+                 : "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
+  }
   if (!j.is_array())
     fail(src, std::string(key) + " is " + j.dump().substr(0, 80), "Kiln's models take lists of inputs and outputs");
+  if (outputs && j.size() > 1) {
+    std::string names;
+    for (const json& r : j) names += (names.empty() ? "" : ", ") + (r.is_array() && !r.empty() ? r[0].dump() : r.dump());
+    fail(src, "the model has " + std::to_string(j.size()) + " outputs (" + names + ")",
+         std::string("Kiln's functional models have one output (multi-output models, with a loss per output, are not "
+                     "supported yet): ") + kSingleOutputHint);
+  }
   return j;
 }
 
@@ -227,7 +307,7 @@ json functional2(const json& top, const Source& src) {
       e = {{"class_name", cls}, {"config", input_layer2(c, src, name)}, {"inbound_nodes", json::array()}};
     } else {
       json nodes = json::array();
-      for (const json& n : entry.at("inbound_nodes")) nodes.push_back(node2(n, src, name));
+      for (const json& n : entry.at("inbound_nodes")) nodes.push_back(node2(n, src, name, cls));
       e = {{"class_name", cls}, {"config", layer_config2(cls, c, src)}, {"inbound_nodes", nodes}};
     }
     e["name"] = name;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <ctime>
 #include <filesystem>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -15,6 +16,7 @@
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/zip_archive.h"
+#include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 #include "kiln/keras/saving/saving_impl.h"
 
@@ -46,17 +48,53 @@ void write_vars(Hdf5Group& root, const std::string& path, const std::string& own
   for (size_t i = 0; i < vars.size(); ++i) g.write_dataset(std::to_string(i), saved_value(vars[i]));
 }
 
-// _save_state's walk for Sequential and Functional models: the layers, the model's own
-// (empty) vars, then the optimizer.
-void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer, const std::string& path) {
+// A sublayer that holds part of a layer's Keras 3 state, in the group <layer path>/<attribute>.
+struct Sublayer {
+  std::vector<std::string> attributes;  // the first is where Keras 3.1+ writes it; then older names
+  std::string name;                     // its Keras layer name (the vars group's name attribute)
+  std::vector<Variable> vars;
+};
+
+// Keras 3's MultiHeadAttention has no variables of its own: its four EinsumDense projections
+// (kernel, then bias unless use_bias=False) and its Softmax and Dropout are sublayers, which
+// _save_state reaches by attribute, public ones first (keras/src/saving/saving_lib.py
+// _walk_saveable, sorted with _name_key since 3.1): the query_dense, key_dense, value_dense and
+// output_dense properties (3.1+), then _dropout_layer and _softmax. Keras 3.0, before those
+// properties, wrote _query_dense, ... (and Keras 2.13-2.15's .keras format too), which Keras
+// 3.1+ still reads. Listed in that walk order; empty for every other layer.
+std::vector<Sublayer> keras3_sublayers(const Layer& layer) {
+  if (layer.class_name() != "MultiHeadAttention") return {};
+  const std::vector<Variable> weights = internal::saved_weights(layer);
+  auto vars_of = [&](const std::string& projection) {
+    std::vector<Variable> out;
+    for (const char* kind : {"kernel", "bias"})
+      for (const Variable& v : weights)
+        if (v.name().ends_with("/" + projection + "/" + kind)) out.push_back(v);
+    return out;
+  };
+  std::vector<Sublayer> out = {
+      {{"key_dense", "_key_dense"}, "key", vars_of("key")},
+      {{"output_dense", "_output_dense"}, "attention_output", vars_of("attention_output")},
+      {{"query_dense", "_query_dense"}, "query", vars_of("query")},
+      {{"value_dense", "_value_dense"}, "value", vars_of("value")},
+      {{"_dropout_layer"}, "dropout", {}},
+      {{"_softmax"}, "softmax", {}},
+  };
+  size_t mapped = 0;
+  for (const Sublayer& s : out) mapped += s.vars.size();
+  KILN_CHECK(mapped == weights.size(), "every MultiHeadAttention weight of '", layer.name(), "' has a sublayer");
+  return out;
+}
+
+// _save_state's walk for Sequential and Functional models: the layers (a layer's own vars,
+// then its sublayers'), the model's own (empty) vars, then the optimizer.
+void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer) {
   const std::vector<std::string> paths = internal::keras3_layer_paths(model);
   for (size_t i = 0; i < paths.size(); ++i) {
     const Layer& layer = *model.layers()[i];
-    // Keras 3 keeps its state in four EinsumDense sublayers' groups, not in its own vars.
-    if (layer.class_name() == "MultiHeadAttention")
-      KILN_THROW(IOError, "[", path, "] layer '", layer.name(), "' is a MultiHeadAttention, whose Keras 3 "
-                 "weights layout Kiln does not write yet. Hint: save the model as .h5 or as a model directory.");
-    write_vars(root, paths[i], layer.name(), internal::saved_weights(layer));
+    const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
+    write_vars(root, paths[i], layer.name(), sublayers.empty() ? internal::saved_weights(layer) : std::vector<Variable>{});
+    for (const Sublayer& s : sublayers) write_vars(root, paths[i] + "/" + s.attributes[0], s.name, s.vars);
   }
   write_vars(root, "", model.name(), {});
   if (with_optimizer)
@@ -75,11 +113,41 @@ std::string h5_bytes(const std::string& path, Fill fill) {
   return io::read_file(scratch.temp_path());
 }
 
+// The members of a .keras archive, or of the directory that Keras 3.6+'s
+// save_model(model, path, zipped=False) writes (the same members as files).
+class KerasMembers {
+ public:
+  explicit KerasMembers(std::string path) : path_(std::move(path)) {
+    std::error_code ec;
+    if (!fs::is_directory(path_, ec)) zip_.emplace(io::ZipReader::open(path_));
+  }
+  const std::string& path() const { return path_; }
+  bool is_directory() const { return !zip_.has_value(); }
+  bool contains(const std::string& member) const {
+    std::error_code ec;
+    return zip_ ? zip_->contains(member) : fs::is_regular_file(fs::path(path_) / member, ec);
+  }
+  std::string read(const std::string& member) const {
+    if (zip_) return zip_->read(member);
+    if (!contains(member))
+      KILN_THROW(IOError, "[", path_, "] has no member '", member, "' (a directory Keras 3 wrote with zipped=False "
+                 "holds config.json, metadata.json and model.weights.h5). Hint: copy the whole directory.");
+    return io::read_file(file(member));
+  }
+  /// A directory member's file.
+  std::string file(const std::string& member) const { return (fs::path(path_) / member).string(); }
+  /// How messages name a member: "m.keras:model.weights.h5", or the directory's file.
+  std::string where(const std::string& member) const { return zip_ ? path_ + ":" + member : file(member); }
+
+ private:
+  std::string path_;
+  std::optional<io::ZipReader> zip_;
+};
+
 // A member unpacked to a temporary file for libhdf5, removed when this goes.
 class UnpackedMember {
  public:
-  UnpackedMember(const io::ZipReader& zip, const std::string& member) {
-    const std::string bytes = zip.read(member);
+  explicit UnpackedMember(const std::string& bytes) {
     path_ = (fs::temp_directory_path() / io::unique_name("kiln-keras-weights-")).string() + ".h5";
     io::write_file_atomically(path_, bytes);
   }
@@ -129,25 +197,40 @@ void read_weights(const Hdf5Group& root, Model& model, const std::string& file) 
   std::vector<Variable> vars;
   std::vector<HostTensor> values;
   std::vector<std::string> where;
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const Layer& layer = *model.layers()[i];
-    const std::vector<Variable> weights = internal::saved_weights(layer);
+  // The vars group at one of `candidates` (paths) into `weights`, owned by `owner`.
+  auto read_group = [&](const std::vector<std::string>& candidates, const std::vector<Variable>& weights,
+                        const std::string& owner) {
     std::string group;
-    if (!find_vars(root, paths[i], &group)) {
-      if (weights.empty()) continue;  // newer Keras writes no group for a layer without state
-      KILN_THROW(IOError, "[", file, "] has no group /", paths[i], "/vars for layer '", layer.name(), "' (",
-                 layer.class_name(), ", ", weights.size(), " weights). Hint: load into the architecture that was "
-                 "saved.");
+    const auto found = std::find_if(candidates.begin(), candidates.end(),
+                                    [&](const std::string& c) { return find_vars(root, c, &group); });
+    if (found == candidates.end()) {
+      if (weights.empty()) return;  // newer Keras writes no group for a layer without state
+      KILN_THROW(IOError, "[", file, "] has no group /", candidates[0], "/vars for ", owner, " (", weights.size(),
+                 " weights)", candidates.size() > 1 ? " nor /" + candidates[1] + "/vars" : std::string(),
+                 ". Hint: load into the architecture that was saved.");
     }
     std::vector<HostTensor> stored = read_vars(root, group, file);
     if (stored.size() != weights.size())
-      KILN_THROW(IOError, "[", file, "] /", group, " holds ", stored.size(), " variables, but layer '", layer.name(),
-                 "' (", layer.class_name(), ") has ", weights.size(), ". Hint: load into the architecture that was "
-                 "saved.");
+      KILN_THROW(IOError, "[", file, "] /", group, " holds ", stored.size(), " variables, but ", owner, " has ",
+                 weights.size(), ". Hint: load into the architecture that was saved.");
     for (size_t k = 0; k < weights.size(); ++k) {
       vars.push_back(weights[k]);
       values.push_back(std::move(stored[k]));
       where.push_back(str_cat("/", group, "/", k));
+    }
+  };
+  for (size_t i = 0; i < paths.size(); ++i) {
+    const Layer& layer = *model.layers()[i];
+    const std::string owner = str_cat("layer '", layer.name(), "' (", layer.class_name(), ")");
+    const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
+    if (sublayers.empty()) {
+      read_group({paths[i]}, internal::saved_weights(layer), owner);
+      continue;
+    }
+    for (const Sublayer& s : sublayers) {
+      std::vector<std::string> candidates;
+      for (const std::string& attribute : s.attributes) candidates.push_back(paths[i] + "/" + attribute);
+      read_group(candidates, s.vars, str_cat(owner, "'s ", s.name, " projection"));
     }
   }
   internal::assign_checked(vars, values, file, where);
@@ -178,11 +261,17 @@ void read_optimizer(const Hdf5Group& root, Model& model, const std::string& file
 }
 
 // Runs `read` on the archive's model.weights.h5 (unpacked for libhdf5), whose errors then
-// name the archive member rather than the temporary file.
+// name the archive member rather than the temporary file; a directory's is read in place.
 template <typename Read>
-void read_weights_member(const io::ZipReader& zip, Read read) {
-  const UnpackedMember weights(zip, kKerasWeightsMember);
-  const std::string where = zip.path() + ":" + kKerasWeightsMember;
+void read_weights_member(const KerasMembers& members, Read read) {
+  const std::string where = members.where(kKerasWeightsMember);
+  if (members.is_directory()) {
+    if (!members.contains(kKerasWeightsMember)) members.read(kKerasWeightsMember);  // names what is missing
+    Hdf5File file = Hdf5File::open(where);
+    read(file.root(), where);
+    return;
+  }
+  const UnpackedMember weights(members.read(kKerasWeightsMember));
   try {
     Hdf5File file = Hdf5File::open(weights.path());
     read(file.root(), where);
@@ -219,17 +308,31 @@ bool is_keras3_weights_file(const std::string& path) {
 
 void save_model_keras(const Model& model, const std::string& path, SaveOptions options) {
   const bool with_optimizer = options.include_optimizer && model.is_compiled();
+  // Keras 3 has only the 0.96^t Nadam: writing the legacy one as it would change its updates.
+  if (const auto* nadam = with_optimizer ? dynamic_cast<const Nadam*>(model.optimizer()) : nullptr;
+      nadam != nullptr && nadam->schedule_decay())
+    KILN_THROW(IOError, "[", path, "] optimizer '", nadam->name(), "' is the legacy Nadam (schedule_decay=",
+               *nadam->schedule_decay(), "), which Keras 3 does not have. Hint: save as .h5 (tf.keras's legacy "
+               "Nadam) or as a model directory, or save with include_optimizer=false, or compile with Nadam() "
+               "(Keras 3's momentum schedule) first.");
   std::vector<io::ZipMember> members;
   members.push_back({kKerasMetadataMember, json({{"keras_version", kKeras3Version}, {"date_saved", date_saved()}}).dump()});
   members.push_back({kKerasConfigMember, internal::keras3_config_json(model, with_optimizer)});
   members.push_back({kKerasWeightsMember, h5_bytes(path, [&](Hdf5Group& root) {
-                       write_weights(root, model, with_optimizer, path);
+                       write_weights(root, model, with_optimizer);
                      })});
   io::write_zip_atomically(path, members);
 }
 
+bool is_keras_directory(const std::string& path) {
+  std::error_code ec;
+  const fs::path dir(path);
+  return fs::is_directory(dir, ec) && fs::is_regular_file(dir / kKerasConfigMember, ec) &&
+         !fs::exists(dir / "model.json", ec);
+}
+
 std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptions& options) {
-  const io::ZipReader zip = io::ZipReader::open(path);
+  const KerasMembers zip(path);
   std::string version = "(unknown: no metadata.json)";
   if (zip.contains(kKerasMetadataMember)) {
     const json meta = json::parse(zip.read(kKerasMetadataMember), nullptr, /*allow_exceptions=*/false);
@@ -238,11 +341,14 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptio
   }
   if (!zip.contains(kKerasWeightsMember))
     KILN_THROW(IOError, "[", path, "] has no member '", kKerasWeightsMember, "'",
-               zip.contains("model.weights.npz") ? " (its weights are model.weights.npz)" : "",
-               ". Hint: Kiln reads the h5 weights format; save with weights_format=\"h5\" (Keras's default).");
+               zip.contains("model.weights.npz") ? " (its weights are model.weights.npz, which only Keras 3's internal "
+                                                   "saving_lib.save_model(..., weights_format=\"npz\") writes)"
+                                                 : "",
+               ". Hint: Kiln reads model.weights.h5, which model.save and keras.saving.save_model write in every Keras "
+               "3 release; load the model in Keras and save it again with model.save(path).");
   const internal::Keras2Configs configs =
       internal::keras2_configs_from_keras3(zip.read(kKerasConfigMember), path, version, options);
-  const std::string where = path + ":" + kKerasConfigMember;
+  const std::string where = zip.where(kKerasConfigMember);
   std::unique_ptr<Model> model = internal::model_from_config(
       configs.model_config, internal::ConfigSource{where, version, &options.custom_objects});
   read_weights_member(zip, [&](const Hdf5Group& root, const std::string& weights_where) {
@@ -257,7 +363,7 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptio
 
 void save_weights_keras3(const Model& model, const std::string& path) {
   const std::string bytes = h5_bytes(path, [&](Hdf5Group& root) {
-    write_weights(root, model, model.is_compiled(), path);
+    write_weights(root, model, model.is_compiled());
   });
   io::write_file_atomically(path, bytes);
 }
@@ -266,8 +372,8 @@ void load_weights_keras3(Model& model, const std::string& path, LoadWeightsOptio
   if (options.by_name)
     KILN_THROW(ValueError, "[load_weights] by_name is not supported for Keras 3 weights (", path,
                "): they are matched by position, as in Keras 3. Hint: load into the architecture that was saved.");
-  if (is_keras_archive_path(path)) {
-    read_weights_member(io::ZipReader::open(path),
+  if (is_keras_archive_path(path) || is_keras_directory(path)) {
+    read_weights_member(KerasMembers(path),
                         [&](const Hdf5Group& root, const std::string& where) { read_weights(root, model, where); });
     return;
   }

@@ -36,7 +36,12 @@ bool is_keras3_weights_file(const std::string& path);
 /// optimizer/vars/<i> when the optimizer is saved). Replaces `path` atomically.
 void save_model_keras(const Model& model, const std::string& path, SaveOptions options = {});
 
-/// Reads a .keras archive written by Kiln or Keras 3: the Sequential or Functional model (layer
+/// True for a directory that Keras 3.6+'s save_model(model, path, zipped=False) wrote: the
+/// archive's members as files (config.json, ...), no model.json (Kiln's model directory).
+bool is_keras_directory(const std::string& path);
+
+/// Reads a .keras archive written by Kiln or Keras 3 (or such a directory: is_keras_directory):
+/// the Sequential or Functional model (layer
 /// classes Kiln lacks from options.custom_objects), its weights, and (when options.compile and
 /// the file has a compile_config) its compile arguments and optimizer state. IOError naming
 /// the file, the member and the problem otherwise.
@@ -45,7 +50,7 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptio
 /// Keras 3's save_weights: model.weights.h5's layout as a plain HDF5 file (the optimizer's
 /// variables included once it is compiled, as Keras 3 writes them).
 void save_weights_keras3(const Model& model, const std::string& path);
-/// Keras 3's load_weights from a .weights.h5 file or a .keras archive: layer by layer, by
+/// Keras 3's load_weights from a .weights.h5 file, a .keras archive or directory: layer by layer, by
 /// position (Keras 3 has no by_name). The optimizer's variables in the file are not read.
 void load_weights_keras3(Model& model, const std::string& path, LoadWeightsOptions options = {});
 

@@ -16,7 +16,9 @@ namespace kiln::keras {
 
 std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) {
   std::error_code ec;
-  // A .keras path is Keras 3's zip archive; a directory of that name is an earlier Kiln's save.
+  // A .keras path is Keras 3's zip archive; a directory of that name is an earlier Kiln's save,
+  // unless it holds the archive's members (Keras 3.6+'s zipped=False).
+  if (is_keras_directory(path)) return load_model_keras(path, options);
   if (std::filesystem::is_directory(path, ec)) return load_model_directory(path, options.compile);
   if (!std::filesystem::exists(path, ec))
     KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .keras or .h5 file, "
@@ -42,7 +44,8 @@ void Model::save_weights(const std::string& path) const {
 void Model::load_weights(const std::string& path, LoadWeightsOptions options) {
   if (options.skip_mismatch && !options.by_name)
     KILN_THROW(ValueError, "[load_weights] skip_mismatch can only be set when by_name is set (", path, ").");
-  if (is_keras_archive_path(path) || (is_keras3_weights_path(path) && is_keras3_weights_file(path)))
+  if (is_keras_archive_path(path) || is_keras_directory(path) ||
+      (is_keras3_weights_path(path) && is_keras3_weights_file(path)))
     return load_weights_keras3(*this, path, options);
   if (internal::is_h5_path(path)) return load_weights_h5(*this, path, options);
   io::SafetensorsFile file = io::read_safetensors(path);

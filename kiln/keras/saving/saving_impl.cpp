@@ -24,6 +24,9 @@ struct SlotKind {
 struct Keras2Layout {
   std::vector<SlotKind> kinds;
   bool kind_by_kind = true;
+  /// Optimizer variables of no model variable ("<optimizer>/<kiln>"), written right after
+  /// iterations as "<optimizer>/<keras2>" (optimizer_v2's Nadam creates momentum_cache first).
+  std::vector<SlotKind> extras = {};
 };
 // Null for a class without a legacy form (or a user's optimizer).
 const Keras2Layout* keras2_layout(const std::string& optimizer_class) {
@@ -33,6 +36,7 @@ const Keras2Layout* keras2_layout(const std::string& optimizer_class) {
       {"Adam", {{{"m", "m"}, {"v", "v"}}}},
       {"Adamax", {{{"m", "m"}, {"u", "v"}}}},
       {"Ftrl", {{{"accumulator", "accumulator"}, {"linear", "linear"}}, /*kind_by_kind=*/false}},
+      {"Nadam", {{{"m", "m"}, {"v", "v"}}, /*kind_by_kind=*/true, {{"u_product", "momentum_cache"}}}},
       {"SGD", {{{"momentum", "momentum"}}}},
       {"RMSprop", {{{"velocity", "rms"}, {"momentum", "momentum"}, {"average_gradient", "mg"}}}},
   };
@@ -68,6 +72,13 @@ std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer) {
     return keras_name;
   };
   out.push_back({name + "/iter", optimizer.iterations()});
+  size_t extras = 0;
+  for (const SlotKind& extra : layout->extras)
+    for (const Variable& s : slots)
+      if (s.name() == name + "/" + extra.kiln) {
+        out.push_back({name + "/" + extra.keras2, s});
+        ++extras;
+      }
   if (layout->kind_by_kind) {
     for (const SlotKind& kind : layout->kinds)
       for (const Variable& s : slots)
@@ -77,7 +88,7 @@ std::vector<NamedVariable> keras_optimizer_weights(const Optimizer& optimizer) {
       for (const SlotKind& kind : layout->kinds)
         if (slot_kind(s.name()) == kind.kiln) out.push_back({keras2_name(s, kind), s});
   }
-  KILN_CHECK(out.size() == slots.size() + 1, "every slot of ", name, " has a Keras 2 kind");
+  KILN_CHECK(out.size() == slots.size() + 1, "every slot of ", name, " has a Keras 2 kind (", extras, " extras)");
   return out;
 }
 

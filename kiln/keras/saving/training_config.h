@@ -14,7 +14,8 @@ namespace kiln::keras {
 ///  "optimizer_config": {"class_name": "Adam", "config": {...}}} of compiled options.
 /// The optimizer config uses Keras 2's optimizer_v2 keys without "is_legacy_optimizer", so
 /// tf.keras 2.11-2.15 rebuild the legacy optimizer whose weight layout optimizer_weights
-/// follows (AdamW, Nadam and Lion, written in tf.keras's new-optimizer form, say so).
+/// follows (AdamW, Lion and Keras 2.11+'s Nadam, written in tf.keras's new-optimizer form, say so; the
+/// legacy Nadam is optimizer_v2's, with its schedule decay as "decay").
 std::string training_config_json(const CompileOptions& options);
 
 /// The options a training_config describes. Accepts what tf.keras 2.x writes: a loss name or

@@ -17,7 +17,12 @@ keras/src/models/functional.py:
   vars group holds only datasets "0".."n-1" (float32 weights; the optimizer's "0" is an int64
   scalar, "1" a float32 scalar unless a schedule drives the learning rate) and a "name" str
   attribute naming its owner. Kiln's extra "<attr>.kiln_ref" attributes (its corruption guard
-  for variable-length strings) are the only other attributes allowed.
+  for variable-length strings) are the only other attributes allowed. A MultiHeadAttention's
+  own vars group is empty; its projections are the groups query_dense, key_dense, value_dense
+  and output_dense under it (kernel, then bias unless use_bias is false; names "query", "key",
+  "value", "attention_output"), beside empty _dropout_layer and _softmax groups (Keras 3.1+'s
+  _walk_saveable); its config has no tf.keras query_shape/value_shape/key_shape, and its
+  build_config is {"shapes_dict": {"query_shape", "value_shape"[, "key_shape"]}}.
 """
 import io
 import json
@@ -63,6 +68,35 @@ def check_object(o, where, layer=False):
             if k.endswith("_initializer") and v is not None:
                 check_object(v, f"{where}.{k}")
                 check(v.get("module") == "keras.initializers", f"{where}.{k}: module")
+
+
+MHA_SUBLAYERS = (("query_dense", "query"), ("key_dense", "key"), ("value_dense", "value"),
+                 ("output_dense", "attention_output"))
+
+
+def check_mha(f, path, e):
+    """The sublayer groups of a MultiHeadAttention at layers/<path>; returns its variables'
+    datasets in Keras's variable order (query, key, value, output; kernel then bias)."""
+    c = e["config"]
+    for key in ("query_shape", "value_shape", "key_shape"):
+        check(key not in c, f"layer {c.get('name')}: tf.keras's {key} in a Keras 3 MultiHeadAttention config")
+    shapes = e.get("build_config", {}).get("shapes_dict", {})
+    check({"query_shape", "value_shape"} <= set(shapes) <= {"query_shape", "value_shape", "key_shape"},
+          f"layer {c.get('name')}: build_config {e.get('build_config')!r}")
+    group = f.get(f"layers/{path}")
+    expect = {"vars", "_dropout_layer", "_softmax"} | {attr for attr, _ in MHA_SUBLAYERS}
+    if not check(isinstance(group, h5py.Group) and set(group.keys()) == expect,
+                 f"layers/{path}: {sorted(group.keys()) if isinstance(group, h5py.Group) else group}, expected {sorted(expect)}"):
+        return []
+    per = 2 if c.get("use_bias", True) else 1
+    out = []
+    for attr, name in MHA_SUBLAYERS:
+        out += check_vars(group.get(f"{attr}/vars"), f"layers/{path}/{attr}/vars", name, per)
+    for attr in ("_dropout_layer", "_softmax"):
+        check_vars(group.get(f"{attr}/vars"), f"layers/{path}/{attr}/vars", attr.strip("_").replace("_layer", ""), 0)
+    k = out[0].shape if out else None
+    check(k is not None and len(k) == 3, f"layers/{path}/query_dense/vars/0: kernel shape {k}")
+    return out
 
 
 def weights_per_layer(entry):
@@ -167,6 +201,8 @@ def check_weights(f, model_layers, cc, model_name):
         used[base] = used.get(base, -1) + 1
         lname = e["config"].get("name")
         ds = check_vars(f.get(f"layers/{path}/vars"), f"layers/{path}/vars", lname, weights_per_layer(e))
+        if e["class_name"] == "MultiHeadAttention":
+            ds = check_mha(f, path, e)
         for d in ds:
             check(d.dtype == np.dtype("<f4"), f"layers/{path}/vars/{d.name}: dtype {d.dtype}")
         n_trainable = len(ds) - (2 if e["class_name"] == "BatchNormalization" else 0)

@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/io/hdf5_file.h"
 #include "kiln/keras/saving/saving.h"
 #include "tests/io/python_check.h"
@@ -258,7 +260,8 @@ std::vector<std::string> optimizer_weight_names(const std::string& path, Optimiz
 TEST(KerasH5Test, OptimizerWeightsFollowTfKerasLegacyLayoutsOrItsNewOptimizers) {
   // tf.keras 2.x legacy optimizer_v2: "<opt>/iter", then Adadelta's and Adamax's slots kind by
   // kind under their legacy names, Ftrl's per variable (one _create_slots loop). Nadam and
-  // Lion, written as new optimizers: "<opt>/iteration", then creation order.
+  // Lion, written as new optimizers: "<opt>/iteration", then creation order; the legacy Nadam
+  // as optimizer_v2's.
   kiln::testing::TempDir dir;
   const std::vector<std::string> vars = {"dense/kernel", "dense/bias", "dense_1/kernel", "dense_1/bias"};
   auto names = [&](const std::string& opt, const std::string& iter, const std::vector<std::vector<std::string>>& groups) {
@@ -285,6 +288,11 @@ TEST(KerasH5Test, OptimizerWeightsFollowTfKerasLegacyLayoutsOrItsNewOptimizers) 
   std::vector<std::vector<std::string>> nadam = per_variable({"m", "v"});
   nadam.push_back({"u_product"});
   EXPECT_EQ(optimizer_weight_names(dir.file("nadam.h5"), Nadam()), names("Nadam", "iteration", nadam));
+  // The legacy Nadam as optimizer_v2 writes it: iter, momentum_cache (created first), every m, every v.
+  std::vector<std::vector<std::string>> legacy_nadam = {{"momentum_cache"}};
+  for (const std::vector<std::string>& group : per_kind({"m", "v"})) legacy_nadam.push_back(group);
+  EXPECT_EQ(optimizer_weight_names(dir.file("nadam_legacy.h5"), Nadam({.schedule_decay = 0.004})),
+            names("Nadam", "iter", legacy_nadam));
   EXPECT_EQ(optimizer_weight_names(dir.file("lion.h5"), Lion()), names("Lion", "iteration", per_variable({"m"})));
 }
 
@@ -300,6 +308,25 @@ TEST(KerasH5Test, UnknownLayerClassIsAnIOErrorNamingTheClassAndFile) {
   }
   KILN_EXPECT_ERROR(load_model(dir.file("m.h5")), IOError, "unknown layer class 'Conv3D'");
   KILN_EXPECT_ERROR(load_model(dir.file("m.h5")), IOError, dir.file("m.h5"));
+}
+
+// Verify that a functional model with several outputs (Kiln's have one) is an IOError naming
+// the file, the outputs and what to do.
+TEST(KerasH5Test, MultiOutputModelIsAnErrorNamingTheOutputs) {
+  kiln::testing::TempDir dir;
+  KerasTensor x = Input({6});
+  KerasTensor a = Dense(4, {.name = "head_a"})(x);
+  Functional model({x}, Dense(3, {.name = "head_b"})(a));
+  model.save(dir.file("m.h5"));
+  {
+    io::Hdf5File f = io::Hdf5File::open(dir.file("m.h5"), /*writable=*/true);
+    nlohmann::json config = nlohmann::json::parse(f.root().read_string_attribute("model_config"));
+    config["config"]["output_layers"] = {{"head_a", 0, 0}, {"head_b", 0, 0}};
+    f.root().write_string_attribute("model_config", config.dump());
+  }
+  for (const char* part : {"m.h5] (written by Keras 2.15.0) model_config", "the model has 2 outputs (head_a, head_b)",
+                           "multi-output models", "load_weights(path, {.by_name = true})"})
+    KILN_EXPECT_ERROR(load_model(dir.file("m.h5")), IOError, part);
 }
 
 TEST(KerasH5Test, WeightsFileIsNotAModel) {

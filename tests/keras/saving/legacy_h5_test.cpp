@@ -44,7 +44,9 @@ const char* const kFixtures[] = {
     "keras-2.3.1-build-input-shape-adadelta",
     "keras-2.4.0-functional-adam-v2",         "keras-2.6.0-adam-state-mismatch",
     "keras-2.10.0-no-optimizer-weights",      "keras-2.13.1-module-registered-name-rmsprop",
-    "keras-2.15.0-input-layer-adam-new",
+    "keras-2.15.0-input-layer-adam-new",      "keras-2.2.4-nadam-schedule-decay",
+    "keras-2.3.1-nadam-m-schedule",           "keras-2.9.0-nadam-momentum-cache",
+    "keras-2.12.0-nadam-new",
 };
 
 class KerasLegacyH5Test : public ::testing::Test {
@@ -156,6 +158,38 @@ TEST_F(KerasLegacyH5Test, RestoredModelTrainsWithItsRegularizerAndConstraint) {
     double norm = 0;
     for (int64_t r = 0; r < rows; ++r) norm += double(kv[r * cols + c]) * kv[r * cols + c];
     EXPECT_LE(std::sqrt(norm), 3.0 + 1e-5) << "column " << c;
+  }
+}
+
+// Verify that Nadam's restored state (m, v, and the momentum-schedule product: the saved
+// m_schedule / momentum_cache, or where Keras 2.0-2.2 and tf.keras 2.11-2.15's new Nadam did not
+// save it, the product over the saved iterations) continues training as the uninterrupted run
+// would: one more step equals the generator's numpy step of Keras's update.
+TEST_F(KerasLegacyH5Test, NadamContinuesWithTheMomentumScheduleProduct) {
+  for (const char* name : {"keras-2.2.4-nadam-schedule-decay", "keras-2.3.1-nadam-m-schedule",
+                           "keras-2.9.0-nadam-momentum-cache", "keras-2.12.0-nadam-new"}) {
+    SCOPED_TRACE(name);
+    const json& fx = manifest_[name];
+    ASSERT_TRUE(fx.contains("next_step"));
+    std::unique_ptr<Model> model = load_model(path(fx["file"]));
+    ASSERT_TRUE(dynamic_cast<const Nadam*>(model->optimizer()));
+    const bool legacy = fx["keras_version"] != "2.12.0";  // 2.11+'s own Nadam has the 0.96^t schedule
+    EXPECT_EQ(dynamic_cast<const Nadam&>(*model->optimizer()).schedule_decay(),
+              legacy ? std::optional<double>(0.004) : std::nullopt);
+    const json& step = fx["next_step"];
+    const HostTensor x = read_f32(path(std::string(name) + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+    const HostTensor y = read_f32(path(std::string(name) + ".step_y.bin"), step["y_shape"].get<std::vector<int64_t>>());
+    model->fit(x, y, {.batch_size = 3, .epochs = 1, .shuffle = false, .verbose = 0});
+    const std::vector<HostTensor> weights = model->get_weights();
+    ASSERT_EQ(weights.size(), 2u);
+    for (size_t k = 0; k < 2; ++k) {
+      const std::vector<double> got = weights[k].to_vector<double>();
+      const std::vector<double> want = step[k == 0 ? "kernel" : "bias"].get<std::vector<double>>();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-6) << (k == 0 ? "kernel " : "bias ") << i;
+    }
+    EXPECT_EQ(model->optimizer()->iterations().storage().astype(DType::kI64).to_vector<int64_t>()[0],
+              fx["iterations"].get<int64_t>() + 1);
   }
 }
 

@@ -63,6 +63,7 @@ inline std::vector<ModelCase> model_cases() {
 struct OptimizerCase {
   std::string name;
   std::function<OptimizerHandle()> make;
+  bool keras3 = true;  // Keras 3 has this optimizer (else .keras refuses to save it)
 };
 
 inline std::vector<OptimizerCase> optimizer_cases() {
@@ -86,6 +87,9 @@ inline std::vector<OptimizerCase> optimizer_cases() {
       {"SGDPiecewiseConstantDecay",
        [] { return OptimizerHandle(SGD({.learning_rate = PiecewiseConstantDecay({3, 4}, {0.05, 0.02, 0.01})})); }},
       {"AdamWCosineDecay", [] { return OptimizerHandle(AdamW({.learning_rate = CosineDecay(0.01, 8, 0.1)})); }},
+      // Keras 2's legacy Nadam (optimizer_v2's, with momentum_cache in .h5 files); Keras 3 lacks it.
+      {"NadamLegacyScheduleDecay", [] { return OptimizerHandle(Nadam({.learning_rate = 0.01, .schedule_decay = 0.004})); },
+       /*keras3=*/false},
   };
 }
 
