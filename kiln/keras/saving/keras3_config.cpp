@@ -40,8 +40,11 @@ json batch_shape(const Dims& dims) {
 // module, and no batch_input_shape (Keras 3 layers reject it; the InputLayer carries it).
 json layer_config3(json config) {
   config.erase("batch_input_shape");
+  // Kiln's (Keras 2) form is a name or {"class_name": "Policy", "config": {"name": ...}}.
   if (config.contains("dtype") && config["dtype"].is_string())
     config["dtype"] = dtype_policy(config["dtype"].get<std::string>());
+  else if (config.contains("dtype") && config["dtype"].is_object())
+    config["dtype"] = dtype_policy(config["dtype"]["config"]["name"].get<std::string>());
   for (auto& [key, value] : config.items())
     if (key.ends_with("_initializer") && value.is_object() && value.contains("class_name"))
       value = public_object("keras.initializers", value["class_name"].get<std::string>(),
