@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "kiln/kiln.h"
@@ -132,6 +133,33 @@ TEST(LossScaleOptimizerTest, CompileWrapsTheOptimizerUnderMixedFloat16) {
   models::Sequential plain({layers::Dense(2, {.input_shape = {3}})});
   plain.compile({.optimizer = optimizers::Adam(), .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
   EXPECT_EQ(dynamic_cast<LossScaleOptimizer*>(plain.optimizer()), nullptr);
+}
+
+TEST(LossScaleOptimizerTest, SavedModelsKeepTheWrapperAndItsScale) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "kiln_lso_test";
+  std::filesystem::create_directories(dir);
+  for (const char* file : {"m.h5", "m.keras", "m_dir"}) {
+    models::Sequential model({layers::Dense(2, {.input_shape = {3}, .dtype = "mixed_float16"})});
+    model.compile({.optimizer = LossScaleOptimizer(optimizers::Adam(), {.initial_scale = 256}),
+                   .loss = losses::SparseCategoricalCrossentropy({.from_logits = true})});
+    model.fit(HostTensor::from_vector<float>({2, 3}, {1, 2, 3, 4, 5, 6}), HostTensor::from_vector<int32_t>({2}, {0, 1}),
+              {.batch_size = 2, .epochs = 1, .verbose = 0});
+    const std::string path = (dir / file).string();
+    model.save(path);
+    std::unique_ptr<Model> loaded = load_model(path);
+    auto* lso = dynamic_cast<LossScaleOptimizer*>(loaded->optimizer());
+    ASSERT_NE(lso, nullptr) << file;
+    EXPECT_EQ(lso->inner_optimizer().class_name(), "Adam") << file;
+    EXPECT_EQ(value(lso->dynamic_scale()), 256) << file;
+    // Adam's slots come back too: the loaded model's next step matches the original's.
+    const std::vector<Variable> want = model.optimizer()->variables(), got = lso->variables();
+    ASSERT_EQ(got.size(), want.size()) << file;
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_EQ(got[i].storage().to_vector<double>(), want[i].storage().to_vector<double>()) << file << " " << want[i].name();
+    EXPECT_EQ(value(lso->iterations()), 1) << file;
+    EXPECT_EQ(value(lso->step_counter()), 1) << file;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
