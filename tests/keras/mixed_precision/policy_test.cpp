@@ -92,6 +92,52 @@ TEST_F(PolicyTest, Bf16DenseMatchesBf16RoundedInputsWithF32Accumulation) {
     }
 }
 
+// Every layer class under mixed_bfloat16: a bf16 output, f32 weights, and f32 gradients for
+// them (the convert's VJP), from one traced train-like step.
+TEST_F(PolicyTest, EveryLayerOutputsBf16AndKeepsF32WeightsAndGradients) {
+  struct Case {
+    const char* what;
+    LayerHandle layer;
+    std::vector<Dims> inputs;
+  };
+  const Policy mixed("mixed_bfloat16");
+  std::vector<Case> cases;
+  cases.push_back({"Dense", layers::Dense(3, {.dtype = mixed}), {{2, 4}}});
+  cases.push_back({"Conv2D", layers::Conv2D(2, 3, {.dtype = mixed}), {{1, 5, 5, 2}}});
+  cases.push_back({"MaxPooling2D", layers::MaxPooling2D({.dtype = mixed}), {{1, 4, 4, 2}}});
+  cases.push_back({"AveragePooling2D", layers::AveragePooling2D({.dtype = mixed}), {{1, 4, 4, 2}}});
+  cases.push_back({"GlobalAveragePooling2D", layers::GlobalAveragePooling2D({.dtype = mixed}), {{1, 4, 4, 2}}});
+  cases.push_back({"Flatten", layers::Flatten({.dtype = mixed}), {{2, 2, 3}}});
+  cases.push_back({"Reshape", layers::Reshape({6}, {.dtype = mixed}), {{2, 2, 3}}});
+  cases.push_back({"Dropout", layers::Dropout(0.5, {.dtype = mixed}), {{2, 4}}});
+  cases.push_back({"Activation", layers::Activation("gelu", {.dtype = mixed}), {{2, 4}}});
+  cases.push_back({"BatchNormalization", layers::BatchNormalization({.dtype = mixed}), {{4, 3}}});
+  cases.push_back({"LayerNormalization", layers::LayerNormalization({.dtype = mixed}), {{2, 3}}});
+  cases.push_back({"MultiHeadAttention", layers::MultiHeadAttention(2, 4, {.dtype = mixed}), {{1, 3, 4}, {1, 3, 4}}});
+  cases.push_back({"Add", layers::Add({.dtype = mixed}), {{2, 3}, {2, 3}}});
+  cases.push_back({"Concatenate", layers::Concatenate({.dtype = mixed}), {{2, 3}, {2, 2}}});
+  for (Case& c : cases) {
+    std::vector<Shape> signature;
+    for (const Dims& d : c.inputs) signature.emplace_back(DType::kF32, d);
+    DType out_dtype = DType::kF32;
+    std::vector<DType> grad_dtypes;
+    Function f(c.what, [&](const std::vector<Tensor>& in) -> std::vector<Tensor> {
+      GradientTape tape;
+      Tensor y = in.size() == 1 ? (*c.layer)(in[0], /*training=*/true) : (*c.layer)(in, /*training=*/true);
+      out_dtype = y.dtype();
+      Tensor loss = reduce_sum(cast(y, DType::kF32) * cast(y, DType::kF32));
+      std::vector<Tensor> grads = tape.gradient(loss, c.layer->trainable_weights());
+      for (const Tensor& g : grads) grad_dtypes.push_back(g.dtype());
+      return {loss};
+    });
+    f.compile(signature);
+    EXPECT_EQ(out_dtype, DType::kBF16) << c.what;
+    EXPECT_EQ(c.layer->compute_dtype(), DType::kBF16) << c.what;
+    for (const Variable& w : c.layer->weights()) EXPECT_EQ(w.dtype(), DType::kF32) << c.what << " " << w.name();
+    for (DType g : grad_dtypes) EXPECT_EQ(g, DType::kF32) << c.what;
+  }
+}
+
 TEST_F(PolicyTest, IntegerInputsAreNotCast) {
   layers::Embedding emb(10, 4, {.dtype = "mixed_bfloat16"});
   Tensor y = emb(Tensor::from_vector<int32_t>({2, 3}, {1, 2, 3, 4, 5, 6}));
@@ -179,6 +225,22 @@ TEST_F(PolicyTest, ConfigsWriteKeras2FormsAndReadEveryKerasForm) {
                     "[d] dtype");
   KILN_EXPECT_ERROR(layer_from_config("Dense", R"({"units": 2, "name": "d", "dtype": {"class_name":
       "QuantizedDTypePolicy", "config": {"name": "int8_from_float32"}}})"), ConfigError, "QuantizedDTypePolicy");
+}
+
+TEST_F(PolicyTest, ReadsAKeras2ModelJsonWithMixedPolicies) {
+  // What tf.keras 2.15's model.to_json() writes after set_global_policy('mixed_bfloat16') with
+  // Keras's final float32 softmax.
+  std::unique_ptr<Model> model = model_from_json(R"({"class_name": "Sequential", "config": {"name": "s", "layers": [
+      {"class_name": "InputLayer", "config": {"batch_input_shape": [null, 3], "dtype": "float32", "name": "in"}},
+      {"class_name": "Dense", "config": {"name": "d", "trainable": true, "units": 2, "activation": "linear",
+       "dtype": {"class_name": "Policy", "config": {"name": "mixed_bfloat16"}}}},
+      {"class_name": "Activation", "config": {"name": "a", "trainable": true, "activation": "softmax",
+       "dtype": "float32"}}]}, "keras_version": "2.15.0", "backend": "tensorflow"})");
+  EXPECT_EQ(model->get_layer("d").dtype_policy().name(), "mixed_bfloat16");
+  EXPECT_EQ(model->get_layer("a").dtype_policy().name(), "float32");
+  HostTensor p = model->predict(HostTensor::from_vector<float>({1, 3}, {1, 2, 3}));
+  EXPECT_EQ(p.dtype(), DType::kF32);
+  EXPECT_NEAR(p.to_vector<float>()[0] + p.to_vector<float>()[1], 1.0, 1e-6);
 }
 
 TEST_F(PolicyTest, PoliciesRoundTripThroughH5AndKerasFiles) {
