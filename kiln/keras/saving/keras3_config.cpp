@@ -12,6 +12,7 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/saving/training_config.h"
 
 namespace kiln::keras::internal {
@@ -74,6 +75,12 @@ json optimizer_config3(const Optimizer& optimizer) {
   for (const auto& [key, value] : base.items())
     if (!c.contains(key)) c[key] = value;
   if (optimizer.class_name() == "Adam" && !c.contains("amsgrad")) c["amsgrad"] = false;
+  if (const auto* lso = dynamic_cast<const LossScaleOptimizer*>(&optimizer)) {
+    // Keras 3 serializes the inner optimizer as an object of its own, and its wrapper is
+    // always dynamic (it rejects a "dynamic" key).
+    c["inner_optimizer"] = optimizer_config3(lso->inner_optimizer());
+    if (lso->options().dynamic) c.erase("dynamic");
+  }
   return public_object("keras.optimizers", optimizer.class_name(), c);
 }
 
