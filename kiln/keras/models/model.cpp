@@ -148,11 +148,9 @@ void Model::compile(CompileOptions options) {
     strategy_ = current;  // the default strategy
   }
   // Keras's compile under mixed_float16: float16 gradients underflow without loss scaling, so a
-  // plain optimizer is wrapped (Kiln also looks at the layers: a model loaded from a
-  // mixed_float16 file is made under any global policy).
-  bool float16 = policy_.name() == "mixed_float16";
-  for (const LayerHandle& l : layers_) float16 = float16 || l->dtype_policy().name() == "mixed_float16";
-  if (float16 && dynamic_cast<const LossScaleOptimizer*>(options.optimizer.get()) == nullptr)
+  // plain optimizer is wrapped. As in Keras the model's policy decides (a model loaded from a
+  // file gets back the LossScaleOptimizer its training_config names).
+  if (policy_.name() == "mixed_float16" && dynamic_cast<const LossScaleOptimizer*>(options.optimizer.get()) == nullptr)
     options.optimizer = LossScaleOptimizer(options.optimizer);
   compiled_ = std::move(options);
   loss_tracker_ = std::make_unique<Mean>("loss");

@@ -119,7 +119,7 @@ class Model {
 
   const std::string& name() const { return name_; }
   /// The global dtype policy when the model was made (Keras's model.dtype_policy). compile
-  /// wraps the optimizer in a LossScaleOptimizer when it, or any layer's, is mixed_float16.
+  /// wraps the optimizer in a LossScaleOptimizer when it is mixed_float16.
   const mixed_precision::Policy& dtype_policy() const { return policy_; }
   const std::vector<LayerHandle>& layers() const { return layers_; }
   /// The layer named `name`; ValueError listing the names otherwise.
