@@ -8,7 +8,10 @@
 #include <filesystem>
 
 #include "kiln/core/half.h"
-#include "kiln/kiln.h"
+#include "kiln/keras/keras.h"
+#include "kiln/trace/gradient_tape.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/reduce.h"
 #include "kiln/keras/saving/saving.h"
 #include "kiln/trace/function.h"
 #include "tests/testing/expect_error.h"
