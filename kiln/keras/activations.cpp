@@ -12,7 +12,12 @@ namespace kiln::keras::activations {
 Tensor relu(const Tensor& x) { return kiln::relu(x); }
 Tensor sigmoid(const Tensor& x) { return kiln::sigmoid(x); }
 Tensor tanh(const Tensor& x) { return kiln::tanh(x); }
-Tensor softmax(const Tensor& x) { return kiln::softmax(x, -1); }
+// A 16-bit input is normalized in f32 (exp and the row sum lose too much in bf16) and the
+// result returned in the input's dtype, as the layer's compute dtype asks.
+Tensor softmax(const Tensor& x) {
+  if (size_of(x.dtype()) != 2) return kiln::softmax(x, -1);
+  return cast(kiln::softmax(cast(x, DType::kF32), -1), x.dtype());
+}
 // gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
 Tensor gelu(const Tensor& x) { return 0.5 * x * (1.0 + erf(x * M_SQRT1_2)); }
 Tensor linear(const Tensor& x) { return x; }

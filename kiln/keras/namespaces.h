@@ -13,6 +13,8 @@
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
 #include "kiln/keras/initializers/initializers.h"
+#include "kiln/keras/mixed_precision/policy.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/layers/activation.h"
 #include "kiln/keras/layers/add.h"
 #include "kiln/keras/layers/batch_normalization.h"
@@ -96,6 +98,7 @@ using keras::Adamax;
 using keras::AdamW;
 using keras::Ftrl;
 using keras::Lion;
+using keras::LossScaleOptimizer;
 using keras::Nadam;
 using keras::Optimizer;
 using keras::RMSprop;

@@ -3,6 +3,7 @@
 
 #include <cstring>
 
+#include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/replica_context.h"
@@ -58,6 +59,9 @@ Tensor Variable::read() const {
                  : state_->sum_on_read && !state_->mirrors.empty() ? Tensor(summed_copies(*state_))
                                                                     : Tensor(state_->storage.clone());
   trace::record_variable_read(state_, value);
+  // The tape records the stored value; the cast is an op after it, differentiated like any.
+  if (const std::optional<DType> to = trace::AutocastScope::current(); to && is_floating(dtype()) && *to != dtype())
+    return cast(value, *to);
   return value;
 }
 

@@ -8,7 +8,7 @@
 namespace kiln::keras {
 
 Activation::Activation(std::string activation, ActivationOptions options)
-    : Layer(options.name, options.input_shape), activation_(std::move(activation)) {
+    : Layer(options.name, options.input_shape, options.dtype), activation_(std::move(activation)) {
   activations::get(activation_);
 }
 

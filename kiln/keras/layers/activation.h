@@ -8,6 +8,8 @@ namespace kiln::keras {
 struct ActivationOptions {
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 class Activation : public Layer {

@@ -4,6 +4,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
@@ -12,7 +13,7 @@
 namespace kiln::keras {
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
-    : Layer(options.name, options.input_shape), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), options_(std::move(options)) {
   const std::string at = options_.name.empty() ? "BatchNormalization" : options_.name;
   if (!(options_.momentum >= 0 && options_.momentum <= 1))
     KILN_THROW(ValueError, "[", at, "] expected momentum in [0, 1], received momentum=", options_.momentum, ".");
@@ -38,7 +39,13 @@ void BatchNormalization::build_weights(const Dims& input_shape) {
       add_weight("moving_variance", shape, options_.moving_variance_initializer, /*trainable=*/false);
 }
 
-Tensor BatchNormalization::call(const Tensor& x, bool training) {
+Tensor BatchNormalization::call(const Tensor& input, bool training) {
+  // Keras runs BatchNormalization in float32 under a 16-bit policy: the moments of bf16/f16
+  // activations overflow or lose the moving averages' small updates. Variables are read as
+  // stored (f32) and the output goes back to the compute dtype.
+  trace::AutocastScope stored(std::nullopt);
+  const DType out_dtype = input.dtype();
+  const Tensor x = size_of(out_dtype) == 2 ? cast(input, DType::kF32) : input;
   const int rank = x.rank();
   const int64_t features = moving_mean_.shape().dim(0);
   const int axis = resolve_axis(rank);
@@ -76,7 +83,7 @@ Tensor BatchNormalization::call(const Tensor& x, bool training) {
   if (options_.scale) a = a * per_feature(gamma_);
   Tensor y = (x - m) * a;
   if (options_.center) y = y + per_feature(beta_);
-  return y;
+  return cast(y, out_dtype);
 }
 
 std::string BatchNormalization::get_config() const {

@@ -20,6 +20,8 @@ struct BatchNormalizationOptions {
   Initializer moving_variance_initializer = "ones";
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// y = (x - mean) / sqrt(var + epsilon) * gamma + beta, per feature along `axis`.

@@ -15,6 +15,14 @@ namespace kiln::keras::internal {
 
 /// The config every layer shares: name, trainable, dtype, and batch_input_shape if declared.
 nlohmann::json base_config(const Layer& layer);
+/// A layer's "dtype" as tf.keras 2.4-2.15 writes it (keras.mixed_precision.policy.serialize):
+/// the plain name for a single-dtype policy ("float32"), {"class_name": "Policy", "config":
+/// {"name": "mixed_bfloat16"}} for a mixed one.
+nlohmann::json policy_json(const mixed_precision::Policy& policy);
+/// A policy from any form Keras wrote: a name, Keras 2's {"class_name": "Policy", ...}, Keras
+/// 3's {"module": "keras", "class_name": "DTypePolicy" | "FloatDTypePolicy", "config": {"name":
+/// ...}, "registered_name": null}; null is the global policy. ConfigError naming `layer`.
+mixed_precision::Policy policy_from_json(const nlohmann::json& j, const std::string& layer);
 /// Keras {"class_name": "GlorotUniform", "config": {...}} of an initializer, and back.
 nlohmann::json initializer_json(const Initializer& init);
 Initializer initializer_from_json(const nlohmann::json& j);

@@ -12,7 +12,7 @@
 namespace kiln::keras {
 
 Conv2D::Conv2D(int64_t filters, Dims kernel_size, Conv2DLayerOptions options)
-    : Layer(options.name, options.input_shape),
+    : Layer(options.name, options.input_shape, options.dtype),
       filters_(filters),
       kernel_size_(std::move(kernel_size)),
       options_(std::move(options)) {

@@ -23,6 +23,8 @@ struct Conv2DLayerOptions {
   std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Args: filters (output channels), kernel_size (height, width) or one int for both.

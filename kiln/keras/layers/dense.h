@@ -16,6 +16,8 @@ struct DenseOptions {
   std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Args: units (output size). Input shape: (batch, ..., input_dim).

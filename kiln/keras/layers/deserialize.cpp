@@ -1,6 +1,7 @@
 // layer_from_config: the class-name registry for model configs (an explicit table, no
 // self-registering statics).
 #include "kiln/core/check.h"
+#include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/activation.h"
 #include "kiln/keras/layers/add.h"
 #include "kiln/keras/layers/concatenate.h"
@@ -19,7 +20,9 @@
 
 namespace kiln::keras {
 
-LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json) {
+namespace {
+
+LayerHandle from_class(const std::string& class_name, const std::string& config_json) {
   if (class_name == "Dense") return Dense::from_config(config_json);
   if (class_name == "Flatten") return Flatten::from_config(config_json);
   if (class_name == "Activation") return Activation::from_config(config_json);
@@ -40,6 +43,18 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
              "LayerNormalization, Embedding and MultiHeadAttention.");
+}
+
+}  // namespace
+
+LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json) {
+  LayerHandle layer = from_class(class_name, config_json);
+  // The policy every layer's config carries ("dtype"); an InputLayer's is its input's dtype.
+  if (class_name != "InputLayer") {
+    const nlohmann::json j = internal::parse(config_json, "layer_from_config");
+    if (j.contains("dtype")) layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
+  }
+  return layer;
 }
 
 }  // namespace kiln::keras

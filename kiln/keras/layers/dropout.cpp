@@ -11,7 +11,7 @@
 namespace kiln::keras {
 
 Dropout::Dropout(double rate, DropoutOptions options)
-    : Layer(options.name, options.input_shape), rate_(rate), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), rate_(rate), options_(std::move(options)) {
   if (rate < 0 || rate >= 1)
     KILN_THROW(ValueError, "[Dropout] expected rate in [0, 1), received rate=", rate, ".");
 }

@@ -12,6 +12,8 @@ struct DropoutOptions {
   std::optional<uint64_t> seed = std::nullopt;  // unseeded: derived from the layer name
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Args: rate in [0, 1), the fraction of inputs zeroed.

@@ -3,13 +3,14 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras {
 
 Embedding::Embedding(int64_t input_dim, int64_t output_dim, EmbeddingOptions options)
-    : Layer(options.name, options.input_shape), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), input_dim_(input_dim), output_dim_(output_dim), options_(std::move(options)) {
   if (input_dim <= 0 || output_dim <= 0)
     KILN_THROW(ValueError, "[Embedding] expected input_dim > 0 and output_dim > 0, received input_dim=", input_dim,
                ", output_dim=", output_dim, ".");
@@ -22,11 +23,21 @@ Dims Embedding::compute_output_shape(const Dims& input_shape) const {
 }
 
 void Embedding::build_weights(const Dims& /*input_shape*/) {
+  if (size_of(variable_dtype()) == 2)
+    KILN_THROW(ValueError, "[", name(), "] Embedding cannot run under the dtype policy '", dtype_policy().name(),
+               "': its gradient is a scatter-add into the table, which Kiln runs in float32 or float64 only, and a ",
+               variable_dtype(), " table would lose the rows' small updates. Hint: use '",
+               variable_dtype() == DType::kBF16 ? "mixed_bfloat16" : "mixed_float16",
+               "' (a float32 table, ", variable_dtype(), " outputs).");
   embeddings_ = add_weight("embeddings", {input_dim_, output_dim_}, options_.embeddings_initializer);
 }
 
 Tensor Embedding::call(const Tensor& x, bool /*training*/) {
-  return take(embeddings_.read(), cast(x, DType::kI32), /*axis=*/0);
+  // Gather from the table as stored, then cast the rows: the same values as gathering from a
+  // cast table, but the gradient's scatter_add runs in the table's f32 (the CPU backend's
+  // scatter_add is f32/f64 only) and only the gathered rows are converted.
+  trace::AutocastScope stored(std::nullopt);
+  return cast(take(embeddings_.read(), cast(x, DType::kI32), /*axis=*/0), compute_dtype());
 }
 
 std::string Embedding::get_config() const {

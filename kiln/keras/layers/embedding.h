@@ -9,6 +9,8 @@ struct EmbeddingOptions {
   Initializer embeddings_initializer = Initializer("random_uniform");  // uniform(-0.05, 0.05)
   Dims input_shape = {};  // Keras input_length as a shape, e.g. {64}
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Args: input_dim (vocabulary size), output_dim. Input: integer ids (batch, ...), cast to

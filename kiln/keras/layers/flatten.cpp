@@ -8,7 +8,7 @@
 namespace kiln::keras {
 
 Flatten::Flatten(FlattenOptions options)
-    : Layer(options.name, options.input_shape), data_format_(std::move(options.data_format)) {
+    : Layer(options.name, options.input_shape, options.dtype), data_format_(std::move(options.data_format)) {
   internal::check_data_format(options.name.empty() ? "Flatten" : options.name, data_format_);
 }
 

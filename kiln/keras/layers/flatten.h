@@ -11,6 +11,8 @@ struct FlattenOptions {
   std::string data_format = "channels_last";
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 class Flatten : public Layer {

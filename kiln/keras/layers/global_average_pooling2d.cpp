@@ -8,7 +8,7 @@
 namespace kiln::keras {
 
 GlobalAveragePooling2D::GlobalAveragePooling2D(GlobalAveragePooling2DOptions options)
-    : Layer(options.name, options.input_shape), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), options_(std::move(options)) {
   internal::check_data_format(options_.name.empty() ? "GlobalAveragePooling2D" : options_.name,
                               options_.data_format);
 }

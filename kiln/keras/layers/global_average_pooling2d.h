@@ -11,6 +11,8 @@ struct GlobalAveragePooling2DOptions {
   bool keepdims = false;  // true keeps (1, 1, channels)
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Input shape: (batch, height, width, channels). Output shape: (batch, channels), or

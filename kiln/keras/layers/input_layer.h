@@ -13,9 +13,12 @@ struct InputLayerOptions {
 
 class InputLayer : public Layer {
  public:
-  explicit InputLayer(InputLayerOptions options = {}) : Layer(options.name, options.shape) {}
+  // Always "float32": an InputLayer declares the input and computes nothing (its config's
+  // "dtype" is the input's dtype, not a policy).
+  explicit InputLayer(InputLayerOptions options = {}) : Layer(options.name, options.shape, mixed_precision::Policy()) {}
   static InputLayer from_config(const std::string& config_json);
   std::string class_name() const override { return "InputLayer"; }
+  bool autocast() const override { return false; }
 
  protected:
   Tensor call(const Tensor& x, bool /*training*/) override { return x; }

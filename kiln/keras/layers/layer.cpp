@@ -8,7 +8,9 @@
 #include "kiln/keras/activations.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/runtime/backend.h"
+#include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/eager.h"
+#include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/trace_context.h"
 
 namespace kiln::keras {
@@ -30,10 +32,36 @@ std::string to_snake_case(const std::string& class_name) {
   return out;
 }
 
-Tensor Layer::operator()(const Tensor& x, bool training) {
-  if (body_) return (*body_)(x, training);
+namespace {
+
+// Keras's autocast of a call's inputs: floating tensors to the compute dtype, others (indices,
+// masks) as they are.
+Tensor autocast_input(const Tensor& x, const Layer& layer) {
+  if (!layer.autocast() || !is_floating(x.dtype()) || x.dtype() == layer.compute_dtype()) return x;
+  return cast(x, layer.compute_dtype());
+}
+
+std::optional<DType> autocast_dtype(const Layer& layer) {
+  return layer.autocast() ? std::optional<DType>(layer.compute_dtype()) : std::nullopt;
+}
+
+}  // namespace
+
+void Layer::set_dtype_policy(const mixed_precision::Policy& policy) {
+  if (body_) return body_->set_dtype_policy(policy);
+  if (built_ && !(policy == policy_))
+    KILN_THROW(ValueError, "[", name_, "] cannot change the dtype policy of a built layer from '", policy_.name(),
+               "' to '", policy.name(), "': its variables exist. Hint: pass {.dtype = \"", policy.name(),
+               "\"} when making the layer, or set_global_policy before building the model.");
+  policy_ = policy;
+}
+
+Tensor Layer::operator()(const Tensor& input, bool training) {
+  if (body_) return (*body_)(input, training);
   if (name_.empty()) name_ = to_snake_case(class_name());
   SourceScope scope(name_);
+  const Tensor x = autocast_input(input, *this);
+  trace::AutocastScope autocast_scope(autocast_dtype(*this));
   if (x.rank() == 0)
     KILN_THROW(ShapeError, "[", name_, "] expected a batched input (batch first), received ",
                x.shape(), ". Hint: batch the dataset (Dataset::batch).");
@@ -45,6 +73,9 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
   if (body_) return (*body_)(inputs, training, flags);
   if (name_.empty()) name_ = to_snake_case(class_name());
   SourceScope scope(name_);
+  std::vector<Tensor> cast_inputs;
+  for (const Tensor& x : inputs) cast_inputs.push_back(autocast_input(x, *this));
+  trace::AutocastScope autocast_scope(autocast_dtype(*this));
   std::vector<Dims> shapes;
   for (const Tensor& x : inputs) {
     if (x.rank() == 0)
@@ -58,9 +89,9 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
   if (auto pinned = flags.find("training"); pinned != flags.end()) {
     CallFlags rest = flags;
     rest.erase("training");
-    return call_multi(inputs, rest, pinned->second);
+    return call_multi(cast_inputs, rest, pinned->second);
   }
-  return call_multi(inputs, flags, training);
+  return call_multi(cast_inputs, flags, training);
 }
 
 void Layer::build(const Dims& input_shape) { build_multi(std::vector<Dims>{input_shape}); }
@@ -123,7 +154,7 @@ int64_t Layer::count_params() const {
 Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                            bool trainable) {
   const std::string full = name_ + "/" + name;
-  const Shape weight_shape(DType::kF32, shape);  // ShapeError when the byte count overflows
+  const Shape weight_shape(variable_dtype(), shape);  // ShapeError when the byte count overflows
   // The bytes are known before anything is allocated: a size no device holds (units of 2^40
   // from a config) is an error naming the layer, not an allocator failure.
   const std::shared_ptr<runtime::Backend> backend = trace::default_backend();
@@ -159,13 +190,42 @@ std::string Layer::get_config() const { return internal::base_config(*this).dump
 namespace internal {
 
 nlohmann::json base_config(const Layer& layer) {
-  nlohmann::json j = {{"name", layer.name()}, {"trainable", layer.trainable()}, {"dtype", "float32"}};
+  nlohmann::json j = {{"name", layer.name()}, {"trainable", layer.trainable()},
+                      {"dtype", policy_json(layer.dtype_policy())}};
   if (!layer.declared_input_shape().empty()) {
     nlohmann::json shape = nlohmann::json::array({nullptr});
     for (int64_t d : layer.declared_input_shape()) shape.push_back(d);
     j["batch_input_shape"] = shape;
   }
   return j;
+}
+
+nlohmann::json policy_json(const mixed_precision::Policy& policy) {
+  if (!policy.is_mixed()) return policy.name();
+  return {{"class_name", "Policy"}, {"config", {{"name", policy.name()}}}};
+}
+
+mixed_precision::Policy policy_from_json(const nlohmann::json& j, const std::string& layer) {
+  const std::string at = layer.empty() ? "layer" : layer;
+  if (j.is_null()) return mixed_precision::global_policy();
+  std::string name;
+  if (j.is_string()) {
+    name = j.get<std::string>();
+  } else {
+    nlohmann::json config = nlohmann::json::object();
+    const std::string cls = keras_object_class(j, "dtype policy", &config);
+    if (cls != "Policy" && cls != "DTypePolicy" && cls != "FloatDTypePolicy")
+      KILN_THROW(ConfigError, "[", at, "] dtype policy class '", cls, "' is not supported: Kiln reads Policy "
+                 "(Keras 2), DTypePolicy and FloatDTypePolicy (Keras 3). Hint: quantized policies are not built.");
+    if (!config.is_object() || !config.contains("name") || !config["name"].is_string())
+      KILN_THROW(ConfigError, "[", at, "] dtype policy ", j.dump().substr(0, 200), " has no config name.");
+    name = config["name"].get<std::string>();
+  }
+  try {
+    return mixed_precision::Policy(name);
+  } catch (const ValueError& e) {
+    KILN_THROW(ConfigError, "[", at, "] dtype: ", e.what());
+  }
 }
 
 nlohmann::json initializer_json(const Initializer& init) {

@@ -14,6 +14,7 @@
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/regularizers.h"
 #include "kiln/keras/layers/keras_tensor.h"
+#include "kiln/keras/mixed_precision/policy.h"
 #include "kiln/trace/tensor.h"
 #include "kiln/trace/variable.h"
 
@@ -103,6 +104,19 @@ class Layer : public std::enable_shared_from_this<Layer> {
   bool trainable() const { return self().trainable_; }
   void set_trainable(bool trainable) { self().trainable_ = trainable; }
 
+  /// The layer's dtype policy: its options' `dtype`, else the global policy when it was made.
+  const mixed_precision::Policy& dtype_policy() const { return self().policy_; }
+  /// Sets the policy before the layer is built (ValueError after: its variables exist).
+  void set_dtype_policy(const mixed_precision::Policy& policy);
+  /// The dtype call() computes in: floating inputs and variables are cast to it (Keras's
+  /// autocast), so a mixed_bfloat16 layer outputs bf16.
+  DType compute_dtype() const { return dtype_policy().compute_dtype(); }
+  /// The dtype the layer's weights are kept in (f32 under the mixed policies).
+  DType variable_dtype() const { return dtype_policy().variable_dtype(); }
+  /// Whether calls cast floating inputs to the compute dtype and open an AutocastScope for the
+  /// variables (Keras's `_autocast`); InputLayer, which only declares the input, does not.
+  virtual bool autocast() const { return true; }
+
   /// Keras config JSON: {"name": ..., "trainable": ..., "dtype": "float32", ...}.
   virtual std::string get_config() const;
 
@@ -123,8 +137,12 @@ class Layer : public std::enable_shared_from_this<Layer> {
   }
 
  protected:
-  Layer(std::string name, Dims declared_input_shape)
-      : name_(std::move(name)), declared_input_shape_(std::move(declared_input_shape)) {}
+  /// `dtype`: the policy from the options; none takes the global policy (Keras reads it when a
+  /// layer is made).
+  Layer(std::string name, Dims declared_input_shape, const std::optional<mixed_precision::Policy>& dtype = std::nullopt)
+      : name_(std::move(name)),
+        declared_input_shape_(std::move(declared_input_shape)),
+        policy_(dtype ? *dtype : mixed_precision::global_policy()) {}
   /// Subclasses create weights here (add_weight) for the per-example input dims.
   virtual void build_weights(const Dims& /*input_shape*/) {}
   /// The forward computation on a batch (x: (batch, *input_shape)).
@@ -158,6 +176,7 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Dims> built_input_shapes_;
   bool built_ = false;
   bool trainable_ = true;
+  mixed_precision::Policy policy_;
   std::vector<Variable> weights_;
   std::vector<std::pair<Variable, Regularizer>> regularizers_;
   std::vector<std::pair<Variable, Constraint>> constraints_;

@@ -4,6 +4,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/shape.h"
@@ -22,7 +23,7 @@ Tensor layer_normalization(const Tensor& x, const Tensor& gamma, const Tensor& b
 }
 
 LayerNormalization::LayerNormalization(LayerNormalizationOptions options)
-    : Layer(options.name, options.input_shape), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), options_(std::move(options)) {
   if (!(options_.epsilon > 0))
     KILN_THROW(ValueError, "[LayerNormalization] expected epsilon > 0, received epsilon=", options_.epsilon, ".");
 }
@@ -38,14 +39,19 @@ void LayerNormalization::build_weights(const Dims& input_shape) {
   if (options_.center) beta_ = add_weight("beta", {dim}, options_.beta_initializer);
 }
 
-Tensor LayerNormalization::call(const Tensor& x, bool /*training*/) {
+Tensor LayerNormalization::call(const Tensor& input, bool /*training*/) {
+  // As Keras: a 16-bit input is normalized in float32 with gamma and beta as stored (f32), and
+  // the output returns to the compute dtype.
+  trace::AutocastScope stored(std::nullopt);
+  const Tensor x = size_of(input.dtype()) == 2 ? cast(input, DType::kF32) : input;
   const int axis = options_.axis < 0 ? options_.axis + x.rank() : options_.axis;
   const int64_t dim = gamma_.defined() ? gamma_.shape().dim(0) : beta_.defined() ? beta_.shape().dim(0) : x.dim(axis);
   if (axis < 1 || axis >= x.rank() || x.dim(axis) != dim)
     KILN_THROW(ShapeError, "[", name(), "] expected input with dim ", dim, " on axis ", options_.axis,
                ", received ", x.shape(), ".");
-  return layer_normalization(x, gamma_.defined() ? gamma_.read() : Tensor(),
-                             beta_.defined() ? beta_.read() : Tensor(), axis, options_.epsilon);
+  return cast(layer_normalization(x, gamma_.defined() ? gamma_.read() : Tensor(),
+                                  beta_.defined() ? beta_.read() : Tensor(), axis, options_.epsilon),
+              input.dtype());
 }
 
 std::string LayerNormalization::get_config() const {

@@ -15,6 +15,8 @@ struct LayerNormalizationOptions {
   Initializer gamma_initializer = "ones";
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Input: (batch, ...). Output: the same shape. Weights gamma and beta of shape (dim of axis).

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
@@ -43,7 +44,7 @@ Tensor multi_head_attention(const Tensor& query, const Tensor& value, const Tens
     Tensor allowed = greater_equal(iota(Shape(DType::kI32, {t, s}), 0), iota(Shape(DType::kI32, {t, s}), 1));
     scores = where(broadcast_to(allowed, scores.dims()), scores, -1e9);
   }
-  Tensor probs = softmax(scores, -1);  // (B * H, T, S)
+  Tensor probs = activations::softmax(scores);  // (B * H, T, S); in f32 for 16-bit scores
   if (dropout) probs = dropout(probs);
   Tensor context = dot_general(probs, v, {.lhs_batch = {0}, .rhs_batch = {0}, .lhs_contracting = {2}, .rhs_contracting = {1}});
   // (B * H, T, V) -> (B, T, H * V) @ (H * V, O)
@@ -56,7 +57,7 @@ Tensor multi_head_attention(const Tensor& query, const Tensor& value, const Tens
 }
 
 MultiHeadAttention::MultiHeadAttention(int64_t num_heads, int64_t key_dim, MultiHeadAttentionOptions options)
-    : Layer(options.name, {}), num_heads_(num_heads), key_dim_(key_dim), options_(std::move(options)) {
+    : Layer(options.name, {}, options.dtype), num_heads_(num_heads), key_dim_(key_dim), options_(std::move(options)) {
   if (num_heads <= 0 || key_dim <= 0 || options_.value_dim < 0 || options_.output_shape < 0)
     KILN_THROW(ValueError, "[MultiHeadAttention] expected num_heads > 0 and key_dim > 0 (value_dim, output_shape >= 0), "
                "received num_heads=", num_heads, ", key_dim=", key_dim, ", value_dim=", options_.value_dim,

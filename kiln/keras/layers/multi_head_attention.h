@@ -20,6 +20,8 @@ struct MultiHeadAttentionOptions {
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Keras call arguments besides the tensors.

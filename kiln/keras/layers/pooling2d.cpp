@@ -10,7 +10,7 @@
 namespace kiln::keras {
 
 Pooling2D::Pooling2D(const char* class_name, bool is_max, Pooling2DOptions options)
-    : Layer(options.name, options.input_shape), is_max_(is_max), options_(std::move(options)) {
+    : Layer(options.name, options.input_shape, options.dtype), is_max_(is_max), options_(std::move(options)) {
   const std::string at = options_.name.empty() ? class_name : options_.name;
   internal::check_pair(at, "pool_size", options_.pool_size);
   if (options_.strides.empty()) options_.strides = options_.pool_size;

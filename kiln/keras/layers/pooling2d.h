@@ -14,6 +14,8 @@ struct Pooling2DOptions {
   std::string data_format = "channels_last";  // or "channels_first" (NCHW, transposed to NHWC inside)
   Dims input_shape = {};
   std::string name = "";
+  /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
+  std::optional<mixed_precision::Policy> dtype = std::nullopt;
 };
 
 /// Input shape: (batch, height, width, channels). Output shape: (batch, out_h, out_w, channels)

@@ -41,7 +41,10 @@ Loss::Loss(std::string name, std::string reduction) : name_(std::move(name)), re
 }
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
-  Tensor per_sample = call(y_true, y_pred);
+  // Keras computes losses in float32 (the loss's dtype): a mixed-precision model's bf16/f16
+  // output is widened first, so log and the sums do not round to 8 or 11 mantissa bits.
+  Tensor per_sample = call(y_true, size_of(y_pred.dtype()) == 2 && is_floating(y_pred.dtype())
+                                       ? cast(y_pred, DType::kF32) : y_pred);
   if (reduction_ == "none") return per_sample;
   if (reduction_ == "sum") return reduce_sum(per_sample);
   return mean(per_sample);  // sum / number of per-sample values

@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/distribute/strategy.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/replica_context.h"
@@ -46,6 +47,7 @@ Model& Model::operator=(Model&& other) noexcept {
   if (this == &other) return *this;
   stop_training = other.stop_training;
   name_ = std::move(other.name_);
+  policy_ = other.policy_;
   layers_ = std::move(other.layers_);
   name_scope_ = std::move(other.name_scope_);
   compiled_ = std::move(other.compiled_);
@@ -145,6 +147,11 @@ void Model::compile(CompileOptions options) {
   } else if (!strategy_) {
     strategy_ = current;  // the default strategy
   }
+  // Keras's compile under mixed_float16: float16 gradients underflow without loss scaling, so a
+  // plain optimizer is wrapped. As in Keras the model's policy decides (a model loaded from a
+  // file gets back the LossScaleOptimizer its training_config names).
+  if (policy_.name() == "mixed_float16" && dynamic_cast<const LossScaleOptimizer*>(options.optimizer.get()) == nullptr)
+    options.optimizer = LossScaleOptimizer(options.optimizer);
   compiled_ = std::move(options);
   loss_tracker_ = std::make_unique<Mean>("loss");
   make_step_functions();
@@ -209,7 +216,8 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   Tensor y_pred = call_multi(x, /*training=*/true);
   Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
-  compiled_.optimizer->apply_gradients(replica_gradients(tape, loss, y, vars), vars);
+  // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
+  compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss), y, vars), vars);
   for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
   return update_metrics(y, y_pred, loss);
 }
@@ -245,7 +253,10 @@ Tensor Model::with_regularization(Tensor loss) const {
   return loss;
 }
 
-std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss) {
+std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss) {
+  // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
+  const Tensor y_pred = size_of(y_pred_in.dtype()) == 2 && is_floating(y_pred_in.dtype()) ? cast(y_pred_in, DType::kF32)
+                                                                                         : y_pred_in;
   // Keras weighs each batch's mean loss by its rows, so a short last batch counts for what it
   // holds and the epoch's loss is the mean over samples, as the other metrics are. A replica
   // with no rows (a partial batch smaller than the replica count) has nothing to add.

@@ -118,6 +118,9 @@ class Model {
   virtual std::string to_json() const = 0;
 
   const std::string& name() const { return name_; }
+  /// The global dtype policy when the model was made (Keras's model.dtype_policy). compile
+  /// wraps the optimizer in a LossScaleOptimizer when it is mixed_float16.
+  const mixed_precision::Policy& dtype_policy() const { return policy_; }
   const std::vector<LayerHandle>& layers() const { return layers_; }
   /// The layer named `name`; ValueError listing the names otherwise.
   Layer& get_layer(const std::string& name) const;
@@ -205,6 +208,7 @@ class Model {
   virtual bool summary_shows_connections() const { return false; }
 
   std::string name_;
+  mixed_precision::Policy policy_ = mixed_precision::global_policy();
   std::vector<LayerHandle> layers_;
   NameScope name_scope_;
 

@@ -17,6 +17,7 @@
 #include "kiln/keras/optimizers/adamax.h"
 #include "kiln/keras/optimizers/ftrl.h"
 #include "kiln/keras/optimizers/lion.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/optimizers/rmsprop.h"
 #include "kiln/keras/optimizers/sgd.h"
@@ -216,8 +217,34 @@ std::string canonical(const std::string& class_name) {
 
 }  // namespace
 
+namespace {
+
+// Keras 2.4+ and 3 write {"inner_optimizer": {"class_name", "config"}, "dynamic",
+// "initial_scale", "dynamic_growth_steps"} (Keras 3 adds "name" and the base keys).
+OptimizerHandle loss_scale_optimizer_from_config(const std::string& config_json) {
+  return internal::guarded(kWhere, [&] {
+    const json config = internal::parse(config_json, kWhere);
+    if (!config.is_object() || !config.contains("inner_optimizer"))
+      KILN_THROW(ConfigError, "[", kWhere, "] a LossScaleOptimizer config needs \"inner_optimizer\", received ",
+                 config.dump().substr(0, 200), ".");
+    json inner_config = json::object();
+    const std::string inner_class = internal::keras_object_class(config["inner_optimizer"], kWhere, &inner_config);
+    LossScaleOptimizerOptions o;
+    o.dynamic = config.value("dynamic", o.dynamic);
+    o.initial_scale = config.value("initial_scale", o.initial_scale);
+    o.dynamic_growth_steps = config.value("dynamic_growth_steps", o.dynamic_growth_steps);
+    if (config.contains("name") && config["name"].is_string()) o.name = config["name"].get<std::string>();
+    return OptimizerHandle(LossScaleOptimizer(optimizer_from_config(inner_class, inner_config.dump()), o));
+  });
+}
+
+}  // namespace
+
 OptimizerHandle optimizer_from_config(const std::string& class_name, const std::string& config_json) {
   const std::string wanted = canonical(class_name);
+  // tf.keras 2.11-2.15 name the wrapper of their new optimizers LossScaleOptimizerV3.
+  if (wanted == "lossscaleoptimizer" || wanted == "lossscaleoptimizerv3")
+    return loss_scale_optimizer_from_config(config_json);
   const auto* found = std::find_if(std::begin(kOptimizerClasses), std::end(kOptimizerClasses),
                                    [&](const OptimizerClass& c) { return lower(c.name) == wanted; });
   if (found == std::end(kOptimizerClasses)) {

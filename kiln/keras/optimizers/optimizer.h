@@ -19,20 +19,24 @@ class Optimizer {
   virtual ~Optimizer() = default;
 
   /// var -= update(grad) for each pair, then iterations += 1 (traced into the step).
-  void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  /// Virtual, like the accessors below, so LossScaleOptimizer can wrap another optimizer.
+  virtual void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
+  /// The loss the train step differentiates (Keras 3's optimizer.scale_loss): the loss itself,
+  /// or LossScaleOptimizer's loss * scale; apply_gradients undoes the scaling.
+  virtual Tensor scale_loss(const Tensor& loss) const { return loss; }
   /// Steps applied so far (i64 scalar).
-  const Variable& iterations() const { return iterations_; }
+  virtual const Variable& iterations() const { return iterations_; }
   /// The current learning rate (the schedule's value at iterations, when scheduled).
-  double learning_rate() const;
+  virtual double learning_rate() const;
   /// Sets a constant learning rate; ValueError when the optimizer uses a schedule.
-  void set_learning_rate(double value);
+  virtual void set_learning_rate(double value);
   const std::string& name() const { return name_; }
   /// iterations, the learning-rate variable and every slot.
-  std::vector<Variable> variables() const;
+  virtual std::vector<Variable> variables() const;
   /// Creates the slots for `vars` now, as the first apply_gradients would (no-op once built),
   /// so saved optimizer state can be loaded before training resumes.
-  void create_slots(const std::vector<Variable>& vars);
-  bool slots_created() const { return built_; }
+  virtual void create_slots(const std::vector<Variable>& vars);
+  virtual bool slots_created() const { return built_; }
   /// The Keras class name ("Adam") and config JSON ({"name": ..., "learning_rate": ...}): the
   /// keys of tf.keras 2.x's legacy optimizer_v2 class ("decay": 0) when it has one, else those
   /// of its new optimizer ("is_legacy_optimizer": false, no "decay", which it rejects).

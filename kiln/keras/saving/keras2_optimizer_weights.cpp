@@ -19,6 +19,7 @@
 #include <set>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/saving/saving_impl.h"
 
@@ -94,10 +95,16 @@ struct SlotTable {
 SlotTable slot_table(const Optimizer& optimizer, const std::vector<Variable>& trainable) {
   SlotTable t;
   const std::vector<Variable> all = optimizer.variables();  // iterations, learning rate, the rest
+  // A LossScaleOptimizer's slots are its inner optimizer's ("Adam/dense/kernel/m"); its own
+  // dynamic_scale and step_counter are extras.
+  const auto* lso = dynamic_cast<const LossScaleOptimizer*>(&optimizer);
   const std::string prefix = optimizer.name() + "/";
+  const std::string inner_prefix = lso != nullptr ? lso->inner_optimizer().name() + "/" : prefix;
   for (size_t i = 2; i < all.size(); ++i) {
     const std::string& n = all[i].name();
-    const std::string rest = n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
+    const std::string rest = n.rfind(prefix, 0) == 0         ? n.substr(prefix.size())
+                             : n.rfind(inner_prefix, 0) == 0 ? n.substr(inner_prefix.size())
+                                                             : n;
     const size_t cut = rest.rfind('/');
     const std::string var = cut == std::string::npos ? "" : rest.substr(0, cut);
     const bool is_slot = std::any_of(trainable.begin(), trainable.end(), [&](const Variable& v) { return v.name() == var; });
@@ -155,7 +162,9 @@ std::string restore_keras2_optimizer_weights(Optimizer& optimizer, const std::ve
   std::vector<std::string> names;
   for (std::string n : file_names) names.push_back(n.ends_with(":0") ? n.substr(0, n.size() - 2) : n);
   const SlotTable table = slot_table(optimizer, trainable);
-  const std::string cls = optimizer.class_name();
+  // The class whose slot layout the file holds: a LossScaleOptimizer's inner one.
+  const auto* lso = dynamic_cast<const LossScaleOptimizer*>(&optimizer);
+  const std::string cls = lso != nullptr ? lso->inner_optimizer().class_name() : optimizer.class_name();
 
   std::vector<Variable> vars;
   std::vector<HostTensor> picked;

@@ -12,6 +12,7 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/saving/training_config.h"
 
 namespace kiln::keras::internal {
@@ -43,8 +44,11 @@ json layer_config3(json config) {
   // tf.keras 2.x's MultiHeadAttention records its built shapes in its config; Keras 3's takes
   // them from build_config and rejects them as keyword arguments.
   for (const char* key : {"query_shape", "value_shape", "key_shape"}) config.erase(key);
+  // Kiln's (Keras 2) form is a name or {"class_name": "Policy", "config": {"name": ...}}.
   if (config.contains("dtype") && config["dtype"].is_string())
     config["dtype"] = dtype_policy(config["dtype"].get<std::string>());
+  else if (config.contains("dtype") && config["dtype"].is_object())
+    config["dtype"] = dtype_policy(config["dtype"]["config"]["name"].get<std::string>());
   for (auto& [key, value] : config.items())
     if (key.ends_with("_initializer") && value.is_object() && value.contains("class_name"))
       value = public_object("keras.initializers", value["class_name"].get<std::string>(),
@@ -74,6 +78,12 @@ json optimizer_config3(const Optimizer& optimizer) {
   for (const auto& [key, value] : base.items())
     if (!c.contains(key)) c[key] = value;
   if (optimizer.class_name() == "Adam" && !c.contains("amsgrad")) c["amsgrad"] = false;
+  if (const auto* lso = dynamic_cast<const LossScaleOptimizer*>(&optimizer)) {
+    // Keras 3 serializes the inner optimizer as an object of its own, and its wrapper is
+    // always dynamic (it rejects a "dynamic" key).
+    c["inner_optimizer"] = optimizer_config3(lso->inner_optimizer());
+    if (lso->options().dynamic) c.erase("dynamic");
+  }
   return public_object("keras.optimizers", optimizer.class_name(), c);
 }
 

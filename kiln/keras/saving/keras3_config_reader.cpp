@@ -129,11 +129,7 @@ json layer_config2(const std::string& cls, const json& config3, const Source& sr
   json out = json::object();
   for (const auto& [key, value] : config3.items()) {
     if (key == "dtype") {
-      const std::string policy = dtype_name(value);
-      if (policy != "float32")
-        fail(src, "layer '" + name + "' has dtype policy '" + policy + "'",
-             "Kiln loads float32 layers from .keras files; set the policy in C++ after loading");
-      out[key] = policy;
+      out[key] = value;  // a DTypePolicy / FloatDTypePolicy object or a name: policy_from_json reads both
     } else if (key == "name" || key == "trainable" || keys->second.count(key)) {
       out[key] = unwrap(value);
     } else if (!is_neutral(value)) {

@@ -32,15 +32,6 @@ std::string where(const ConfigSource& source) {
 
 bool is_model_class(const std::string& cls) { return cls == "Sequential" || cls == "Functional" || cls == "Model"; }
 
-// A dtype policy object ({"class_name": "Policy", "config": {"name": "mixed_float16"}}, Keras
-// 2.4+; "DTypePolicy" in 3) -> the variable dtype's name, which is what a Kiln config holds.
-json dtype_name(const json& dtype) {
-  if (!dtype.is_object()) return dtype;
-  const json config = dtype.value("config", json::object());
-  const std::string name = config.is_object() ? config.value("name", "float32") : "float32";
-  return name.rfind("mixed_", 0) == 0 ? "float32" : name;
-}
-
 void normalize_layer(json& entry, size_t index, const ConfigSource& source) {
   if (!entry.is_object() || !entry.contains("class_name") || !entry["class_name"].is_string())
     fail(source, str_cat("layer #", index, " is not {\"class_name\": ..., \"config\": {...}}: ",
@@ -56,7 +47,8 @@ void normalize_layer(json& entry, size_t index, const ConfigSource& source) {
     fail(source, str_cat("layer '", name, "' is a nested ", cls, " model, which Kiln does not load yet. Hint: "
                          "flatten the inner model's layers into the outer one, or build the model in C++ and call "
                          "load_weights."));
-  if (config.contains("dtype")) config["dtype"] = dtype_name(config["dtype"]);
+  // "dtype" stays as written (a name, Keras 2's Policy object or Keras 3's DTypePolicy):
+  // layer_from_config reads every form into the layer's policy.
   // Keras 3's InputLayer says batch_shape where Keras 2 said batch_input_shape.
   if (cls == "InputLayer" && config.contains("batch_shape") && !config.contains("batch_input_shape"))
     config["batch_input_shape"] = config["batch_shape"];

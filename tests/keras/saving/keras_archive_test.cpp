@@ -360,8 +360,13 @@ TEST_F(KerasArchiveTest, ConfigsKilnCannotHonorNameLayerKeyAndKerasVersion) {
   });
   KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "layer 'dense_1' (Dense) has kernel_regularizer=");
   saved_mlp();
+  // A mixed policy loads (issue 16); a name no Keras has does not.
   edit_config([](json& j) { j["config"]["layers"][2]["config"]["dtype"]["config"]["name"] = "mixed_float16"; });
-  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "dtype policy 'mixed_float16'");
+  EXPECT_EQ(load_model(dir_.file("m.keras"))->get_layer("dense").dtype_policy().name(), "mixed_float16");
+  saved_mlp();
+  edit_config([](json& j) { j["config"]["layers"][2]["config"]["dtype"]["config"]["name"] = "mixed_half"; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError,
+                    "layer 'dense' (Dense): [dense] dtype: [mixed_precision.Policy] cannot convert 'mixed_half'");
   saved_mlp();
   edit_config([](json& j) { j["compile_config"]["optimizer"]["config"]["clipnorm"] = 1.0; });
   KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "has clipnorm=1.0");
