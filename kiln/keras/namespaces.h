@@ -12,6 +12,7 @@
 #include "kiln/keras/callbacks/model_checkpoint.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
+#include "kiln/keras/callbacks/tensor_board.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/activation.h"
 #include "kiln/keras/layers/add.h"
@@ -134,6 +135,7 @@ using keras::LearningRateScheduler;
 using keras::ModelCheckpoint;
 using keras::ProgbarLogger;
 using keras::ReduceLROnPlateau;
+using keras::TensorBoard;
 using keras::TerminateOnNaN;
 }  // namespace callbacks
 

@@ -47,6 +47,7 @@ class CpuExecutable : public runtime::Executable {
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;
   std::vector<std::string> reference_fallbacks() const override;
+  const ir::Module* lowered_module() const override { return module_.get(); }
 
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
