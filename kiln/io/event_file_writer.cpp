@@ -13,6 +13,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/core/crc32c.h"
+#include "kiln/core/host_name.h"
 #include "proto/event.pb.h"
 #include "proto/graph.pb.h"
 
@@ -23,12 +24,6 @@ namespace pb = kiln::tensorboard;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-  return buf;
 }
 
 // tf.summary.histogram's default bucket count (TF 2.x summary_v2.DEFAULT_BUCKET_COUNT).

@@ -8,6 +8,7 @@
 #include "kiln/keras/callbacks/csv_logger.h"
 #include "kiln/keras/callbacks/early_stopping.h"
 #include "kiln/keras/callbacks/model_checkpoint.h"
+#include "kiln/keras/callbacks/profiler.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
 #include "kiln/keras/callbacks/tensor_board.h"

@@ -10,6 +10,7 @@
 #include "kiln/keras/callbacks/csv_logger.h"
 #include "kiln/keras/callbacks/early_stopping.h"
 #include "kiln/keras/callbacks/model_checkpoint.h"
+#include "kiln/keras/callbacks/profiler.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
 #include "kiln/keras/callbacks/tensor_board.h"
@@ -133,6 +134,7 @@ using keras::History;
 using keras::LambdaCallback;
 using keras::LearningRateScheduler;
 using keras::ModelCheckpoint;
+using keras::Profiler;
 using keras::ProgbarLogger;
 using keras::ReduceLROnPlateau;
 using keras::TensorBoard;

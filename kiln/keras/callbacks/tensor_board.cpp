@@ -8,6 +8,7 @@
 #include "kiln/io/event_file_writer.h"
 #include "kiln/ir/module.h"
 #include "kiln/ir/printer.h"
+#include "kiln/keras/callbacks/profiler.h"
 #include "kiln/keras/models/model.h"
 #include "kiln/runtime/executable.h"
 #include "kiln/trace/function.h"
@@ -75,16 +76,19 @@ TensorBoard::TensorBoard(std::string log_dir, TensorBoardOptions options)
   if (o_.histogram_freq < 0)
     KILN_THROW(ValueError, "[TensorBoard] histogram_freq=", o_.histogram_freq, " must be 0 (none) or a count of epochs.");
   if (o_.profile_batch != std::pair<int64_t, int64_t>{0, 0})
-    KILN_THROW(ConfigError, "[TensorBoard] profile_batch={", o_.profile_batch.first, ", ", o_.profile_batch.second,
-               "}: step profiling from the TensorBoard callback is not built yet. Hint: run with KILN_PROFILE=1 "
-               "for a per-kernel table, or leave profile_batch at {0, 0}.");
+    profiler_ = std::make_shared<Profiler>(log_dir_, ProfilerOptions{.profile_batch = o_.profile_batch});
 }
 
 TensorBoard::~TensorBoard() = default;
 
 std::vector<std::string> TensorBoard::event_files() const { return files_; }
 
-void TensorBoard::on_train_begin(const Logs& /*logs*/) {
+void TensorBoard::on_train_begin(const Logs& logs) {
+  if (profiler_) {
+    profiler_->set_model(model());
+    profiler_->set_params(params());
+    profiler_->on_train_begin(logs);
+  }
   train_.reset();
   validation_.reset();
   if (!model()->is_chief()) return;  // one set of files per cluster: worker 0 writes them
@@ -102,16 +106,20 @@ io::EventFileWriter& TensorBoard::validation_writer() {
   return *validation_;
 }
 
-void TensorBoard::on_train_end(const Logs& /*logs*/) {
+void TensorBoard::on_train_end(const Logs& logs) {
+  if (profiler_) profiler_->on_train_end(logs);
   if (train_) train_->close();
   if (validation_) validation_->close();
   train_.reset();
   validation_.reset();
 }
 
-void TensorBoard::on_train_batch_begin(int64_t /*batch*/, const Logs& /*logs*/) {}
+void TensorBoard::on_train_batch_begin(int64_t batch, const Logs& logs) {
+  if (profiler_) profiler_->on_train_batch_begin(batch, logs);
+}
 
-void TensorBoard::on_train_batch_end(int64_t /*batch*/, const Logs& logs) {
+void TensorBoard::on_train_batch_end(int64_t batch, const Logs& logs) {
+  if (profiler_) profiler_->on_train_batch_end(batch, logs);
   ++train_step_;
   if (!train_) return;
   if (!graph_written_) write_graph();

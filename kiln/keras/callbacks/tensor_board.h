@@ -17,6 +17,8 @@ class EventFileWriter;
 
 namespace kiln::keras {
 
+class Profiler;
+
 /// keras.callbacks.TensorBoard options, with Keras 2.15's defaults.
 struct TensorBoardOptions {
   /// "epoch": scalars once per epoch; "batch", or a count N: also `batch_<name>` every N train
@@ -29,7 +31,7 @@ struct TensorBoardOptions {
   /// written at the first train step.
   bool write_graph = true;
   /// Train steps to profile, {first, last}, 1-based over the whole fit; {0, 0} profiles none.
-  /// Not built yet: anything else is a ConfigError (use KILN_PROFILE meanwhile).
+  /// The Chrome trace goes to log_dir/plugins/profile/<run>/ (see Profiler).
   std::pair<int64_t, int64_t> profile_batch = {0, 0};
 };
 
@@ -66,6 +68,7 @@ class TensorBoard : public Callback {
   std::shared_ptr<io::EventFileWriter> train_;
   std::shared_ptr<io::EventFileWriter> validation_;
   std::vector<std::string> files_;
+  std::shared_ptr<Profiler> profiler_;  // with profile_batch
 };
 
 }  // namespace kiln::keras

@@ -9,6 +9,7 @@
 
 #include "kiln/compiler/memory_plan.h"
 #include "kiln/core/host_tensor.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/ir/module.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/executable.h"
@@ -27,6 +28,9 @@ struct Step {
   /// neighbours; `work` (elements) sizes that team.
   std::function<void(void* const* values)> team;
   int64_t work = 0;
+  /// Floating-point operations of one run (matmuls and convolutions; 0 when not counted), for
+  /// the profiler's GFLOP/s.
+  int64_t flops = 0;
 };
 
 /// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks)
@@ -83,6 +87,8 @@ class CpuExecutable : public runtime::Executable {
   bool profile_ = false;
   int64_t runs_ = 0;
   std::vector<int64_t> step_ns_;
+  std::vector<int64_t> step_bytes_;  // bytes each step reads and writes (for a TraceSession)
+  void run_traced(TraceRecorder& recorder);
 };
 
 }  // namespace kiln::cpu

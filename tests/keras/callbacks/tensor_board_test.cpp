@@ -147,11 +147,23 @@ TEST_F(TensorBoardTest, TheGraphIsTheCompiledTrainStepOneNodePerInstruction) {
   EXPECT_GT(ops["parameter"], 0);
 }
 
-TEST_F(TensorBoardTest, BadOptionsAreValueErrorsAndProfilingIsNotBuiltYet) {
+TEST_F(TensorBoardTest, BadOptionsAreValueErrors) {
   EXPECT_THROW(TensorBoard("logs", {.update_freq = int64_t{0}}), ValueError);
   EXPECT_THROW(TensorBoard("logs", {.update_freq = "weekly"}), ValueError);
   EXPECT_THROW(TensorBoard("logs", {.histogram_freq = -1}), ValueError);
-  EXPECT_THROW(TensorBoard("logs", {.profile_batch = {2, 3}}), ConfigError);
+  EXPECT_THROW(TensorBoard("logs", {.profile_batch = {3, 2}}), ValueError);
+}
+
+TEST_F(TensorBoardTest, ProfileBatchWritesATraceUnderPluginsProfile) {
+  Sequential model({Dense(1, {.input_shape = {1}})});
+  model.compile({.optimizer = SGD({.learning_rate = 0.01}), .loss = "mse"});
+  auto tb = std::make_shared<TensorBoard>((dir_.path() / "logs").string(),
+                                          TensorBoardOptions{.write_graph = false, .profile_batch = {1, 1}});
+  model.fit(line(16, 0.0f), {.epochs = 1, .callbacks = {tb}, .verbose = 0});
+  int traces = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir_.path() / "logs" / "plugins" / "profile"))
+    traces += e.path().string().ends_with(".trace.json");
+  EXPECT_EQ(traces, 1);
 }
 
 }  // namespace
