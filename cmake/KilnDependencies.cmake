@@ -6,6 +6,14 @@ find_package(dnnl REQUIRED)  # oneDNN 2.6, OpenMP runtime (Debian libdnnl-dev)
 enable_language(C)  # FindHDF5 test-compiles a C program to locate libhdf5
 find_package(HDF5 REQUIRED COMPONENTS C)
 find_package(nlohmann_json REQUIRED)
+# Protocol Buffers (Debian libprotobuf-dev, protobuf-compiler): TensorBoard event files. The
+# messages are generated from kiln/io/proto/*.proto with LITE_RUNTIME, so only
+# libprotobuf-lite is linked.
+find_package(Protobuf REQUIRED)
+if(NOT TARGET protobuf::libprotobuf-lite OR NOT Protobuf_PROTOC_EXECUTABLE)
+  message(FATAL_ERROR "Kiln needs protoc and libprotobuf-lite (TensorBoard event files). "
+                      "Install them: apt-get install libprotobuf-dev protobuf-compiler (scripts/install_deps.sh)")
+endif()
 # libzip (Debian libzip-dev) for Keras 3's .keras archives, through pkg-config: Debian 12's
 # libzip-config.cmake also imports zipcmp/zipmerge/ziptool, which live in another package and
 # make find_package(libzip) fail without it.

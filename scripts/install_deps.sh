@@ -13,9 +13,11 @@ packages=(
   libhdf5-dev                                    # Keras .h5 files
   libzip-dev                                     # Keras 3 .keras archives (zip)
   nlohmann-json3-dev                             # Keras JSON configs
+  libprotobuf-dev protobuf-compiler              # TensorBoard event files (Event/Summary protos)
   zlib1g-dev                                     # gzip IDX, checksums
   libopenmpi-dev openmpi-bin                     # multi-worker strategy
   python3-h5py python3-numpy                     # Keras-layout checks of the .h5 files Kiln writes
+  python3-protobuf                               # the independent reader of Kiln's event files
 )
 
 missing=()

@@ -6,6 +6,7 @@
 
 #include "kiln/compiler/ir_dump.h"
 #include "kiln/core/check.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/ir/printer.h"
 #include "kiln/ir/verifier.h"
 
@@ -72,7 +73,10 @@ std::vector<PassRecord> PassPipeline::run(ir::Module& module, const PipelineOpti
       continue;
     }
     pass->clear_notes();
-    record.changed = pass->run(module);
+    {
+      TraceScope scope("compile", record.name, options.label.empty() ? module.name() : options.label);
+      record.changed = pass->run(module);
+    }
     record.notes = pass->notes();
     if (options.verify_ir && record.changed) verify_after(module, record.name);
     if (dumping) dump(module, options, index, record.name, record.notes);

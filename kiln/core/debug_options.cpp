@@ -54,7 +54,10 @@ DebugOptions DebugOptions::from_env() {
     if (!name.empty()) o.disabled_passes.push_back(name);
   o.verify_ir = parse_bool(env("KILN_VERIFY_IR"), "KILN_VERIFY_IR", true);
   o.no_memory_planner = parse_bool(env("KILN_NO_MEMORY_PLANNER"), "KILN_NO_MEMORY_PLANNER", false);
-  o.profile = parse_bool(env("KILN_PROFILE"), "KILN_PROFILE", false);
+  if (const std::string profile = env("KILN_PROFILE"); profile.ends_with(".json"))
+    o.profile_trace = profile;
+  else
+    o.profile = parse_bool(profile, "KILN_PROFILE", false);
   o.codegen = parse_bool(env("KILN_CODEGEN"), "KILN_CODEGEN", true);
   o.thread_governor = parse_bool(env("KILN_THREAD_GOVERNOR"), "KILN_THREAD_GOVERNOR", true);
   o.kernel_cache_dir = env("KILN_CACHE_DIR");

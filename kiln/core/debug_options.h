@@ -26,6 +26,10 @@ struct DebugOptions {
   /// KILN_PROFILE=1: time every step of every executable and print a table when it is
   /// destroyed (what each kernel costs per run).
   bool profile = false;
+  /// KILN_PROFILE=<file>.json: record each Model::fit (compile passes, kernels per thread,
+  /// input-pipeline stages, input waits) as a Chrome trace into that file, and print the
+  /// slowest kernels when fit ends.
+  std::string profile_trace;
   /// KILN_CPU_DEVICES=<n>: split the host into n logical CPU devices (each with its share of
   /// the threads) so a MirroredStrategy can run n replicas; 0 or unset means one device.
   int cpu_devices = 0;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/core/trace_recorder.h"
 #include "kiln/data/element.h"
 #include "kiln/data/iterator_state.h"
 #include "kiln/data/pipeline_stats.h"
@@ -36,6 +37,7 @@ class IteratorBase {
 
   /// The next element, or nullopt at the end. Failures are DataErrors naming the stage.
   std::optional<Element> next() {
+    TraceScope trace("input", stage_);  // a no-op unless a TraceSession is on
     if (counters_ == nullptr) return get_next();
     const int64_t t0 = stage_clock_ticks();
     std::optional<Element> e = get_next();
@@ -50,6 +52,7 @@ class IteratorBase {
   /// throws as next() would, leaving the elements produced before the failing one appended to
   /// `out`; the next call goes on after the failing element, as next() does.
   size_t next_many(std::vector<Element>& out, size_t n) {
+    TraceScope trace("input", stage_);
     const size_t before = out.size();
     if (counters_ == nullptr) {
       get_next_many(out, n);

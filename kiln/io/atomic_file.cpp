@@ -17,6 +17,7 @@
 #include <random>
 
 #include "kiln/core/check.h"
+#include "kiln/core/host_name.h"
 
 namespace kiln::io {
 namespace {
@@ -42,9 +43,7 @@ std::string random_suffix() {
 
 // The host name with '-' (the separator of temporary names) and anything unusual as '_'.
 std::string host_token() {
-  char buf[256] = {};
-  if (::gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') return "localhost";
-  std::string host(buf, std::min<size_t>(std::strlen(buf), 64));
+  std::string host = host_name().substr(0, 64);
   for (char& c : host)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '_') c = '_';
   return host;

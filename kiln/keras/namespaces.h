@@ -10,8 +10,10 @@
 #include "kiln/keras/callbacks/csv_logger.h"
 #include "kiln/keras/callbacks/early_stopping.h"
 #include "kiln/keras/callbacks/model_checkpoint.h"
+#include "kiln/keras/callbacks/profiler.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/callbacks/reduce_lr_on_plateau.h"
+#include "kiln/keras/callbacks/tensor_board.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/mixed_precision/policy.h"
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
@@ -148,8 +150,10 @@ using keras::History;
 using keras::LambdaCallback;
 using keras::LearningRateScheduler;
 using keras::ModelCheckpoint;
+using keras::Profiler;
 using keras::ProgbarLogger;
 using keras::ReduceLROnPlateau;
+using keras::TensorBoard;
 using keras::TerminateOnNaN;
 }  // namespace callbacks
 

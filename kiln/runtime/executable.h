@@ -11,6 +11,10 @@
 #include "kiln/core/check.h"
 #include "kiln/core/host_tensor.h"
 
+namespace kiln::ir {
+class Module;
+}
+
 namespace kiln::runtime {
 
 class Executable {
@@ -36,6 +40,9 @@ class Executable {
   /// kernel for its instruction: the op's name, or for a fusion "fusion(<kind>: <body ops>)".
   /// Empty when every step has a real kernel (and always on the reference backend).
   virtual std::vector<std::string> reference_fallbacks() const { return {}; }
+  /// The module this program was lowered from, after the compiler's passes (fusions and all):
+  /// what TensorBoard's graph shows. Null when the backend keeps none.
+  virtual const ir::Module* lowered_module() const { return nullptr; }
 };
 
 inline std::vector<HostTensor> Executable::run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) {

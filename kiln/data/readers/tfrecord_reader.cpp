@@ -18,10 +18,6 @@ uint64_t load_le(const uint8_t* p, int bytes) {
   return v;
 }
 
-void store_le(uint8_t* p, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
 // Frees a record's bytes and remembers where they came from (record_source).
 struct RecordStorage {
   RecordSource source;
@@ -103,14 +99,10 @@ TFRecordWriter::TFRecordWriter(const std::string& path) : path_(path) {
 
 void TFRecordWriter::write(std::string_view record) {
   KILN_CHECK(file_ != nullptr, "write() after close() on ", path_);
-  uint8_t header[12];
-  store_le(header, record.size(), 8);
-  store_le(header + 8, crc32c_mask(crc32c(header, 8)), 4);
-  uint8_t footer[4];
-  store_le(footer, crc32c_mask(crc32c(record.data(), record.size())), 4);
-  if (std::fwrite(header, 1, 12, file_.get()) != 12 ||
+  const TFRecordFrame frame = tfrecord_frame(record);
+  if (std::fwrite(frame.header, 1, 12, file_.get()) != 12 ||
       std::fwrite(record.data(), 1, record.size(), file_.get()) != record.size() ||
-      std::fwrite(footer, 1, 4, file_.get()) != 4)
+      std::fwrite(frame.footer, 1, 4, file_.get()) != 4)
     KILN_THROW(IOError, "[TFRecordWriter] ", path_, ": write failed: ", std::strerror(errno), ".");
 }
 

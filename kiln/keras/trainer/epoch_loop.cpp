@@ -2,8 +2,13 @@
 // is one call of the compiled train_step; the host reads back only the metric scalars.
 #include <chrono>
 
+#include <cstdio>
+#include <optional>
+
 #include "kiln/core/check.h"
+#include "kiln/core/debug_options.h"
 #include "kiln/core/logging.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/models/model.h"
 
@@ -27,6 +32,32 @@ class HistoryRecorder : public Callback {
   History* history_;
 };
 
+// The next batch, timed as the trainer's wait for input when a TraceSession is on.
+std::optional<data::Element> next_batch(data::Iterator& it) {
+  TraceScope scope("input", "input_wait");
+  return it.next();
+}
+
+// KILN_PROFILE=<file>.json: one TraceSession over a fit, written out when the fit ends.
+class FitTrace {
+ public:
+  explicit FitTrace(bool chief) {
+    path_ = DebugOptions::global().profile_trace;
+    if (!path_.empty() && chief) session_.emplace();
+  }
+  void finish() {
+    if (!session_) return;
+    session_->recorder().write_chrome_trace(path_);
+    std::fprintf(stderr, "KILN_PROFILE: trace written to %s\n%s", path_.c_str(),
+                 session_->recorder().kernel_summary().c_str());
+    session_.reset();
+  }
+
+ private:
+  std::string path_;
+  std::optional<TraceSession> session_;
+};
+
 void check_batch(const data::Element& e, const std::string& model) {
   if (e.size() < 2)
     KILN_THROW(DataError, "[", model, "] fit/evaluate expected (x, y) elements, received ", e.shapes_string(),
@@ -45,10 +76,11 @@ CallbackList::CallbackList(std::vector<CallbackHandle> callbacks, Model* model, 
 
 History Model::fit(const data::Dataset& dataset, FitOptions options) {
   check_compiled("fit");
+  FitTrace fit_trace(is_chief());  // before the compile, so its passes are in the trace
   compile_for_spec(dataset, /*train=*/true);
   History history;
   data::Iterator it = dataset.iterator(static_cast<uint64_t>(options.initial_epoch));
-  std::optional<data::Element> pending = it.next();  // the first batch tells the batch size
+  std::optional<data::Element> pending = next_batch(it);  // the first batch tells the batch size
   if (!pending) KILN_THROW(DataError, "[", name_, "] fit received an empty dataset.");
   check_batch(*pending, name_);
 
@@ -111,7 +143,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       batches.clear();
       while (static_cast<int>(batches.size()) < k &&
              (options.steps_per_epoch < 0 || step + static_cast<int64_t>(batches.size()) < options.steps_per_epoch)) {
-        std::optional<data::Element> e = pending ? std::move(pending) : it.next();
+        std::optional<data::Element> e = pending ? std::move(pending) : next_batch(it);
         pending.reset();
         if (!e) {
           exhausted = true;
@@ -123,7 +155,10 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       for (size_t j = 0; j < batches.size(); ++j)
         callbacks.call(&Callback::on_train_batch_begin, step + static_cast<int64_t>(j), Logs{});
       const int traces = train_function_->trace_count();
-      buffered = run_train_steps(batches);
+      {
+        TraceScope scope("step", "fit_step", str_cat("epoch ", epoch, " step ", step));
+        buffered = run_train_steps(batches);
+      }
       // A short last batch (no drop_remainder) is a new shape: its program compiles once and is
       // cached for later epochs. Say so once, since it costs a whole compile.
       if (train_function_->trace_count() > traces && batches.back()[0].dims()[0] < params.batch_size)
@@ -161,6 +196,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     callbacks.call(&Callback::on_epoch_end, epoch, epoch_logs);
   }
   callbacks.call(&Callback::on_train_end, epoch_logs);
+  fit_trace.finish();
   return history;
 }
 
@@ -187,7 +223,7 @@ Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackL
   data::Iterator it = dataset.iterator();
   Logs logs;
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
-    std::optional<data::Element> e = it.next();
+    std::optional<data::Element> e = next_batch(it);
     if (!e) break;
     check_batch(*e, name_);
     callbacks->call(&Callback::on_test_batch_begin, step, Logs{});

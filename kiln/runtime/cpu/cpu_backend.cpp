@@ -12,6 +12,7 @@
 #include "kiln/compiler/default_pipeline.h"
 #include "kiln/compiler/passes/backend_legality.h"
 #include "kiln/core/check.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/core/logging.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/lowering.h"
@@ -67,11 +68,16 @@ class CpuBackend : public runtime::Backend {
 
   std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
                                                const runtime::CompileOptions& options) override {
+    const std::string label = options.label.empty() ? module->name() : options.label;
+    TraceScope compile_scope("compile", "compile", label);
     compiler::check_legality(*module, target_);
     auto pipeline_options = compiler::PipelineOptions::from_debug_options(options.debug);
     pipeline_options.label = options.label;
     compiler::default_pipeline(target_).run(*module, pipeline_options);
-    compiler::MemoryPlan plan = compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
+    compiler::MemoryPlan plan = [&] {
+      TraceScope scope("compile", "memory-planning", label);
+      return compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
+    }();
     const int64_t limit = target_.memory_limit_bytes();
     if (plan.peak_bytes() > limit) {
       const int64_t fits = estimate_largest_batch(*module, plan, limit);
@@ -86,8 +92,11 @@ class CpuBackend : public runtime::Backend {
                                                 options.debug.thread_governor);
     exe->set_collectives(options.collectives, options.replica_id);
     const std::vector<std::string>& disabled = options.debug.disabled_passes;
-    lower(*exe, engine_,
-          horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end());
+    {
+      TraceScope scope("compile", "lowering", label);
+      lower(*exe, engine_,
+            horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end());
+    }
     note_fallbacks(*exe);
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,

@@ -87,7 +87,9 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
   const int threads = governor_->threads();
   if (threads != share) omp_set_num_threads(threads);
   const auto start = std::chrono::steady_clock::now();
-  if (profile_) {
+  if (ActiveRecorder recorder; recorder.get() != nullptr) {
+    run_traced(*recorder.get());
+  } else if (profile_) {
     step_ns_.resize(steps_.size(), 0);
     for (size_t i = 0; i < steps_.size(); ++i) {
       auto t0 = std::chrono::steady_clock::now();
@@ -105,6 +107,26 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
     std::memcpy(dst.raw_data(), values_[static_cast<size_t>(value_id(c.source))], static_cast<size_t>(dst.byte_size()));
   }
   return results;
+}
+
+// Under a TraceSession: every step is an event on the thread that launched it (a team step's
+// OpenMP workers are inside it), with its bytes and flops, inside one event for the program.
+void CpuExecutable::run_traced(TraceRecorder& recorder) {
+  if (step_bytes_.size() != steps_.size()) {
+    step_bytes_.assign(steps_.size(), 0);
+    for (size_t i = 0; i < steps_.size(); ++i)
+      for (const std::vector<int>* ids : {&steps_[i].reads, &steps_[i].writes})
+        for (int v : *ids) step_bytes_[i] += plan_.order[static_cast<size_t>(v)]->shape().byte_size();
+  }
+  const int64_t start = TraceRecorder::now_ns();
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    const int64_t t0 = TraceRecorder::now_ns();
+    steps_[i].run(values_.data());
+    recorder.add(steps_[i].label, "kernel", t0, TraceRecorder::now_ns(),
+                 str_cat(module_->name(), " step ", i, steps_[i].source.empty() ? "" : " # ", steps_[i].source),
+                 step_bytes_[i], steps_[i].flops > 0 ? steps_[i].flops : -1);
+  }
+  recorder.add(module_->name(), "step", start, TraceRecorder::now_ns(), str_cat(steps_.size(), " kernels"));
 }
 
 void CpuExecutable::group_team_steps() {
@@ -125,6 +147,7 @@ void CpuExecutable::group_team_steps() {
       g.reads.insert(g.reads.end(), steps_[k].reads.begin(), steps_[k].reads.end());
       g.writes.insert(g.writes.end(), steps_[k].writes.begin(), steps_[k].writes.end());
       g.work = std::max(g.work, steps_[k].work);
+      g.flops += steps_[k].flops;
       labels += (labels.empty() ? "" : ", ") + steps_[k].label;
       if (g.source.empty()) g.source = steps_[k].source;
     }

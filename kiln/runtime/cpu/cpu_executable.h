@@ -10,6 +10,7 @@
 
 #include "kiln/compiler/memory_plan.h"
 #include "kiln/core/host_tensor.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/ir/module.h"
 #include "kiln/runtime/collectives.h"
 #include "kiln/runtime/cpu/thread_governor.h"
@@ -29,6 +30,9 @@ struct Step {
   /// neighbours; `work` (elements) sizes that team.
   std::function<void(void* const* values)> team;
   int64_t work = 0;
+  /// Floating-point operations of one run (matmuls and convolutions; 0 when not counted), for
+  /// the profiler's GFLOP/s.
+  int64_t flops = 0;
 };
 
 /// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks)
@@ -50,6 +54,7 @@ class CpuExecutable : public runtime::Executable {
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;
   std::vector<std::string> reference_fallbacks() const override;
+  const ir::Module* lowered_module() const override { return module_.get(); }
 
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
@@ -88,6 +93,8 @@ class CpuExecutable : public runtime::Executable {
   std::optional<ThreadGovernor> governor_;
   int64_t runs_ = 0;
   std::vector<int64_t> step_ns_;
+  std::vector<int64_t> step_bytes_;  // bytes each step reads and writes (for a TraceSession)
+  void run_traced(TraceRecorder& recorder);
 };
 
 }  // namespace kiln::cpu

@@ -28,6 +28,28 @@ namespace {
 using ir::Instruction;
 using ir::Opcode;
 
+// Multiply-adds x 2 of the matmuls and convolutions `inst` runs (itself or inside its fusion
+// body): dot_general = 2 * out elements * contracted size; convolution = 2 * out elements *
+// filter elements / output channels (each output reads KH*KW*Cin/groups inputs).
+int64_t contraction_flops(const Instruction& inst) {
+  if (inst.opcode() == Opcode::kFusion && inst.attrs().body != nullptr) {
+    int64_t total = 0;
+    for (const Instruction* i : inst.attrs().body->post_order()) total += contraction_flops(*i);
+    return total;
+  }
+  if (inst.opcode() == Opcode::kDotGeneral) {
+    int64_t k = 1;
+    for (int64_t d : inst.attrs().dot.lhs_contracting) k *= inst.operand(0)->shape().dims()[static_cast<size_t>(d)];
+    return 2 * inst.shape().num_elements() * k;
+  }
+  if (inst.opcode() == Opcode::kConvolution) {
+    const Shape& filter = inst.operand(1)->shape();  // HWIO
+    const int64_t out_channels = std::max<int64_t>(filter.dims().back(), 1);
+    return 2 * inst.shape().num_elements() * (filter.num_elements() / out_channels);
+  }
+  return 0;
+}
+
 // A computation holding just `inst` over fresh parameters, so one-op kernels and fused
 // kernels share one code path.
 const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst) {
@@ -75,6 +97,7 @@ class Lowerer {
   Step make_step(const Instruction& inst, std::string label) {
     Step s;
     s.label = std::move(label);
+    s.flops = contraction_flops(inst);
     s.source = inst.source();
     for (const Instruction* op : inst.operands()) s.reads.push_back(exe_.value_id(op));
     s.writes.push_back(exe_.value_id(&inst));

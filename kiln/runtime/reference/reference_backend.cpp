@@ -52,6 +52,7 @@ class ReferenceExecutable final : public Executable {
   }
 
   /// Every instruction's buffer at once: a crude upper bound, as nothing is reused.
+  const ir::Module* lowered_module() const override { return module_.get(); }
   int64_t planned_peak_bytes() const override {
     int64_t total = 0;
     for (const auto& computation : module_->computations())
