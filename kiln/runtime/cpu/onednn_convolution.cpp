@@ -24,9 +24,8 @@ using ir::Opcode;
 
 // The HWIO filter (KH, KW, Cg, F) as oneDNN's (F, Cg, KH, KW) or (G, F/G, Cg, KH, KW), by strides;
 // format `any` instead lets the primitive pick its preferred (blocked) layout.
-memory::desc filter_desc(const Shape& w, int64_t groups, bool any) {
+memory::desc filter_desc(const Shape& w, int64_t groups, bool any, memory::data_type f32) {
   const int64_t kh = w.dims()[0], kw = w.dims()[1], cg = w.dims()[2], f = w.dims()[3];
-  const auto f32 = memory::data_type::f32;
   if (groups == 1) {
     if (any) return memory::desc({f, cg, kh, kw}, f32, memory::format_tag::any);
     return memory::desc({f, cg, kh, kw}, f32, memory::dims{1, f, kw * cg * f, cg * f});
@@ -46,6 +45,7 @@ class ConvolutionImpl {
   std::vector<onednn::BoundArg> inputs;  // in operand order
   std::optional<onednn::BoundArg> output;
   std::string label;
+  std::string isa;  // oneDNN's implementation
 };
 
 ConvolutionKernel::ConvolutionKernel(std::unique_ptr<ConvolutionImpl> impl) : impl_(std::move(impl)) {}
@@ -82,15 +82,20 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
   const memory::dims dilates = {cd.dilation[0] - 1, cd.dilation[1] - 1};  // oneDNN counts the gaps
   const memory::dims pad_l = {cd.padding_low[0], cd.padding_low[1]};
   const memory::dims pad_r = {cd.padding_high[0], cd.padding_high[1]};
-  const memory::desc x_md = onednn::nhwc(x), y_md = onednn::nhwc(y);
-  const memory::desc w_md = filter_desc(w, cd.groups, /*any=*/false);
-  const memory::desc w_any = filter_desc(w, cd.groups, /*any=*/true);
-  const memory::desc bias_md({w.dims()[3]}, memory::data_type::f32, memory::format_tag::a);
   const auto direct = dnnl::algorithm::convolution_direct;
+  const DType bias_t = epilogue.has_bias ? inst.operand(2)->shape().dtype() : t;
 
-  auto impl = std::make_unique<ConvolutionImpl>();
-  const dnnl::engine& eng = impl->engine;
-  try {
+  // The primitives with every operand in `dt`: the 16-bit type itself (oneDNN's bf16/f16
+  // kernels, f32 accumulation inside) or f32 (16-bit values widened around the call). Throws
+  // dnnl::error when oneDNN has no implementation.
+  auto build = [&](memory::data_type dt) {
+    const memory::desc x_md = onednn::nhwc(x, dt), y_md = onednn::nhwc(y, dt);
+    const memory::desc w_md = filter_desc(w, cd.groups, /*any=*/false, dt);
+    const memory::desc w_any = filter_desc(w, cd.groups, /*any=*/true, dt);
+    const memory::desc bias_md({w.dims()[3]}, dt == memory::data_type::f32 ? dt : onednn::data_type(bias_t),
+                               memory::format_tag::a);
+    auto impl = std::make_unique<ConvolutionImpl>();
+    const dnnl::engine& eng = impl->engine;
     dnnl::primitive_attr attr;
     if (auto alg = onednn::eltwise_of(epilogue.activation)) {
       dnnl::post_ops ops;
@@ -138,13 +143,29 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
         impl_name = pd.impl_info_str();
         break;
       }
-      default: return nullptr;
+      default: throw dnnl::error(dnnl_invalid_arguments, "not a convolution");
     }
     impl->label = std::string(ir::opcode_name(op));
     if (epilogue.has_bias) impl->label += "+bias";
     if (epilogue.activation != EpilogueActivation::kNone)
       impl->label += str_cat("+", onednn::activation_name(epilogue.activation));
-    impl->label += str_cat(" (", impl_name, ")");
+    impl->label += str_cat(" (", impl_name, dt == memory::data_type::f32 && t != DType::kF32 ? ", widened" : "", ")");
+    impl->isa = impl_name;
+    return impl;
+  };
+
+  std::unique_ptr<ConvolutionImpl> impl;
+  if (t != DType::kF32) {
+    try {
+      impl = build(onednn::data_type(t));
+      if (onednn::is_reference_impl(impl->isa)) impl.reset();
+    } catch (const dnnl::error& e) {
+      log(LogLevel::kDebug, str_cat("cpu: oneDNN has no ", name(t), " kernel for ", ir::describe(inst), ": ", e.what(),
+                                    "; f32 from ", name(t), " storage"));
+    }
+  }
+  try {
+    if (impl == nullptr) impl = build(memory::data_type::f32);
   } catch (const dnnl::error& e) {
     log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));
     return nullptr;
