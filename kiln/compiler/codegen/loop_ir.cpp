@@ -184,9 +184,14 @@ class StageBuilder {
     }
     in.dst = new_register(st);
     st.code.push_back(in);
-    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op)) {
+    // A value's register holds what its dtype can: a 16-bit op's f32 result is rounded to 16
+    // bits (round to nearest even) before later ops read it, as the reference evaluator and
+    // XLA compute each bf16/f16 op; an f32 op's result in a double register is rounded to f32.
+    const DType t = inst->dtype();
+    const bool round_16 = (t == DType::kBF16 || t == DType::kF16) && rounds_to_f32(in.op) && !exact_on_16bit(in.op);
+    if ((p_.use_double && t == DType::kF32 && rounds_to_f32(in.op)) || round_16) {
       LoopInstr round{};
-      round.op = LoopOp::kRoundF32;
+      round.op = t == DType::kBF16 ? LoopOp::kRoundBF16 : t == DType::kF16 ? LoopOp::kRoundF16 : LoopOp::kRoundF32;
       round.a = in.dst;
       round.dst = new_register(st);
       st.code.push_back(round);
@@ -195,6 +200,18 @@ class StageBuilder {
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
+  }
+
+  // Ops whose result is one of their 16-bit operands, or exactly representable from them (a
+  // sign flip): nothing to round.
+  static bool exact_on_16bit(LoopOp op) {
+    switch (op) {
+      case LoopOp::kRoundBF16: case LoopOp::kRoundF16: case LoopOp::kNeg: case LoopOp::kAbs: case LoopOp::kMax:
+      case LoopOp::kMin: case LoopOp::kSign:
+        return true;
+      default:
+        return false;
+    }
   }
 
   // Ops whose f32 result a double register must round: those that compute a new value (not
