@@ -209,7 +209,7 @@ class Lowerer {
   // ConvolutionKernel or PoolingKernel: create(inst) is nullptr when oneDNN cannot run `inst`.
   template <typename Kernel>
   bool try_kernel(const Instruction& inst) {
-    std::shared_ptr<Kernel> k = Kernel::create(inst);
+    std::shared_ptr<Kernel> k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);
     if (k == nullptr) return false;
     add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
     return true;

@@ -19,7 +19,9 @@ class ConvolutionKernel {
   /// `inst` is a convolution, conv_backward_input, conv_backward_filter, or a kOutput fusion
   /// whose body is convolution(p0, p1) [+ bias p2] [-> activation]. Returns nullptr when
   /// oneDNN cannot run it (the caller falls back to the reference kernel).
-  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst);
+  /// `native_16bit` false runs bf16/f16 operands in f32 even where oneDNN has a 16-bit
+  /// kernel (KILN_16BIT_CONTRACTIONS=f32; tests of the widened path).
+  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst, bool native_16bit = true);
   ~ConvolutionKernel();
   ConvolutionKernel(const ConvolutionKernel&) = delete;
   ConvolutionKernel& operator=(const ConvolutionKernel&) = delete;

@@ -147,7 +147,7 @@ PoolingKernel::PoolingKernel(std::unique_ptr<PoolingImpl> impl) : impl_(std::mov
 PoolingKernel::~PoolingKernel() = default;
 const std::string& PoolingKernel::label() const { return impl_->label; }
 
-std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst) {
+std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst, bool native_16bit) {
   const Opcode op = inst.opcode();
   if (op != Opcode::kReduceWindow && op != Opcode::kReduceWindowGrad) return nullptr;
   const ReduceKind kind = inst.attrs().reduce_kind;
@@ -204,7 +204,7 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
     }
   };
   bool native = false;
-  if (t != DType::kF32) {
+  if (t != DType::kF32 && native_16bit) {
     try {
       build(onednn::data_type(t));
       native = !onednn::is_reference_impl(impl->isa);
