@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <type_traits>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -209,7 +210,9 @@ class Lowerer {
   // ConvolutionKernel or PoolingKernel: create(inst) is nullptr when oneDNN cannot run `inst`.
   template <typename Kernel>
   bool try_kernel(const Instruction& inst) {
-    std::shared_ptr<Kernel> k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);
+    std::shared_ptr<Kernel> k;
+    if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) k = Kernel::create(inst, matmul_);
+    else k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);
     if (k == nullptr) return false;
     add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
     return true;

@@ -15,6 +15,7 @@
 #include "kiln/core/str_cat.h"
 #include "kiln/ir/computation.h"
 #include "kiln/ir/printer.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 
 namespace kiln::cpu {
@@ -68,13 +69,46 @@ class ConvolutionImpl {
     primitive.execute(stream, args);
     onednn::finish_output(*output, out, wide, stream);
   }
+
+  // The whole batch at once, or (widened path) a tile of it at a time.
+  void run(const void* const* in, void* out) {
+    ConvolutionImpl& c = *this;
+    if (c.total_batch == 0 || c.batch == c.total_batch) return c.run_once(in, out);
+    // Batch tiles: operands and result advance by their bytes per image; a filter gradient is
+    // summed in f32 over the tiles, then rounded once.
+    const Shape& result = c.output->shape;
+    std::vector<float> sum, part;
+    if (c.accumulate) {
+      sum.assign(static_cast<size_t>(result.num_elements()), 0.0f);
+      part.resize(sum.size());
+    }
+    for (int64_t n0 = 0; n0 < c.total_batch; n0 += c.batch) {
+      ConvolutionImpl& t = c.total_batch - n0 >= c.batch ? c : *c.rest;
+      const void* tile_in[3] = {};
+      for (size_t i = 0; i < t.inputs.size(); ++i) {
+        const Shape& s = t.inputs[i].shape;
+        const bool batched = s.rank() == 4 && t.inputs[i].arg != DNNL_ARG_WEIGHTS && t.inputs[i].arg != DNNL_ARG_BIAS;
+        tile_in[i] = static_cast<const char*>(in[i]) + (batched ? n0 * (s.byte_size() / s.dims()[0]) : 0);
+      }
+      if (!c.accumulate) {
+        t.run_once(tile_in, static_cast<char*>(out) + n0 * (result.byte_size() / result.dims()[0]));
+        continue;
+      }
+      t.run_once(tile_in, part.data());
+      for (size_t k = 0; k < sum.size(); ++k) sum[k] += part[k];
+    }
+    if (c.accumulate) {
+      HostTensor narrowed = HostTensor::view(result, sum.data()).astype(c.out_dtype);
+      std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
+    }
+  }
 };
 
 ConvolutionKernel::ConvolutionKernel(std::unique_ptr<ConvolutionImpl> impl) : impl_(std::move(impl)) {}
 ConvolutionKernel::~ConvolutionKernel() = default;
 const std::string& ConvolutionKernel::label() const { return impl_->label; }
 
-std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instruction& inst, bool native_16bit) {
+std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instruction& inst, const MatmulOptions& options) {
   const ir::Instruction* conv = &inst;
   compiler::OutputFusionInfo epilogue;
   if (inst.opcode() == Opcode::kFusion) {
@@ -193,8 +227,32 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
     return impl;
   };
 
+  // f32 compute from 16-bit storage, a tile of the batch at a time: the f32 copies are
+  // bounded by kWidenedTileBytes, never a whole activation.
+  auto build_widened = [&]() {
+    const int64_t per_image = std::max(x.num_elements(), y.num_elements()) / std::max<int64_t>(batch, 1) * 4;
+    const int64_t tile = batch < 1 ? batch : std::clamp<int64_t>(kWidenedTileBytes / std::max<int64_t>(per_image, 1), 1, batch);
+    std::unique_ptr<ConvolutionImpl> wide = build(memory::data_type::f32, tile);
+    if (tile > 0 && batch % tile != 0) wide->rest = build(memory::data_type::f32, batch % tile);
+    wide->total_batch = batch;
+    if (tile != batch) wide->label += str_cat(" x", (batch + tile - 1) / tile, " batch tiles");
+    return wide;
+  };
+  // Milliseconds of `k` on scratch operands of small normal values (min_ms).
+  auto time_ms = [&](ConvolutionImpl& k) {
+    const uint16_t v = t == DType::kBF16 ? 0x3e80 : 0x3400;  // 0.25
+    std::vector<std::vector<uint16_t>> operands;
+    std::vector<const void*> in;
+    for (size_t i = 0; i < k.inputs.size(); ++i) {
+      operands.emplace_back(static_cast<size_t>(inst.operand(i)->shape().num_elements()), v);
+      in.push_back(operands.back().data());
+    }
+    std::vector<uint16_t> out(static_cast<size_t>(inst.shape().num_elements()));
+    return min_ms([&] { k.run(in.data(), out.data()); });
+  };
+
   std::unique_ptr<ConvolutionImpl> impl;
-  if (t != DType::kF32 && native_16bit) {
+  if (t != DType::kF32 && options.choice != MatmulOptions::Choice::kF32) {
     try {
       impl = build(onednn::data_type(t), batch);
       if (onednn::is_reference_impl(impl->isa)) impl.reset();
@@ -204,16 +262,24 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
     }
   }
   try {
-    if (impl == nullptr && t == DType::kF32) impl = build(memory::data_type::f32, batch);
-    if (impl == nullptr) {
-      // f32 compute from 16-bit storage, a tile of the batch at a time: the f32 copies are
-      // bounded by kWidenedTileBytes, never a whole activation.
-      const int64_t per_image = std::max(x.num_elements(), y.num_elements()) / std::max<int64_t>(batch, 1) * 4;
-      const int64_t tile = batch < 1 ? batch : std::clamp<int64_t>(kWidenedTileBytes / std::max<int64_t>(per_image, 1), 1, batch);
-      impl = build(memory::data_type::f32, tile);
-      if (tile > 0 && batch % tile != 0) impl->rest = build(memory::data_type::f32, batch % tile);
-      impl->total_batch = batch;
-      if (tile != batch) impl->label += str_cat(" x", (batch + tile - 1) / tile, " batch tiles");
+    if (t == DType::kF32) {
+      impl = build(memory::data_type::f32, batch);
+    } else if (impl == nullptr) {
+      impl = build_widened();
+    } else if (options.choice == MatmulOptions::Choice::kAuto) {
+      // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
+      std::unique_ptr<ConvolutionImpl> wide = build_widened();
+      const std::string key = str_cat(a, " ", b, " -> ", r, " strides ", cd.strides[0], ",",
+                                      cd.strides[1], " pad ", cd.padding_low[0], ",", cd.padding_low[1], ",",
+                                      cd.padding_high[0], ",", cd.padding_high[1], " dilation ", cd.dilation[0], ",",
+                                      cd.dilation[1], " groups ", cd.groups, epilogue.has_bias ? " bias" : "",
+                                      epilogue.activation == EpilogueActivation::kNone ? "" : " ",
+                                      onednn::activation_name(epilogue.activation));
+      const std::string what(ir::opcode_name(op));
+      const std::string where = inst.source().empty() ? what : inst.source();
+      const MatmulPath path = choose_16bit_path(where, what, key, impl->isa, wide->isa, options.cache_dir,
+                                                [&] { return time_ms(*impl); }, [&] { return time_ms(*wide); });
+      if (path == MatmulPath::kWidened) impl = std::move(wide);
     }
   } catch (const dnnl::error& e) {
     log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));
@@ -222,36 +288,6 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
   return std::unique_ptr<ConvolutionKernel>(new ConvolutionKernel(std::move(impl)));
 }
 
-void ConvolutionKernel::run(const void* const* in, void* out) const {
-  ConvolutionImpl& c = *impl_;
-  if (c.total_batch == 0 || c.batch == c.total_batch) return c.run_once(in, out);
-  // Batch tiles: operands and result advance by their bytes per image; a filter gradient is
-  // summed in f32 over the tiles, then rounded once.
-  const Shape& result = c.output->shape;
-  std::vector<float> sum, part;
-  if (c.accumulate) {
-    sum.assign(static_cast<size_t>(result.num_elements()), 0.0f);
-    part.resize(sum.size());
-  }
-  for (int64_t n0 = 0; n0 < c.total_batch; n0 += c.batch) {
-    ConvolutionImpl& t = c.total_batch - n0 >= c.batch ? c : *c.rest;
-    const void* tile_in[3] = {};
-    for (size_t i = 0; i < t.inputs.size(); ++i) {
-      const Shape& s = t.inputs[i].shape;
-      const bool batched = s.rank() == 4 && t.inputs[i].arg != DNNL_ARG_WEIGHTS && t.inputs[i].arg != DNNL_ARG_BIAS;
-      tile_in[i] = static_cast<const char*>(in[i]) + (batched ? n0 * (s.byte_size() / s.dims()[0]) : 0);
-    }
-    if (!c.accumulate) {
-      t.run_once(tile_in, static_cast<char*>(out) + n0 * (result.byte_size() / result.dims()[0]));
-      continue;
-    }
-    t.run_once(tile_in, part.data());
-    for (size_t k = 0; k < sum.size(); ++k) sum[k] += part[k];
-  }
-  if (c.accumulate) {
-    HostTensor narrowed = HostTensor::view(result, sum.data()).astype(c.out_dtype);
-    std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
-  }
-}
+void ConvolutionKernel::run(const void* const* in, void* out) const { impl_->run(in, out); }
 
 }  // namespace kiln::cpu

@@ -2,14 +2,10 @@
 // bias (1, 1, N); B, M, K, N are each a group of dot_general dims merged into one stride.
 #include "kiln/runtime/cpu/onednn_matmul.h"
 
-#include <omp.h>
-
 #include <dnnl.hpp>
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
-#include <limits>
 #include <map>
 #include <unordered_map>
 #include <vector>
@@ -18,7 +14,7 @@
 #include "kiln/core/half.h"
 #include "kiln/core/logging.h"
 #include "kiln/ir/computation.h"
-#include "kiln/runtime/cpu/matmul_decisions.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 
 namespace kiln::cpu {
@@ -224,7 +220,7 @@ dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& engine, DType t, DTyp
   return dnnl::matmul::primitive_desc(desc, attr, engine);
 }
 
-// Minimum over a few reps of running `k` once on scratch operands (after one warm-up run).
+// Milliseconds of `k` on scratch operands (min_ms).
 double time_ms(MatmulImpl& k, const ir::Instruction& dot, int64_t bias_elems) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
@@ -232,14 +228,7 @@ double time_ms(MatmulImpl& k, const ir::Instruction& dot, int64_t bias_elems) {
   std::vector<uint16_t> a(static_cast<size_t>(l.num_elements()), k.dtype == DType::kBF16 ? 0x3e80 : 0x3400),
       b(static_cast<size_t>(r.num_elements()), k.dtype == DType::kBF16 ? 0x3e80 : 0x3400),
       bias(static_cast<size_t>(bias_elems), 0), out(static_cast<size_t>(k.g.B * k.g.M * k.g.N));
-  k.run(a.data(), b.data(), bias.data(), out.data());
-  double best = std::numeric_limits<double>::infinity();
-  for (int rep = 0; rep < 3; ++rep) {
-    auto t0 = std::chrono::steady_clock::now();
-    k.run(a.data(), b.data(), bias.data(), out.data());
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
+  return min_ms([&] { k.run(a.data(), b.data(), bias.data(), out.data()); });
 }
 
 }  // namespace
@@ -351,29 +340,16 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     if (native == nullptr || options.choice == MatmulOptions::Choice::kNative) {
       impl = native != nullptr ? std::move(native) : widened();
     } else {
-      // Both run here: the faster on this shape, timed once (MatmulDecisions keeps it).
+      // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
       std::unique_ptr<MatmulImpl> wide = widened();
       const std::string key =
           str_cat(name(dtype), " B", g.B, " M", g.M, " K", g.K, " N", g.N, " strides ", g.lb, ",", g.lm, ",", g.lk,
                   " ", g.rb, ",", g.rk, ",", g.rn, bias ? " bias" : "", activation == compiler::EpilogueActivation::kNone ? "" : " ",
                   onednn::activation_name(activation));
-      const dnnl_version_t* v = dnnl_version();
-      const std::string tag = str_cat("onednn ", v->major, ".", v->minor, ".", v->patch, "; ", native->isa, " vs ",
-                                      wide->isa, "; threads ", omp_get_max_threads());
-      MatmulDecisions& decisions = MatmulDecisions::instance();
-      std::optional<MatmulPath> choice = decisions.find(key, tag, options.cache_dir);
-      if (choice) {
-        log(LogLevel::kInfo, str_cat("[cpu] ", where, ": 16-bit matmul ", key, " runs ", matmul_path_name(*choice),
-                                     " (", *choice == MatmulPath::kNative ? native->isa : wide->isa, "; cached)"));
-      } else {
-        const double native_ms = time_ms(*native, dot, bias_elems), wide_ms = time_ms(*wide, dot, bias_elems);
-        choice = native_ms <= wide_ms ? MatmulPath::kNative : MatmulPath::kWidened;
-        decisions.record(key, tag, options.cache_dir, *choice);
-        log(LogLevel::kInfo, str_cat("[cpu] ", where, ": 16-bit matmul ", key, " runs ", matmul_path_name(*choice),
-                                     ": ", native->isa, " ", native_ms, " ms, f32 from 16-bit storage (", wide->isa,
-                                     ") ", wide_ms, " ms"));
-      }
-      impl = *choice == MatmulPath::kNative ? std::move(native) : std::move(wide);
+      const MatmulPath choice = choose_16bit_path(
+          where, "matmul", key, native->isa, wide->isa, options.cache_dir,
+          [&] { return time_ms(*native, dot, bias_elems); }, [&] { return time_ms(*wide, dot, bias_elems); });
+      impl = choice == MatmulPath::kNative ? std::move(native) : std::move(wide);
     }
   } catch (const dnnl::error& e) {
     KILN_THROW(CompileError, "[", where, "] oneDNN cannot build a matmul for ", l, " x ", r, ": ", e.what());

@@ -12,7 +12,7 @@
 //   even). Scratch is bounded by the tile sizes, never a whole activation.
 // Where both exist, the faster on this shape wins: timed once at compile time (a few reps,
 // the minimum), remembered per process and on disk beside the generated kernels
-// (matmul_decisions.h); KILN_16BIT_CONTRACTIONS forces one.
+// (contraction_decisions.h); KILN_16BIT_CONTRACTIONS forces one.
 #pragma once
 
 #include <memory>
@@ -32,8 +32,8 @@ enum class MatmulPath {
 };
 const char* matmul_path_name(MatmulPath p);
 
-/// How 16-bit matmuls choose their path (DebugOptions::sixteen_bit_contractions and
-/// kernel_cache_dir).
+/// How 16-bit matmuls and convolutions choose their path (DebugOptions::sixteen_bit_contractions
+/// and kernel_cache_dir).
 struct MatmulOptions {
   enum class Choice { kAuto, kNative, kF32 } choice = Choice::kAuto;
   /// Where timed choices are kept on disk; empty keeps them in memory only.

@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "kiln/ir/builder.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/ir/shape_inference.h"
 #include "tests/testing/backend_conformance.h"
 
@@ -127,6 +130,28 @@ TEST(OnednnConvolutionTest, NegativePaddingFallsBackToTheReference) {
     return std::vector<Instruction*>{b.convolution(p[0], p[1], conv)};
   }, {.tol = 1e-4, .steps = &steps});
   EXPECT_NE(steps.find("reference convolution"), std::string::npos) << steps;
+}
+
+// Where the CPU has a bf16 convolution, which path a shape runs is timed once and then
+// reused (the mechanism, not which path wins); elsewhere the widened path runs untimed.
+TEST(OnednnConvolutionTest, TheTimedChoiceIsRecordedAndReused) {
+  ir::Module m("m");
+  Builder b(m.entry());
+  Instruction* conv = b.convolution(b.parameter(Shape(DType::kBF16, {4, 12, 12, 8}), "x"),
+                                    b.parameter(Shape(DType::kBF16, {3, 3, 8, 16}), "w"), {});
+  ContractionDecisions& decisions = ContractionDecisions::instance();
+  decisions.forget_in_memory();
+  const ContractionDecisions::Stats before = decisions.stats();
+  const MatmulOptions memory_only{.choice = MatmulOptions::Choice::kAuto};
+  ASSERT_NE(ConvolutionKernel::create(*conv, memory_only), nullptr);
+  const bool has_native =
+      ConvolutionKernel::create(*conv, {.choice = MatmulOptions::Choice::kNative})->label().find("widened") ==
+      std::string::npos;
+  EXPECT_EQ(decisions.stats().timed, before.timed + (has_native ? 1 : 0));
+  std::unique_ptr<ConvolutionKernel> again = ConvolutionKernel::create(*conv, memory_only);
+  EXPECT_EQ(decisions.stats().timed, before.timed + (has_native ? 1 : 0));
+  EXPECT_EQ(decisions.stats().memory_hits, before.memory_hits + (has_native ? 1 : 0));
+  std::printf("bf16 convolution runs: %s\n", again->label().c_str());
 }
 
 TEST(OnednnConvolutionTest, CreateRejectsOtherOps) {

@@ -12,7 +12,7 @@
 
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
-#include "kiln/runtime/cpu/matmul_decisions.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/temp_dir.h"
 
@@ -122,9 +122,9 @@ TEST(OnednnMatmulTest, TheTimedChoiceIsRecordedAndReusedFromMemoryAndDisk) {
   testing::TempDir dir;
   const MatmulOptions auto_choice{.choice = Choice::kAuto, .cache_dir = dir.path().string()};
   const DotCase c{"timed", {96, 40}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {0}}};
-  MatmulDecisions& decisions = MatmulDecisions::instance();
+  ContractionDecisions& decisions = ContractionDecisions::instance();
   decisions.forget_in_memory();
-  const MatmulDecisions::Stats before = decisions.stats();
+  const ContractionDecisions::Stats before = decisions.stats();
   const MatmulPath first = expect_right(c, DType::kBF16, auto_choice);
   Built probe;
   build(probe, c, DType::kBF16);
