@@ -2,7 +2,9 @@
 // Adam) compiled by Kiln for the CPU. Prints JSON lines: compile_ms, ms_per_step (median of 5
 // runs), samples_per_s, gflop_per_s, kernel launches (and how many still run on the reference
 // evaluator) and peak RSS. With --peer it also runs ../shared/peers/pytorch W2 in the same run
-// and prints the ratio (the target is 1.5x PyTorch's samples_per_s_median_step).
+// and prints the ratio (the target is 1.5x PyTorch's samples_per_s_median_step). With --policy
+// float32|mixed_bfloat16|both [--steps N] it prints only each policy's samples/s and planned
+// bytes (bench/policy_compare.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/policy_compare.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
@@ -38,6 +41,20 @@ int main(int argc, char** argv) {
   std::iota(perm.begin(), perm.end(), 0);
   HostTensor xb(Shape(DType::kF32, {kBatch, 28, 28, 1})), yb(Shape(DType::kI32, {kBatch}));
   testing::gather_batch(data, perm, 0, xb, yb);
+  if (const std::vector<bench::Policy> policies = bench::policies_from_args(argc, argv); !policies.empty()) {
+    std::mt19937 rng(0);
+    std::vector<std::unique_ptr<testing::SeedCnn>> models;
+    bench::compare_policies("train_step_cnn", policies, kBatch, kRuns, bench::int_arg(argc, argv, "--steps", kStepsPerRun),
+                            [&] { std::shuffle(perm.begin(), perm.end(), rng); }, [&](DType compute) {
+      testing::SeedCnn* m = models.emplace_back(std::make_unique<testing::SeedCnn>(runtime::default_backend(), 0, compute)).get();
+      return bench::PolicyStep{[&, m](int64_t s) {
+                                 testing::gather_batch(data, perm, s * kBatch, xb, yb);
+                                 m->train_step(xb, yb, s);
+                               },
+                               [m] { return m->train_function().last_executable(); }};
+    });
+    return 0;
+  }
 
   int64_t key = 0;
   bench::Stopwatch compile_watch;

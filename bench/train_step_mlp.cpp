@@ -4,7 +4,9 @@
 // interpreter; the Adam update against the machine's bandwidth. --compete also times the step
 // with another CPU-bound process running (a busy machine; KILN_THREAD_GOVERNOR=0 shows it
 // without the thread governor). With --peer it also runs
-// ../shared/peers/pytorch W1 in the same run and prints the ratio.
+// ../shared/peers/pytorch W1 in the same run and prints the ratio. With --policy
+// float32|mixed_bfloat16|both [--steps N] it prints only each policy's samples/s and planned
+// bytes (bench/policy_compare.h).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -15,6 +17,7 @@
 #include "bench/adam_bandwidth.h"
 #include "bench/bench_main.h"
 #include "kiln/core/debug_options.h"
+#include "bench/policy_compare.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
@@ -33,6 +36,20 @@ int main(int argc, char** argv) {
   std::iota(perm.begin(), perm.end(), 0);
   HostTensor xb(Shape(DType::kF32, {kBatch, 784})), yb(Shape(DType::kI32, {kBatch}));
   testing::gather_batch(data, perm, 0, xb, yb);
+  if (const std::vector<bench::Policy> policies = bench::policies_from_args(argc, argv); !policies.empty()) {
+    std::mt19937 rng(0);
+    std::vector<std::unique_ptr<testing::SeedMlp>> models;
+    bench::compare_policies("train_step_mlp", policies, kBatch, kRuns, bench::int_arg(argc, argv, "--steps", kStepsPerRun),
+                            [&] { std::shuffle(perm.begin(), perm.end(), rng); }, [&](DType compute) {
+      testing::SeedMlp* m = models.emplace_back(std::make_unique<testing::SeedMlp>(runtime::default_backend(), 0, compute)).get();
+      return bench::PolicyStep{[&, m](int64_t s) {
+                                 testing::gather_batch(data, perm, s * kBatch, xb, yb);
+                                 m->train_step(xb, yb);
+                               },
+                               [m] { return m->train_function().last_executable(); }};
+    });
+    return 0;
+  }
 
   bench::Stopwatch compile_watch;
   mlp.train_step(xb, yb);  // traces, compiles, runs once

@@ -69,6 +69,12 @@ struct MemoryPlan {
 /// (KILN_NO_MEMORY_PLANNER). Fused instructions' bodies need no buffers of their own.
 MemoryPlan plan_memory(const ir::Module& module, const TargetInfo& target, bool reuse = true);
 
+/// The arena (activations, gradients, temporaries) the same step would plan with every f32
+/// value in it held in 16 bits, as under a mixed_bfloat16 policy (an estimate: the policy keeps
+/// some values, such as the loss and the variables' gradients, in f32). Arguments, outputs and
+/// constants are not counted. For the out-of-memory hint.
+int64_t arena_bytes_with_16bit_values(const ir::Module& module, const TargetInfo& target);
+
 /// The largest batch size b in [1, max_batch] whose step fits: peak_bytes_for_batch(b) <=
 /// limit_bytes; 0 when not even b = 1 fits. `peak_bytes_for_batch` re-traces the step for a
 /// batch and returns plan_memory(...).peak_bytes() (only the caller can re-trace: shapes are

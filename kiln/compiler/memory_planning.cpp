@@ -77,8 +77,9 @@ class ArenaAllocator {
 
 class Planner {
  public:
-  Planner(const ir::Module& module, const TargetInfo& target, bool reuse)
-      : module_(module), entry_(*module.entry()), target_(target), reuse_(reuse) {}
+  Planner(const ir::Module& module, const TargetInfo& target, bool reuse, bool f32_values_as_16bit = false)
+      : module_(module), entry_(*module.entry()), target_(target), reuse_(reuse),
+        f32_values_as_16bit_(f32_values_as_16bit) {}
 
   MemoryPlan run() {
     for (const Instruction* inst : entry_.post_order()) {
@@ -113,6 +114,7 @@ class Planner {
           break;
         default:
           b.kind = BufferKind::kArena;
+          if (f32_values_as_16bit_ && inst->dtype() == DType::kF32) b.size = inst->shape().num_elements() * 2;
       }
     }
   }
@@ -268,6 +270,7 @@ class Planner {
   const ir::Computation& entry_;
   const TargetInfo& target_;
   bool reuse_;
+  bool f32_values_as_16bit_;
   MemoryPlan plan_;
   std::unordered_map<const Instruction*, int> position_;
   std::unordered_map<const Instruction*, int> last_use_;
@@ -278,6 +281,10 @@ class Planner {
 
 MemoryPlan plan_memory(const ir::Module& module, const TargetInfo& target, bool reuse) {
   return Planner(module, target, reuse).run();
+}
+
+int64_t arena_bytes_with_16bit_values(const ir::Module& module, const TargetInfo& target) {
+  return Planner(module, target, /*reuse=*/true, /*f32_values_as_16bit=*/true).run().arena_bytes;
 }
 
 }  // namespace kiln::compiler

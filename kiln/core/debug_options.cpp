@@ -63,6 +63,11 @@ DebugOptions DebugOptions::from_env() {
   o.kernel_cache_dir = env("KILN_CACHE_DIR");
   if (o.kernel_cache_dir == "off") o.kernel_cache_dir.clear();
   else if (o.kernel_cache_dir.empty() && !env("HOME").empty()) o.kernel_cache_dir = env("HOME") + "/.cache/kiln/kernels";
+  if (std::string c = env("KILN_16BIT_CONTRACTIONS"); !c.empty()) {
+    if (c != "auto" && c != "native" && c != "f32")
+      KILN_THROW(ConfigError, "[KILN_16BIT_CONTRACTIONS] expected auto, native or f32, received '", c, "'.");
+    o.sixteen_bit_contractions = c;
+  }
   if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
     o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
   if (std::string devices = env("KILN_CPU_DEVICES"); !devices.empty()) {

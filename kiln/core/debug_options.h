@@ -42,6 +42,12 @@ struct DebugOptions {
   /// KILN_CACHE_DIR=<dir>: where generated kernels are cached on disk (default
   /// $HOME/.cache/kiln/kernels; "off", or no HOME, disables the disk cache).
   std::string kernel_cache_dir;
+  /// KILN_16BIT_CONTRACTIONS=auto|native|f32: how the CPU runs a bf16/f16 matmul. auto (the
+  /// default) times oneDNN's 16-bit kernel against f32 compute from the 16-bit storage once
+  /// per shape at compile time and keeps the faster (cached beside the generated kernels);
+  /// native and f32 force one (f32 also where oneDNN has no 16-bit kernel); f32 also runs
+  /// 16-bit convolutions and pooling in f32 (widened a batch tile at a time).
+  std::string sixteen_bit_contractions = "auto";
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

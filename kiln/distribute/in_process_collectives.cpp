@@ -36,7 +36,8 @@ InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum
 void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) {
   if (dtype != DType::kF32 && dtype != DType::kF64 && dtype != DType::kI32 && dtype != DType::kI64)
     KILN_THROW(DTypeError, "[all_reduce] reduces f32, f64, i32 and i64 tensors, received ", name(dtype),
-               ". Hint: all-reduce gradients in f32.");
+               ". Hint: all-reduce gradients in f32: under a mixed_bfloat16 or mixed_float16 policy the variables, and so "
+               "their gradients, stay f32; cast a 16-bit value to f32 before reducing it.");
   if (kind != ir::ReduceKind::kSum && kind != ir::ReduceKind::kMean)
     KILN_THROW(ValueError, "[all_reduce] supports sum and mean, received ", ir::reduce_kind_name(kind), ".");
   KILN_CHECK(replica >= 0 && replica < local_, "replica id ", replica, " outside 0..", local_ - 1);

@@ -32,6 +32,10 @@ class Executable {
 
   /// Peak bytes the memory plan needs: arena + arguments + outputs + constants.
   virtual int64_t planned_peak_bytes() const = 0;
+  /// The part of that peak the step's own values take (the arena: activations, gradients and
+  /// temporaries; not arguments, outputs or constants). The whole peak where a backend does
+  /// not split it.
+  virtual int64_t planned_activation_bytes() const { return planned_peak_bytes(); }
   /// Number of kernel launches (steps) one run() makes.
   virtual int kernel_count() const = 0;
   /// The lowered program, one step per line (what KILN_DUMP_IR writes as "lowered").

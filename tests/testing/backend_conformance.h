@@ -37,6 +37,7 @@ struct MatchOptions {
   runtime::Backend* backend = nullptr;  // the CPU backend when null
   int* kernel_count = nullptr;          // receives the executable's kernel launches
   std::string* steps = nullptr;         // receives the executable's describe() (step labels)
+  const DebugOptions* debug = nullptr;  // compile options (DebugOptions::global() when null)
 };
 
 /// Builds a module with `build` over parameters of `params`, runs it on the backend and on
@@ -60,7 +61,9 @@ inline void expect_matches_reference(const std::vector<Shape>& params, const Bui
     cpu = cpu::make_cpu_backend();
     backend = cpu.get();
   }
-  auto exe = backend->compile(make(), {});
+  runtime::CompileOptions compile_options;
+  if (options.debug != nullptr) compile_options.debug = *options.debug;
+  auto exe = backend->compile(make(), compile_options);
   if (options.kernel_count != nullptr) *options.kernel_count = exe->kernel_count();
   if (options.steps != nullptr) *options.steps = exe->describe();
   std::vector<HostTensor> actual = exe->run(args);

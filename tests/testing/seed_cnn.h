@@ -2,7 +2,8 @@
 // relu -> MaxPool 2 -> Flatten -> Dropout 0.5 -> Dense 10; sparse softmax cross-entropy from
 // logits; Adam with Keras defaults) written against trace/ directly: one kiln::function whose
 // compiled program is forward, loss, backward and the Adam update. Shared by
-// bench/train_step_cnn and end-to-end tests so both measure the same step.
+// bench/train_step_cnn and end-to-end tests so both measure the same step. A 16-bit compute
+// dtype gives the step a Keras mixed-precision policy makes (compute_cast.h).
 #pragma once
 
 #include <algorithm>
@@ -23,7 +24,9 @@ class SeedCnn {
  public:
   static constexpr double kDropout = 0.5;
 
-  explicit SeedCnn(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0) {
+  /// `compute`: the layers' compute dtype (variables stay f32).
+  explicit SeedCnn(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0, DType compute = DType::kF32)
+      : compute_(compute) {
     std::mt19937 rng(seed);
     // Conv fans are kh * kw * channels (Keras); the dense layer sees 5 * 5 * 64 = 1600 features.
     params_ = {Variable("conv2d/kernel", glorot_uniform({3, 3, 1, 32}, 9 * 1, 9 * 32, rng)),
@@ -78,12 +81,15 @@ class SeedCnn {
   // x: (B, 28, 28, 1) -> (B, 26, 26, 32) -> (B, 13, 13, 32) -> (B, 11, 11, 64) -> (B, 5, 5, 64)
   // -> (B, 1600) -> logits (B, 10). Dropout only when a key is given (training).
   Tensor forward(const Tensor& x, const Tensor* dropout_key) {
-    Tensor h = max_pool2d(relu(conv2d(x, params_[0]) + params_[1]));
-    h = max_pool2d(relu(conv2d(h, params_[2]) + params_[3]));
+    auto c = [this](const Tensor& t) { return to_compute(t, compute_); };
+    Tensor h = max_pool2d(relu(conv2d(c(x), c(params_[0])) + c(params_[1])));
+    h = max_pool2d(relu(conv2d(h, c(params_[2])) + c(params_[3])));
     h = reshape(h, {h.dims()[0], 1600});
     if (dropout_key != nullptr) h = dropout(h, kDropout, *dropout_key);
-    return matmul(h, params_[4]) + params_[5];
+    return to_compute(matmul(h, c(params_[4])) + c(params_[5]), DType::kF32);  // the loss in f32
   }
+
+  DType compute_;
 
   std::vector<Variable> params_;
   std::unique_ptr<KerasAdam> adam_;

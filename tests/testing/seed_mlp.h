@@ -1,7 +1,9 @@
 // The seed's MLP (Flatten 784 -> Dense 128 relu -> Dense 10, sparse softmax cross-entropy from
 // logits, Adam with Keras defaults) written against trace/ directly: one kiln::function whose
 // single compiled program is forward, loss, backward and the Adam update. Shared by the e2e
-// test and bench/train_step_mlp so both measure the same step.
+// test and bench/train_step_mlp so both measure the same step. Other widths give the wide MLP
+// (W3: 784 -> 1024 -> 1024 -> 10); a 16-bit compute dtype gives the step a Keras
+// mixed-precision policy makes (compute_cast.h).
 #pragma once
 
 #include <algorithm>
@@ -20,6 +22,7 @@
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/variable.h"
+#include "tests/testing/compute_cast.h"
 #include "tests/testing/seed_training.h"
 
 namespace kiln::testing {
@@ -54,12 +57,17 @@ inline void gather_batch(const MnistF32& d, const std::vector<int32_t>& perm, in
 
 class SeedMlp {
  public:
-  explicit SeedMlp(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0) {
+  /// `widths`: input features, then each Dense layer's units (relu between layers, logits
+  /// last). `compute`: the layers' compute dtype (variables stay f32).
+  explicit SeedMlp(std::shared_ptr<runtime::Backend> backend, uint32_t seed = 0, DType compute = DType::kF32,
+                   const std::vector<int64_t>& widths = {784, 128, 10})
+      : compute_(compute) {
     std::mt19937 rng(seed);
-    params_ = {Variable("dense/kernel", glorot_uniform(784, 128, rng)),
-               Variable("dense/bias", HostTensor(Shape(DType::kF32, {128}))),
-               Variable("dense_1/kernel", glorot_uniform(128, 10, rng)),
-               Variable("dense_1/bias", HostTensor(Shape(DType::kF32, {10})))};
+    for (size_t i = 0; i + 1 < widths.size(); ++i) {
+      const std::string name = i == 0 ? "dense" : str_cat("dense_", i);
+      params_.emplace_back(name + "/kernel", glorot_uniform(widths[i], widths[i + 1], rng));
+      params_.emplace_back(name + "/bias", HostTensor(Shape(DType::kF32, {widths[i + 1]})));
+    }
     adam_ = std::make_unique<KerasAdam>(params_);
     FunctionOptions options{.backend = backend};
     train_step_ = std::make_unique<Function>("train_step", [this](const std::vector<Tensor>& in) {
@@ -93,9 +101,15 @@ class SeedMlp {
 
  private:
   Tensor forward(const Tensor& x) {
-    Tensor h = relu(matmul(x, params_[0]) + params_[1]);
-    return matmul(h, params_[2]) + params_[3];
+    Tensor h = to_compute(x, compute_);
+    for (size_t i = 0; i < params_.size(); i += 2) {
+      h = matmul(h, to_compute(params_[i], compute_)) + to_compute(params_[i + 1], compute_);
+      if (i + 2 < params_.size()) h = relu(h);
+    }
+    return to_compute(h, DType::kF32);  // the loss runs in f32, as under a Keras policy
   }
+
+  DType compute_;
 
   std::vector<Variable> params_;
   std::unique_ptr<KerasAdam> adam_;

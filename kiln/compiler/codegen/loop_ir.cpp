@@ -193,13 +193,31 @@ class StageBuilder {
     }
     in.dst = new_register(st);
     st.code.push_back(in);
-    // Bring the exact result back to what the IR type holds.
-    if (p_.use_double && inst->dtype() == DType::kF32 && rounds_to_f32(in.op))
-      in.dst = append_unary(st, LoopOp::kRoundF32, in.dst);
-    if (inst->dtype() == DType::kI32 && may_leave_i32(in.op)) in.dst = append_unary(st, LoopOp::kWrapI32, in.dst);
+    // A value's register holds what its dtype can: a 16-bit op's f32 result is rounded to 16
+    // bits (round to nearest even) before later ops read it, as the reference evaluator and
+    // XLA compute each bf16/f16 op; an f32 op's result in a double register is rounded to f32;
+    // i32 arithmetic wraps modulo 2^32.
+    const DType t = inst->dtype();
+    const bool round_16 = (t == DType::kBF16 || t == DType::kF16) && rounds_to_f32(in.op) && !exact_on_16bit(in.op);
+    if ((p_.use_double && t == DType::kF32 && rounds_to_f32(in.op)) || round_16)
+      in.dst = append_unary(st, t == DType::kBF16 ? LoopOp::kRoundBF16 : t == DType::kF16 ? LoopOp::kRoundF16 : LoopOp::kRoundF32,
+                            in.dst);
+    if (t == DType::kI32 && may_leave_i32(in.op)) in.dst = append_unary(st, LoopOp::kWrapI32, in.dst);
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
+  }
+
+  // Ops whose result is one of their 16-bit operands, or exactly representable from them (a
+  // sign flip): nothing to round.
+  static bool exact_on_16bit(LoopOp op) {
+    switch (op) {
+      case LoopOp::kRoundBF16: case LoopOp::kRoundF16: case LoopOp::kNeg: case LoopOp::kAbs: case LoopOp::kMax:
+      case LoopOp::kMin: case LoopOp::kSign:
+        return true;
+      default:
+        return false;
+    }
   }
 
   // Ops whose f32 result a double register must round: those that compute a new value (not

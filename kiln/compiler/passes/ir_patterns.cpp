@@ -36,6 +36,10 @@ bool is_splat(const Instruction& inst, double value) {
 bool is_cheap_to_duplicate(const Instruction& inst) {
   switch (inst.opcode()) {
     case Opcode::kBroadcastInDim: case Opcode::kIota: return true;
+    // A convert costs one load and a conversion in each kernel that reads it; materialized once
+    // it costs a buffer: under a mixed-precision policy the f32 copy of every bf16 weight
+    // gradient, written and read again by the optimizer update.
+    case Opcode::kConvert: return true;
     case Opcode::kConstant: return inst.shape().is_scalar();
     default: return false;
   }

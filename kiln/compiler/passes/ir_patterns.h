@@ -15,7 +15,7 @@ std::optional<double> splat_value(const ir::Instruction& inst);
 bool is_splat(const ir::Instruction& inst, double value);
 
 /// Producers a fusion may copy into each consumer instead of materializing: broadcast_in_dim
-/// (index arithmetic), scalar constants and iota.
+/// (index arithmetic), scalar constants, iota and convert (one conversion per read).
 bool is_cheap_to_duplicate(const ir::Instruction& inst);
 
 /// Ops a loop (elementwise) fusion body may contain: elementwise ops, broadcast_in_dim,

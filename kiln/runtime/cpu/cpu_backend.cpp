@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "kiln/compiler/default_pipeline.h"
+#include "kiln/compiler/memory_plan.h"
 #include "kiln/compiler/passes/backend_legality.h"
 #include "kiln/core/check.h"
 #include "kiln/core/trace_recorder.h"
@@ -81,11 +82,18 @@ class CpuBackend : public runtime::Backend {
     const int64_t limit = target_.memory_limit_bytes();
     if (plan.peak_bytes() > limit) {
       const int64_t fits = estimate_largest_batch(*module, plan, limit);
+      // What a 16-bit compute dtype would save: the arena re-planned with f32 values at 2
+      // bytes (the step's f32 activations are what a mixed_bfloat16 policy halves).
+      const int64_t saved = plan.arena_bytes - compiler::arena_bytes_with_16bit_values(*module, target_);
+      const std::string policy_hint =
+          saved > 0 ? str_cat("; or train under the mixed_bfloat16 policy (keras::mixed_precision::set_global_policy(",
+                              "\"mixed_bfloat16\")), which would save about ", mib(saved), " of activations in this step")
+                    : "";
       KILN_THROW(OutOfMemoryError, "[", options.label.empty() ? module->name() : options.label,
                  "] the step needs ", plan.peak_bytes(), " bytes (", mib(plan.peak_bytes()),
                  ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
                  ", outputs ", mib(plan.output_bytes), ") but the cpu device has ", limit, " bytes (",
-                 mib(limit), "). Hint: the largest batch size that fits is about ", fits,
+                 mib(limit), "). Hint: the largest batch size that fits is about ", fits, policy_hint,
                  "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
     }
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile,
@@ -95,7 +103,8 @@ class CpuBackend : public runtime::Backend {
     {
       TraceScope scope("compile", "lowering", label);
       lower(*exe, engine_,
-            horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end());
+            horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
+            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir));
     }
     note_fallbacks(*exe);
     if (!options.debug.dump_ir_dir.empty())

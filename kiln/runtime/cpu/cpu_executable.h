@@ -51,6 +51,7 @@ class CpuExecutable : public runtime::Executable {
   std::vector<HostTensor> run(std::span<HostTensor> arguments) override { return run_into(arguments, {}); }
   std::vector<HostTensor> run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) override;
   int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
+  int64_t planned_activation_bytes() const override { return plan_.arena_bytes; }
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;
   std::vector<std::string> reference_fallbacks() const override;

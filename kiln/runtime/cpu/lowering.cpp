@@ -6,6 +6,7 @@
 #include <cstring>
 #include <set>
 #include <string_view>
+#include <type_traits>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -75,8 +76,8 @@ std::string fallback_key(const Instruction& inst) {
 
 class Lowerer {
  public:
-  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion)
-      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion) {}
+  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul)
+      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion), matmul_(matmul) {}
 
   void lower_all() {
     std::vector<const Instruction*> group;  // consecutive loop fusions that run as one kernel
@@ -219,8 +220,9 @@ class Lowerer {
   // fusion's operands 0, 1, 2).
   bool try_matmul(const Instruction& inst, const Instruction& dot, bool has_bias,
                   compiler::EpilogueActivation activation, std::string label) {
-    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation);
+    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_);
     if (k == nullptr) return false;
+    if (k->path() != MatmulPath::kF32) label += str_cat(" (", k->isa(), k->path() == MatmulPath::kWidened ? ", widened" : "", ")");
     const int lhs = 0, rhs = 1, bias = has_bias ? 2 : -1;
     add(inst, std::move(label), [k, lhs, rhs, bias](const void* const* in, void* out) {
       k->run(in[lhs], in[rhs], bias >= 0 ? in[bias] : nullptr, out);
@@ -231,7 +233,9 @@ class Lowerer {
   // ConvolutionKernel or PoolingKernel: create(inst) is nullptr when oneDNN cannot run `inst`.
   template <typename Kernel>
   bool try_kernel(const Instruction& inst) {
-    std::shared_ptr<Kernel> k = Kernel::create(inst);
+    std::shared_ptr<Kernel> k;
+    if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) k = Kernel::create(inst, matmul_);
+    else k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);
     if (k == nullptr) return false;
     add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
     return true;
@@ -430,13 +434,14 @@ class Lowerer {
   CpuExecutable& exe_;
   LoopEngine engine_;
   bool horizontal_fusion_;
+  MatmulOptions matmul_;
   LoopJitBatch batch_;
 };
 
 }  // namespace
 
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion) {
-  Lowerer(exe, engine, horizontal_fusion).lower_all();
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul) {
+  Lowerer(exe, engine, horizontal_fusion, matmul).lower_all();
   exe.group_team_steps();
 }
 

@@ -5,13 +5,14 @@
 
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/onednn_matmul.h"
 
 namespace kiln::cpu {
 
 /// Appends one Step per instruction of `exe.plan().order` that needs a kernel; fused loops
 /// and reduction producers run on `engine`. With `horizontal_fusion` (the default; off with
 /// KILN_DISABLE_PASSES=horizontal-fusion) consecutive loop fusions over one index space share
-/// a kernel (loop_grouping.h).
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true);
+/// a kernel (loop_grouping.h). `matmul` says how bf16/f16 matmuls choose their path.
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true, const MatmulOptions& matmul = {});
 
 }  // namespace kiln::cpu

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "kiln/ir/instruction.h"
+#include "kiln/runtime/cpu/onednn_matmul.h"
 
 namespace kiln::cpu {
 
@@ -19,7 +20,10 @@ class ConvolutionKernel {
   /// `inst` is a convolution, conv_backward_input, conv_backward_filter, or a kOutput fusion
   /// whose body is convolution(p0, p1) [+ bias p2] [-> activation]. Returns nullptr when
   /// oneDNN cannot run it (the caller falls back to the reference kernel).
-  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst);
+  /// bf16/f16 operands run on oneDNN's 16-bit kernel or in f32 from the 16-bit storage (a
+  /// batch tile at a time), as `options` choose: by timing both once per shape (kAuto, where
+  /// both exist), or forced.
+  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst, const MatmulOptions& options = {});
   ~ConvolutionKernel();
   ConvolutionKernel(const ConvolutionKernel&) = delete;
   ConvolutionKernel& operator=(const ConvolutionKernel&) = delete;

@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
 #include "kiln/core/check.h"
-#include "kiln/core/host_tensor.h"
+#include "kiln/core/half.h"
+#include "kiln/core/logging.h"
 #include "kiln/ir/computation.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 
 namespace kiln::cpu {
@@ -52,25 +55,204 @@ Dims free_dims(int rank, const Dims& a, const Dims& b) {
   return f;
 }
 
+// The problem as strides (in elements) over the operands' buffers.
+struct Geometry {
+  int64_t B = 1, M = 1, K = 1, N = 1;
+  int64_t lb = 0, lm = 0, lk = 0;  // src (B, M, K)
+  int64_t rb = 0, rk = 0, rn = 0;  // weights (B, K, N)
+};
+
+// Widened path tiles: rows of src and columns of weights widened per tile. Scratch per call is
+// about (kTileRows + kTileCols) * K + kTileRows * kTileCols floats (a few MiB at most for
+// K in the thousands), whatever the batch.
+constexpr int64_t kTileRows = 256, kTileCols = 512;
+
+// dst[r * cols + c] = f32(src[r * rs + c * cs]) for a 16-bit `t`.
+void widen(const void* src, DType t, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
+  const auto* s = static_cast<const uint16_t*>(src);
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint16_t* row = s + r * rs;
+    float* d = dst + r * cols;
+    if (t == DType::kBF16) {
+      for (int64_t c = 0; c < cols; ++c) {
+        const uint32_t u = static_cast<uint32_t>(row[c * cs]) << 16;  // bf16 -> f32 is exact
+        std::memcpy(&d[c], &u, 4);
+      }
+    } else {
+      for (int64_t c = 0; c < cols; ++c) d[c] = f16_bits_to_f32(row[c * cs]);
+    }
+  }
+}
+
+// dst[r * ld + c] = round-to-nearest-even 16-bit of src[r * cols + c].
+void narrow(const float* src, int64_t rows, int64_t cols, DType t, void* dst, int64_t ld) {
+  auto* d = static_cast<uint16_t*>(dst);
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* s = src + r * cols;
+    uint16_t* o = d + r * ld;
+    if (t == DType::kBF16) {
+      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_bf16_bits(s[c]);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_f16_bits(s[c]);
+    }
+  }
+}
+
 }  // namespace
 
 class MatmulImpl {
  public:
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
+  MatmulPath path = MatmulPath::kF32;
+  std::string isa;
+  Geometry g;
+  bool has_bias = false;
+  DType dtype = DType::kF32;  // of operands and result
+  // kF32 and kNative: one primitive over the whole problem.
   dnnl::matmul primitive;
   memory src, weights, bias, dst;
   std::unordered_map<int, memory> args;  // built once; run() only swaps data handles
-  bool has_bias = false;
-  DType dtype = DType::kF32;  // of operands and result
-  Shape lhs_shape, rhs_shape, out_shape, bias_shape;
+  // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs.
+  struct Tile {
+    dnnl::matmul primitive;
+    memory src, weights, bias, dst;
+    std::unordered_map<int, memory> args;
+  };
+  std::map<std::pair<int64_t, int64_t>, Tile> tiles;
+
+  void run_whole(const void* lhs, const void* rhs, const void* b, void* out) {
+    src.set_data_handle(const_cast<void*>(lhs));
+    weights.set_data_handle(const_cast<void*>(rhs));
+    if (has_bias) bias.set_data_handle(const_cast<void*>(b));
+    dst.set_data_handle(out);
+    primitive.execute(stream, args);
+    stream.wait();
+  }
+
+  void run_widened(const void* lhs, const void* rhs, const void* b, void* out) {
+    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
+    std::vector<float> wl(static_cast<size_t>(tr * g.K)), wr(static_cast<size_t>(g.K * tc)),
+        wo(static_cast<size_t>(tr * tc)), wb(has_bias ? static_cast<size_t>(g.N) : 0);
+    if (has_bias) widen(b, dtype, 1, g.N, 0, 1, wb.data());
+    const size_t elem = size_of(dtype);
+    for (int64_t bi = 0; bi < g.B; ++bi) {
+      const char* l = static_cast<const char*>(lhs) + static_cast<size_t>(bi * g.lb) * elem;
+      const char* r = static_cast<const char*>(rhs) + static_cast<size_t>(bi * g.rb) * elem;
+      char* o = static_cast<char*>(out) + static_cast<size_t>(bi * g.M * g.N) * elem;
+      for (int64_t n0 = 0; n0 < g.N; n0 += tc) {
+        const int64_t cols = std::min(tc, g.N - n0);
+        widen(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, g.K, cols, g.rk, g.rn, wr.data());
+        for (int64_t m0 = 0; m0 < g.M; m0 += tr) {
+          const int64_t rows = std::min(tr, g.M - m0);
+          widen(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, rows, g.K, g.lm, g.lk, wl.data());
+          Tile& t = tiles.at({rows, cols});
+          t.src.set_data_handle(wl.data());
+          t.weights.set_data_handle(wr.data());
+          if (has_bias) t.bias.set_data_handle(wb.data() + n0);
+          t.dst.set_data_handle(wo.data());
+          t.primitive.execute(stream, t.args);
+          stream.wait();
+          narrow(wo.data(), rows, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
+        }
+      }
+    }
+  }
+
+  void run(const void* lhs, const void* rhs, const void* b, void* out) {
+    if (path == MatmulPath::kWidened) run_widened(lhs, rhs, b, out);
+    else run_whole(lhs, rhs, b, out);
+  }
 };
+
+const char* matmul_path_name(MatmulPath p) {
+  switch (p) {
+    case MatmulPath::kF32: return "f32";
+    case MatmulPath::kNative: return "native";
+    case MatmulPath::kWidened: return "widened";
+  }
+  return "?";
+}
+
+MatmulOptions MatmulOptions::from(const std::string& sixteen_bit_contractions, const std::string& cache_dir) {
+  MatmulOptions o;
+  o.cache_dir = cache_dir;
+  if (sixteen_bit_contractions == "native") o.choice = Choice::kNative;
+  else if (sixteen_bit_contractions == "f32") o.choice = Choice::kF32;
+  return o;
+}
+
+namespace {
+
+dnnl::primitive_attr epilogue_attr(compiler::EpilogueActivation activation, bool* ok) {
+  dnnl::primitive_attr attr;
+  *ok = true;
+  if (activation != compiler::EpilogueActivation::kNone) {
+    std::optional<dnnl::algorithm> alg = onednn::eltwise_of(activation);
+    if (!alg) {
+      *ok = false;
+      return attr;
+    }
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, *alg, 0.0f, 0.0f);
+    attr.set_post_ops(ops);
+  }
+  return attr;
+}
+
+// One matmul primitive of (B, M, K) x (B, K, N) in `t` with the given strides; dst is
+// contiguous. Throws dnnl::error when oneDNN has no implementation.
+dnnl::matmul::primitive_desc matmul_pd(const dnnl::engine& engine, DType t, DType bias_t, const Geometry& g, int64_t M,
+                                       int64_t N, bool bias, const dnnl::primitive_attr& attr, memory::desc* mds) {
+  const memory::data_type dt = onednn::data_type(t);
+  // Size-1 groups get the stride a contiguous layout would have (oneDNN checks them).
+  const int64_t K = g.K;
+  const int64_t lm = M == 1 ? K : g.lm, lk = K == 1 ? 1 : g.lk;
+  const int64_t rk = K == 1 ? N : g.rk, rn = N == 1 ? 1 : g.rn;
+  const int64_t lb = g.B == 1 ? M * K : g.lb, rb = g.B == 1 ? K * N : g.rb;
+  mds[0] = memory::desc({g.B, M, K}, dt, memory::dims{lb, lm, lk});
+  mds[1] = memory::desc({g.B, K, N}, dt, memory::dims{rb, rk, rn});
+  mds[2] = memory::desc({g.B, M, N}, dt, memory::dims{M * N, N, 1});
+  mds[3] = memory::desc({1, 1, N}, onednn::data_type(bias_t), memory::dims{N, N, 1});
+  auto desc = bias ? dnnl::matmul::desc(mds[0], mds[1], mds[3], mds[2]) : dnnl::matmul::desc(mds[0], mds[1], mds[2]);
+  return dnnl::matmul::primitive_desc(desc, attr, engine);
+}
+
+// Milliseconds of `k` on scratch operands (min_ms).
+double time_ms(MatmulImpl& k, const ir::Instruction& dot, int64_t bias_elems) {
+  const Shape& l = dot.operand(0)->shape();
+  const Shape& r = dot.operand(1)->shape();
+  // Small, normal values (denormals or zeros could time differently from real data).
+  std::vector<uint16_t> a(static_cast<size_t>(l.num_elements()), k.dtype == DType::kBF16 ? 0x3e80 : 0x3400),
+      b(static_cast<size_t>(r.num_elements()), k.dtype == DType::kBF16 ? 0x3e80 : 0x3400),
+      bias(static_cast<size_t>(bias_elems), 0), out(static_cast<size_t>(k.g.B * k.g.M * k.g.N));
+  return min_ms([&] { k.run(a.data(), b.data(), bias.data(), out.data()); });
+}
+
+}  // namespace
+
+std::string native_matmul_isa(DType t) {
+  try {
+    dnnl::engine engine(dnnl::engine::kind::cpu, 0);
+    const Geometry g{1, 64, 64, 64, 64 * 64, 64, 1, 64 * 64, 64, 1};
+    memory::desc mds[4];
+    const std::string impl = matmul_pd(engine, t, t, g, 64, 64, false, {}, mds).impl_info_str();
+    return onednn::is_reference_impl(impl) ? "" : impl;
+  } catch (const dnnl::error&) {
+    return "";
+  }
+}
 
 MatmulKernel::MatmulKernel(std::unique_ptr<MatmulImpl> impl) : impl_(std::move(impl)) {}
 MatmulKernel::~MatmulKernel() = default;
+MatmulPath MatmulKernel::path() const { return impl_->path; }
+const std::string& MatmulKernel::isa() const { return impl_->isa; }
 
 std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
-                                                   compiler::EpilogueActivation activation) {
+                                                   compiler::EpilogueActivation activation,
+                                                   const MatmulOptions& options) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
   const ir::DotDims& dd = dot.attrs().dot;
@@ -84,66 +266,99 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
       !merge(r.dims(), rstr, free_dims(r.rank(), dd.rhs_batch, dd.rhs_contracting), &rn))
     return nullptr;
   if (dd.lhs_batch.size() > 1 && lb.size > 1) return nullptr;  // a rare layout; reference path
-  const int64_t B = lb.size, M = lm.size, K = lk.size, N = rn.size;
-  auto impl = std::make_unique<MatmulImpl>();
-  impl->dtype = dtype;
-  impl->lhs_shape = l;
-  impl->rhs_shape = r;
-  impl->out_shape = dot.shape();
-  impl->has_bias = bias;
-  // Size-1 groups get the stride a contiguous layout would have (oneDNN checks them).
-  const int64_t lm_stride = M == 1 ? K : lm.stride, lk_stride = K == 1 ? 1 : lk.stride;
-  const int64_t rk_stride = K == 1 ? N : rk.stride, rn_stride = N == 1 ? 1 : rn.stride;
-  const int64_t lb_stride = B == 1 ? M * K : lb.stride, rb_stride = B == 1 ? K * N : rb.stride;
-  auto f32 = memory::data_type::f32;
-  memory::desc src_md({B, M, K}, f32, memory::dims{lb_stride, lm_stride, lk_stride});
-  memory::desc wei_md({B, K, N}, f32, memory::dims{rb_stride, rk_stride, rn_stride});
-  memory::desc dst_md({B, M, N}, f32, memory::dims{M * N, N, 1});
-  memory::desc bias_md({1, 1, N}, f32, memory::dims{N, N, 1});
-  dnnl::primitive_attr attr;
-  if (activation != compiler::EpilogueActivation::kNone) {
-    std::optional<dnnl::algorithm> alg = onednn::eltwise_of(activation);
-    if (!alg) return nullptr;
-    dnnl::post_ops ops;
-    ops.append_eltwise(1.0f, *alg, 0.0f, 0.0f);
-    attr.set_post_ops(ops);
-  }
-  try {
-    auto desc = bias ? dnnl::matmul::desc(src_md, wei_md, bias_md, dst_md)
-                              : dnnl::matmul::desc(src_md, wei_md, dst_md);
-    dnnl::matmul::primitive_desc pd(desc, attr, impl->engine);
+  Geometry g{lb.size, lm.size, lk.size, rn.size, lb.stride, lm.stride, lk.stride, rb.stride, rk.stride, rn.stride};
+  bool attr_ok = false;
+  const dnnl::primitive_attr attr = epilogue_attr(activation, &attr_ok);
+  if (!attr_ok) return nullptr;
+  const std::string where = dot.source().empty() ? "dot_general" : dot.source();
+  const int64_t bias_elems = bias ? g.N : 0;
+
+  // A whole-problem primitive in `t` (f32 operands, or the native 16-bit kernel).
+  auto whole = [&](DType t) {
+    auto impl = std::make_unique<MatmulImpl>();
+    impl->dtype = dtype;
+    impl->g = g;
+    impl->has_bias = bias;
+    memory::desc mds[4];
+    dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, t, t, g, g.M, g.N, bias, attr, mds);
+    impl->isa = pd.impl_info_str();
     impl->primitive = dnnl::matmul(pd);
+    impl->src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
+    impl->weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
+    impl->dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
+    impl->args = {{DNNL_ARG_SRC, impl->src}, {DNNL_ARG_WEIGHTS, impl->weights}, {DNNL_ARG_DST, impl->dst}};
+    if (bias) {
+      impl->bias = memory(mds[3], impl->engine, DNNL_MEMORY_NONE);
+      impl->args.insert({DNNL_ARG_BIAS, impl->bias});
+    }
+    return impl;
+  };
+  // f32 tiles over widened scratch: each tile is contiguous (rows, K) x (K, cols).
+  auto widened = [&]() {
+    auto impl = std::make_unique<MatmulImpl>();
+    impl->dtype = dtype;
+    impl->g = g;
+    impl->has_bias = bias;
+    impl->path = MatmulPath::kWidened;
+    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
+    for (int64_t rows : {tr, g.M % tr})
+      for (int64_t cols : {tc, g.N % tc}) {
+        if (rows == 0 || cols == 0 || impl->tiles.count({rows, cols}) > 0) continue;
+        Geometry tg{1, rows, g.K, cols, rows * g.K, g.K, 1, g.K * cols, cols, 1};
+        memory::desc mds[4];
+        dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, DType::kF32, DType::kF32, tg, rows, cols, bias, attr, mds);
+        impl->isa = pd.impl_info_str();
+        MatmulImpl::Tile& t = impl->tiles[{rows, cols}];
+        t.primitive = dnnl::matmul(pd);
+        t.src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
+        t.weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
+        t.dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
+        t.args = {{DNNL_ARG_SRC, t.src}, {DNNL_ARG_WEIGHTS, t.weights}, {DNNL_ARG_DST, t.dst}};
+        if (bias) {
+          t.bias = memory(mds[3], impl->engine, DNNL_MEMORY_NONE);
+          t.args.insert({DNNL_ARG_BIAS, t.bias});
+        }
+      }
+    return impl;
+  };
+
+  std::unique_ptr<MatmulImpl> impl;
+  try {
+    if (dtype == DType::kF32) {
+      impl = whole(DType::kF32);
+      return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
+    }
+    std::unique_ptr<MatmulImpl> native;
+    if (options.choice != MatmulOptions::Choice::kF32) {
+      try {
+        native = whole(dtype);
+        native->path = MatmulPath::kNative;
+        if (onednn::is_reference_impl(native->isa)) native.reset();
+      } catch (const dnnl::error&) {  // no 16-bit kernel on this CPU: the widened path only
+      }
+    }
+    if (native == nullptr || options.choice == MatmulOptions::Choice::kNative) {
+      impl = native != nullptr ? std::move(native) : widened();
+    } else {
+      // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
+      std::unique_ptr<MatmulImpl> wide = widened();
+      const std::string key =
+          str_cat(name(dtype), " B", g.B, " M", g.M, " K", g.K, " N", g.N, " strides ", g.lb, ",", g.lm, ",", g.lk,
+                  " ", g.rb, ",", g.rk, ",", g.rn, bias ? " bias" : "", activation == compiler::EpilogueActivation::kNone ? "" : " ",
+                  onednn::activation_name(activation));
+      const MatmulPath choice = choose_16bit_path(
+          where, "matmul", key, native->isa, wide->isa, options.cache_dir,
+          [&] { return time_ms(*native, dot, bias_elems); }, [&] { return time_ms(*wide, dot, bias_elems); });
+      impl = choice == MatmulPath::kNative ? std::move(native) : std::move(wide);
+    }
   } catch (const dnnl::error& e) {
-    KILN_THROW(CompileError, "[", dot.source().empty() ? "dot_general" : dot.source(),
-               "] oneDNN cannot build a matmul for ", l, " x ", r, ": ", e.what());
+    KILN_THROW(CompileError, "[", where, "] oneDNN cannot build a matmul for ", l, " x ", r, ": ", e.what());
   }
-  impl->src = memory(src_md, impl->engine, DNNL_MEMORY_NONE);
-  impl->weights = memory(wei_md, impl->engine, DNNL_MEMORY_NONE);
-  impl->dst = memory(dst_md, impl->engine, DNNL_MEMORY_NONE);
-  impl->args = {{DNNL_ARG_SRC, impl->src}, {DNNL_ARG_WEIGHTS, impl->weights}, {DNNL_ARG_DST, impl->dst}};
-  if (bias) {
-    impl->bias = memory(bias_md, impl->engine, DNNL_MEMORY_NONE);
-    impl->args.insert({DNNL_ARG_BIAS, impl->bias});
-  }
-  impl->bias_shape = Shape(dtype, {N});
   return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
 }
 
 void MatmulKernel::run(const void* lhs, const void* rhs, const void* bias, void* out) const {
-  MatmulImpl& m = *impl_;
-  // 16-bit operands: widen to f32 copies (kept for this call only), narrow the result after.
-  HostTensor wl, wr, wb, wo;
-  m.src.set_data_handle(onednn::as_f32(lhs, m.lhs_shape, &wl));
-  m.weights.set_data_handle(onednn::as_f32(rhs, m.rhs_shape, &wr));
-  if (m.has_bias) m.bias.set_data_handle(onednn::as_f32(bias, m.bias_shape, &wb));
-  if (m.dtype != DType::kF32) wo = HostTensor::uninitialized(m.out_shape.with_dtype(DType::kF32));
-  m.dst.set_data_handle(m.dtype == DType::kF32 ? out : wo.raw_data());
-  m.primitive.execute(m.stream, m.args);
-  m.stream.wait();
-  if (m.dtype != DType::kF32) {
-    HostTensor narrowed = wo.astype(m.dtype);
-    std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
-  }
+  impl_->run(lhs, rhs, bias, out);
 }
 
 }  // namespace kiln::cpu

@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
+#include "kiln/core/half.h"
 #include "kiln/core/logging.h"
 #include "kiln/core/str_cat.h"
 #include "kiln/ir/printer.h"
@@ -44,11 +46,21 @@ bool is_spatial_pooling(const Shape& x, const Shape& y, const ir::Window& w) {
 // -mtune=generic (the portable build's tuning) the jammed loop runs scalar, 3-6x slower than
 // the plain vectorized one (with -mtune=znver3, what -march=native gave here, it did not).
 // It has no x86-64-v4 variant (cpu_isa_impl.h): it is memory-bound, AVX-512 gained 0-10%.
+//
+// T is f32, or a 16-bit type (BF16, F16) read into f32 registers and rounded once on the store
+// of dx, for windows that do not overlap (overlapping ones add several dy into one dx, which
+// the caller runs in f32 to round once).
+template <typename T>
+float load(T v) {
+  if constexpr (std::is_same_v<T, float>) return v;
+  else return static_cast<float>(v);
+}
+
+template <typename T>
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-loop-unroll-and-jam")))
 #endif
-void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, const Shape& ys,
-                   const ir::Window& w) {
+void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape& ys, const ir::Window& w) {
   const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
   const int64_t oh_count = ys.dims()[1], ow_count = ys.dims()[2];
   const int64_t kh_count = w.size[1], kw_count = w.size[2];
@@ -66,9 +78,9 @@ void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, 
     int32_t* which = tap.data();
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < n_count; ++n) {
-      const float* xn = x + n * h * wd * c_count;
-      float* dxn = dx + n * h * wd * c_count;
-      if (!covered) std::fill(dxn, dxn + h * wd * c_count, 0.0f);
+      const T* xn = x + n * h * wd * c_count;
+      T* dxn = dx + n * h * wd * c_count;
+      if (!covered) std::fill(dxn, dxn + h * wd * c_count, T(0.0f));
       for (int64_t oh = 0; oh < oh_count; ++oh)
         for (int64_t ow = 0; ow < ow_count; ++ow) {
           int32_t taps = 0;  // the window's unpadded positions, row-major; at least one (see create)
@@ -80,31 +92,33 @@ void max_pool_grad(const float* x, const float* dy, float* dx, const Shape& xs, 
               if (iw >= 0 && iw < wd) tap_at[static_cast<size_t>(taps++)] = (ih * wd + iw) * c_count;
             }
           }
-          const float* x0 = xn + tap_at[0];
+          const T* x0 = xn + tap_at[0];
 #pragma omp simd
           for (int64_t c = 0; c < c_count; ++c) {
-            b[c] = x0[c];
+            b[c] = load(x0[c]);
             which[c] = 0;
           }
           for (int32_t t = 1; t < taps; ++t) {
-            const float* xt = xn + tap_at[static_cast<size_t>(t)];
+            const T* xt = xn + tap_at[static_cast<size_t>(t)];
 #pragma omp simd
             for (int64_t c = 0; c < c_count; ++c) {
-              const float v = xt[c];
+              const float v = load(xt[c]);
               const bool take = b[c] < v || (v != v && b[c] == b[c]);
               b[c] = take ? v : b[c];
               which[c] = take ? t : which[c];
             }
           }
-          const float* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
-          if (overlap) {
-            for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += g[c];
-            continue;
+          const T* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
+          if constexpr (std::is_same_v<T, float>) {
+            if (overlap) {
+              for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += g[c];
+              continue;
+            }
           }
           for (int32_t t = 0; t < taps; ++t) {
-            float* d = dxn + tap_at[static_cast<size_t>(t)];
+            T* d = dxn + tap_at[static_cast<size_t>(t)];
 #pragma omp simd
-            for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : 0.0f;
+            for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : T(0.0f);
           }
         }
     }
@@ -122,16 +136,18 @@ class PoolingImpl {
   std::optional<onednn::BoundArg> input, output;
   // The max gradient loop.
   bool max_grad = false;
+  bool overlap = false;  // windows overlap (the max gradient of 16-bit values then runs in f32)
   Shape x_shape, dy_shape;
   ir::Window window;
   std::string label;
+  std::string isa;  // oneDNN's implementation
 };
 
 PoolingKernel::PoolingKernel(std::unique_ptr<PoolingImpl> impl) : impl_(std::move(impl)) {}
 PoolingKernel::~PoolingKernel() = default;
 const std::string& PoolingKernel::label() const { return impl_->label; }
 
-std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst) {
+std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst, bool native_16bit) {
   const Opcode op = inst.opcode();
   if (op != Opcode::kReduceWindow && op != Opcode::kReduceWindowGrad) return nullptr;
   const ReduceKind kind = inst.attrs().reduce_kind;
@@ -150,15 +166,19 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
   const std::string kind_name(ir::reduce_kind_name(kind));
   if (op == Opcode::kReduceWindowGrad && kind == ReduceKind::kMax) {
     impl->max_grad = true;
-    impl->label = "reduce_window_grad(max, first-max loop)";
+    impl->overlap = w.size[1] > w.strides[1] || w.size[2] > w.strides[2];
+    impl->label = str_cat("reduce_window_grad(max, first-max loop", t != DType::kF32 && impl->overlap ? ", widened" : "", ")");
     return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
   }
   const memory::dims strides = {w.strides[1], w.strides[2]}, kernel = {w.size[1], w.size[2]};
   const memory::dims pad_l = {w.padding_low[1], w.padding_low[2]}, pad_r = {w.padding_high[1], w.padding_high[2]};
-  const memory::desc x_md = onednn::nhwc(x), y_md = onednn::nhwc(y);
   const auto alg = kind == ReduceKind::kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
   const dnnl::engine& eng = impl->engine;
-  try {
+  // Operands in `dt`: the 16-bit type itself (oneDNN's bf16/f16 pooling) or f32 (widened
+  // around the call). Throws dnnl::error when oneDNN has no implementation.
+  auto build = [&](memory::data_type dt) {
+    const memory::desc x_md = onednn::nhwc(x, dt), y_md = onednn::nhwc(y, dt);
+    const char* widened = dt == memory::data_type::f32 && t != DType::kF32 ? ", widened" : "";
     if (op == Opcode::kReduceWindow) {
       dnnl::pooling_forward::primitive_desc pd(
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l,
@@ -167,7 +187,8 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
       impl->primitive = dnnl::pooling_forward(pd);
       impl->input.emplace(DNNL_ARG_SRC, x, x_md, pd.src_desc(), eng, false);
       impl->output.emplace(DNNL_ARG_DST, inst.shape(), y_md, pd.dst_desc(), eng, true);
-      impl->label = str_cat("reduce_window(", kind_name, ") (", pd.impl_info_str(), ")");
+      impl->isa = pd.impl_info_str();
+      impl->label = str_cat("reduce_window(", kind_name, ") (", impl->isa, widened, ")");
     } else {
       dnnl::pooling_forward::primitive_desc hint(
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, x_md, y_md, strides, kernel, pad_l,
@@ -178,8 +199,20 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
       impl->primitive = dnnl::pooling_backward(pd);
       impl->input.emplace(DNNL_ARG_DIFF_DST, y, y_md, pd.diff_dst_desc(), eng, false);
       impl->output.emplace(DNNL_ARG_DIFF_SRC, inst.shape(), x_md, pd.diff_src_desc(), eng, true);
-      impl->label = str_cat("reduce_window_grad(", kind_name, ") (", pd.impl_info_str(), ")");
+      impl->isa = pd.impl_info_str();
+      impl->label = str_cat("reduce_window_grad(", kind_name, ") (", impl->isa, widened, ")");
     }
+  };
+  bool native = false;
+  if (t != DType::kF32 && native_16bit) {
+    try {
+      build(onednn::data_type(t));
+      native = !onednn::is_reference_impl(impl->isa);
+    } catch (const dnnl::error&) {  // no 16-bit pooling on this CPU: f32 from 16-bit storage
+    }
+  }
+  try {
+    if (!native) build(memory::data_type::f32);
   } catch (const dnnl::error& e) {
     log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));
     return nullptr;
@@ -189,6 +222,15 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
 
 void PoolingKernel::run(const void* const* in, void* out) const {
   PoolingImpl& p = *impl_;
+  if (p.max_grad && !p.overlap && p.x_shape.dtype() != DType::kF32) {  // 16-bit in and out, f32 registers
+    if (p.x_shape.dtype() == DType::kBF16)
+      max_pool_grad(static_cast<const BF16*>(in[0]), static_cast<const BF16*>(in[1]), static_cast<BF16*>(out), p.x_shape,
+                    p.dy_shape, p.window);
+    else
+      max_pool_grad(static_cast<const F16*>(in[0]), static_cast<const F16*>(in[1]), static_cast<F16*>(out), p.x_shape,
+                    p.dy_shape, p.window);
+    return;
+  }
   if (p.max_grad) {
     HostTensor wx, wdy, wdx;
     const float* x = static_cast<const float*>(onednn::as_f32(in[0], p.x_shape, &wx));

@@ -19,7 +19,9 @@ class PoolingKernel {
   /// `inst` is reduce_window or reduce_window_grad. Returns nullptr when the window is not a
   /// 2-D pooling over H and W of a floating tensor, when some window lies wholly in padding, or
   /// when oneDNN rejects it (the caller falls back to the reference kernel).
-  static std::unique_ptr<PoolingKernel> create(const ir::Instruction& inst);
+  /// `native_16bit` false runs bf16/f16 operands in f32 even where oneDNN has a 16-bit
+  /// kernel (KILN_16BIT_CONTRACTIONS=f32; tests of the widened path).
+  static std::unique_ptr<PoolingKernel> create(const ir::Instruction& inst, bool native_16bit = true);
   ~PoolingKernel();
   PoolingKernel(const PoolingKernel&) = delete;
   PoolingKernel& operator=(const PoolingKernel&) = delete;

@@ -1,6 +1,6 @@
 // Helpers shared by the oneDNN convolution and pooling adapters: an operand bound to a
 // memory in Kiln's layout plus, when the primitive wants another layout, a reorder; and the
-// f32 widening of 16-bit operands (oneDNN 2.6 on AVX2 CPUs has no bf16/f16 kernels); the
+// f32 widening of 16-bit operands where oneDNN has no bf16/f16 kernel (AVX2 CPUs); the
 // post-op for an output fusion's activation. Shared by the matmul adapter too.
 #pragma once
 
@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 
@@ -20,7 +21,8 @@ namespace kiln::cpu::onednn {
 /// layout the primitive chose, equal to `user` when no reorder is needed.
 struct BoundArg {
   int arg = 0;  // DNNL_ARG_*
-  Shape shape;  // the Kiln value (its dtype says whether to widen)
+  Shape shape;  // the Kiln value
+  bool widen = false;  // a 16-bit value the primitive sees as f32 (user_md is f32)
   dnnl::memory user, inner;
   dnnl::reorder reorder;  // user -> inner for inputs, inner -> user for the output
   bool reordered = false;
@@ -29,6 +31,7 @@ struct BoundArg {
   BoundArg(int which, const Shape& s, const dnnl::memory::desc& user_md, const dnnl::memory::desc& want_md,
            const dnnl::engine& engine, bool is_output)
       : arg(which), shape(s), user(user_md, engine, DNNL_MEMORY_NONE) {
+    widen = s.dtype() != DType::kF32 && user_md.data_type() == dnnl::memory::data_type::f32;
     reordered = !(user_md == want_md);
     if (!reordered) {
       inner = user;
@@ -79,15 +82,15 @@ inline void* as_f32(const void* p, const Shape& s, HostTensor* keep) {
 /// Binds inputs (widened and reordered as needed) into `args`; `keep` holds widened copies.
 inline void bind_input(BoundArg& a, const void* p, dnnl::stream& stream, HostTensor* keep,
                        std::unordered_map<int, dnnl::memory>& args) {
-  a.user.set_data_handle(as_f32(p, a.shape, keep));
+  a.user.set_data_handle(a.widen ? as_f32(p, a.shape, keep) : const_cast<void*>(p));
   if (a.reordered) a.reorder.execute(stream, a.user, a.inner);
   args.insert({a.arg, a.inner});
 }
 
 /// Output side: `wide` is the f32 buffer a 16-bit result is computed into before narrowing.
 inline void bind_output(BoundArg& a, void* out, HostTensor* wide, std::unordered_map<int, dnnl::memory>& args) {
-  if (a.shape.dtype() != DType::kF32) *wide = HostTensor(a.shape.with_dtype(DType::kF32));
-  a.user.set_data_handle(a.shape.dtype() == DType::kF32 ? out : wide->raw_data());
+  if (a.widen) *wide = HostTensor(a.shape.with_dtype(DType::kF32));
+  a.user.set_data_handle(a.widen ? wide->raw_data() : out);
   args.insert({a.arg, a.inner});
 }
 
@@ -95,16 +98,29 @@ inline void bind_output(BoundArg& a, void* out, HostTensor* wide, std::unordered
 inline void finish_output(BoundArg& a, void* out, const HostTensor& wide, dnnl::stream& stream) {
   if (a.reordered) a.reorder.execute(stream, a.inner, a.user);
   stream.wait();
-  if (a.shape.dtype() != DType::kF32) {
+  if (a.widen) {
     HostTensor narrowed = wide.astype(a.shape.dtype());
     std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
   }
 }
 
-/// Row-major NHWC as oneDNN's logical NCHW dims.
-inline dnnl::memory::desc nhwc(const Shape& s) {
+/// oneDNN's data type for a Kiln float dtype (f32 for anything else).
+inline dnnl::memory::data_type data_type(DType t) {
+  switch (t) {
+    case DType::kBF16: return dnnl::memory::data_type::bf16;
+    case DType::kF16: return dnnl::memory::data_type::f16;
+    default: return dnnl::memory::data_type::f32;
+  }
+}
+
+/// oneDNN's reference implementations are correct but orders of magnitude slower than its jit
+/// kernels: a 16-bit "ref" primitive counts as no 16-bit kernel (the f32 path runs instead).
+inline bool is_reference_impl(const std::string& impl_info) { return impl_info.rfind("ref", 0) == 0; }
+
+/// Row-major NHWC as oneDNN's logical NCHW dims, in `dt` (f32: widened 16-bit values).
+inline dnnl::memory::desc nhwc(const Shape& s, dnnl::memory::data_type dt = dnnl::memory::data_type::f32) {
   const Dims& d = s.dims();
-  return dnnl::memory::desc({d[0], d[3], d[1], d[2]}, dnnl::memory::data_type::f32, dnnl::memory::format_tag::nhwc);
+  return dnnl::memory::desc({d[0], d[3], d[1], d[2]}, dt, dnnl::memory::format_tag::nhwc);
 }
 
 }  // namespace kiln::cpu::onednn

@@ -10,11 +10,13 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <algorithm>
 
 #include "kiln/compiler/codegen/kernel_cache.h"
 #include "kiln/compiler/codegen/llvm_codegen.h"
 #include "kiln/compiler/codegen/loop_ir.h"
 #include "kiln/core/dtype_dispatch.h"
+#include "kiln/core/half.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
 #include "kiln/ir/reference_eval.h"
@@ -203,6 +205,102 @@ TEST(LoopCodegenTest, I32BeyondTwoToThe24IsExactAndF32StaysF32) {
       const float x = fa.data<float>()[j];
       const float expected = x * x / 3.0f + x;  // f32 arithmetic, op by op
       EXPECT_EQ(out_f.data<float>()[j], expected) << j;
+    }
+  }
+}
+
+// bf16/f16 values that test the load and the rounding store: sums that fall exactly halfway
+// between two 16-bit values (ties: to the even one), NaN, infinities, signed zeros, the
+// smallest and largest finite values, and plain random values.
+// With `tie_partner`, elements 0 and 2 are ulp/2 instead: added to the other tensor's 1 and
+// 1 + ulp they make exact ties.
+std::vector<uint16_t> special_16bit(DType t, size_t n, std::mt19937& rng, bool tie_partner = false) {
+  const bool bf = t == DType::kBF16;
+  const float one_ulp = bf ? 1.0f / 128 : 1.0f / 1024;  // spacing of 16-bit values in [1, 2)
+  auto bits = [&](float f) { return bf ? f32_to_bf16_bits(f) : f32_to_f16_bits(f); };
+  std::vector<uint16_t> v = {bits(1.0f), bits(one_ulp / 2), bits(1.0f + one_ulp), bits(one_ulp / 2),
+                             static_cast<uint16_t>(bf ? 0x7fc0 : 0x7e00), static_cast<uint16_t>(bf ? 0x7f80 : 0x7c00),
+                             static_cast<uint16_t>(bf ? 0xff80 : 0xfc00), 0x8000, 0x0000, 0x0001,
+                             static_cast<uint16_t>(bf ? 0x7f7f : 0x7bff)};
+  std::uniform_real_distribution<float> d(-4, 4);
+  while (v.size() < n) v.push_back(bits(d(rng)));
+  v.resize(n);
+  if (tie_partner) v[0] = v[2] = bits(one_ulp / 2);
+  return v;
+}
+
+// Exact agreement with the reference evaluator; NaN matches any NaN.
+void expect_same_16bit(const HostTensor& got, const HostTensor& want) {
+  const auto* g = static_cast<const uint16_t*>(got.raw_data());
+  const auto* w = static_cast<const uint16_t*>(want.raw_data());
+  const std::vector<double> gv = got.to_vector<double>();
+  for (int64_t i = 0; i < got.shape().num_elements(); ++i) {
+    if (std::isnan(gv[static_cast<size_t>(i)]) && std::isnan(want.to_vector<double>()[static_cast<size_t>(i)])) continue;
+    EXPECT_EQ(g[i], w[i]) << "element " << i << " of " << got.shape();
+  }
+}
+
+TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) {
+  std::mt19937 rng(16);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(name(t));
+    // A mixed-precision Dense's epilogue and its gradient, in the 16-bit dtype itself:
+    // relu(a + b) and (a * b - a) / 3 in f32 registers, each rounded once on its store.
+    ir::Module module("half");
+    ir::Computation* c = module.add_computation("body");
+    Builder b(c);
+    const Shape s(t, {1003});  // past a vector width, with a scalar tail
+    Instruction* a = b.parameter(s, "a");
+    Instruction* x = b.parameter(s, "b");
+    c->add_output(b.binary(Opcode::kMax, b.binary(Opcode::kAdd, a, x), b.full(s, 0.0)));
+    c->add_output(b.binary(Opcode::kDiv, b.binary(Opcode::kSub, b.binary(Opcode::kMul, a, x), a), b.full(s, 3.0)));
+    std::vector<HostTensor> args;
+    for (int k = 0; k < 2; ++k) {
+      HostTensor h(s);
+      std::vector<uint16_t> v = special_16bit(t, 1003, rng, /*tie_partner=*/k == 1);
+      if (k == 1) std::shuffle(v.begin() + 4, v.end(), rng);  // specials meet other values too
+      std::memcpy(h.raw_data(), v.data(), v.size() * 2);
+      args.push_back(std::move(h));
+    }
+    const std::vector<HostTensor> want = ir::evaluate(*c, args);
+    // The tie pairs: 1 + ulp/2 rounds down to 1 (even), 1 + 3 ulp/2 up to 1 + 2 ulp.
+    EXPECT_EQ(want[0].to_vector<double>()[0], 1.0);
+    EXPECT_EQ(want[0].to_vector<double>()[2], 1.0 + 2 * (t == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024));
+    auto k = LoopKernel::create(*c, LoopEngine::kGenerated);
+    ASSERT_NE(k, nullptr);
+    ASSERT_TRUE(k->generated());
+    HostTensor out0(s), out1(s);
+    void* outs[] = {out0.raw_data(), out1.raw_data()};
+    const std::vector<const void*> in = pointers(args);
+    k->run_outputs(in.data(), outs);
+    expect_same_16bit(out0, want[0]);
+    expect_same_16bit(out1, want[1]);
+
+    // A reduction reading 16-bit values (f32 accumulation), with the infinities and NaN of
+    // some rows: the sums are close to the reference, and inf/NaN rows stay inf/NaN.
+    ir::Module rm("half_reduce");
+    ir::Computation* rc = rm.add_computation("body");
+    Builder rb(rc);
+    const Shape rs(t, {17, 59});
+    Instruction* r = rb.reduce(Opcode::kReduceSum, rb.binary(Opcode::kMul, rb.parameter(rs, "x"), rb.full(rs, 0.5)), {1});
+    rc->add_output(r);
+    HostTensor rx(rs);
+    std::vector<uint16_t> rv = special_16bit(t, 17 * 59, rng);
+    std::memcpy(rx.raw_data(), rv.data(), rv.size() * 2);
+    const std::vector<HostTensor> rargs{rx};
+    const HostTensor rwant = ir::evaluate(*rc, rargs)[0];
+    auto reduce = ReduceKernel::create(*r, LoopEngine::kGenerated);
+    ASSERT_NE(reduce, nullptr);
+    HostTensor rgot(r->shape());
+    const void* rin[] = {rx.raw_data()};
+    reduce->run(rin, rgot.raw_data());
+    const std::vector<double> g = rgot.to_vector<double>(), w = rwant.to_vector<double>();
+    for (size_t i = 0; i < g.size(); ++i) {
+      if (std::isnan(w[i]) || std::isinf(w[i])) {
+        EXPECT_TRUE(std::isnan(w[i]) ? std::isnan(g[i]) : g[i] == w[i]) << "row " << i << ": " << g[i] << " vs " << w[i];
+      } else {
+        EXPECT_NEAR(g[i], w[i], (t == DType::kBF16 ? 1.0 / 64 : 1.0 / 512) * (1 + std::fabs(w[i]))) << "row " << i;
+      }
     }
   }
 }

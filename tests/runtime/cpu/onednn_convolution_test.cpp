@@ -5,7 +5,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "kiln/ir/builder.h"
+#include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/ir/shape_inference.h"
 #include "tests/testing/backend_conformance.h"
 
@@ -49,7 +52,9 @@ std::vector<ConvCase> cases() {
 }
 
 // convolution(x, w), conv_backward_input(dy, w) and conv_backward_filter(x, dy) in one module.
-void expect_conv_ops_match(const ConvCase& c, DType t, double tol) {
+// `debug`: compile options (KILN_16BIT_CONTRACTIONS=f32 forces the widened 16-bit path).
+void expect_conv_ops_match(const ConvCase& c, DType t, double tol, const DebugOptions* debug = nullptr,
+                           std::string* steps_out = nullptr) {
   SCOPED_TRACE(str_cat(c.name, " ", name(t)));
   const Shape xs(t, c.x), ws(t, c.w), ys(t, conv_output_dims(c.x, c.w, c.conv));
   std::string steps;
@@ -57,8 +62,9 @@ void expect_conv_ops_match(const ConvCase& c, DType t, double tol) {
     return std::vector<Instruction*>{b.convolution(p[0], p[1], c.conv),
                                      b.conv_backward_input(p[2], p[1], xs, c.conv),
                                      b.conv_backward_filter(p[0], p[2], ws, c.conv)};
-  }, {.tol = tol, .steps = &steps});
+  }, {.tol = tol, .steps = &steps, .debug = debug});
   EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
+  if (steps_out != nullptr) *steps_out = steps;
 }
 
 TEST(OnednnConvolutionTest, ForwardAndBothGradientsMatchReferenceF32) {
@@ -67,6 +73,23 @@ TEST(OnednnConvolutionTest, ForwardAndBothGradientsMatchReferenceF32) {
 
 TEST(OnednnConvolutionTest, ForwardAndBothGradientsMatchReferenceBf16) {
   for (const ConvCase& c : cases()) expect_conv_ops_match(c, DType::kBF16, 3e-2);
+}
+
+// f32 compute from 16-bit storage (the path of CPUs without 16-bit kernels, forced here):
+// right on every case, and on a batch too large for one tile of f32 copies, run a tile of
+// images at a time, the filter gradient summed over the tiles.
+TEST(OnednnConvolutionTest, WidenedBf16PathMatchesReferenceInBatchTiles) {
+  DebugOptions widened = DebugOptions::global();
+  widened.sixteen_bit_contractions = "f32";
+  std::string steps;
+  for (const ConvCase& c : cases()) {
+    expect_conv_ops_match(c, DType::kBF16, 3e-2, &widened, &steps);
+    EXPECT_NE(steps.find("widened"), std::string::npos) << steps;
+  }
+  // 9 x 30 x 30 x 64 f32 outputs per 2 MiB tile: 20 images are 3 tiles, the last of 2.
+  const ConvCase big{"batch tiles", {20, 32, 32, 8}, {3, 3, 8, 64}, {}};
+  expect_conv_ops_match(big, DType::kBF16, 3e-2, &widened, &steps);
+  EXPECT_NE(steps.find("x3 batch tiles"), std::string::npos) << steps;
 }
 
 TEST(OnednnConvolutionTest, BiasReluEpilogueIsOneKernel) {
@@ -107,6 +130,28 @@ TEST(OnednnConvolutionTest, NegativePaddingFallsBackToTheReference) {
     return std::vector<Instruction*>{b.convolution(p[0], p[1], conv)};
   }, {.tol = 1e-4, .steps = &steps});
   EXPECT_NE(steps.find("reference convolution"), std::string::npos) << steps;
+}
+
+// Where the CPU has a bf16 convolution, which path a shape runs is timed once and then
+// reused (the mechanism, not which path wins); elsewhere the widened path runs untimed.
+TEST(OnednnConvolutionTest, TheTimedChoiceIsRecordedAndReused) {
+  ir::Module m("m");
+  Builder b(m.entry());
+  Instruction* conv = b.convolution(b.parameter(Shape(DType::kBF16, {4, 12, 12, 8}), "x"),
+                                    b.parameter(Shape(DType::kBF16, {3, 3, 8, 16}), "w"), {});
+  ContractionDecisions& decisions = ContractionDecisions::instance();
+  decisions.forget_in_memory();
+  const ContractionDecisions::Stats before = decisions.stats();
+  const MatmulOptions memory_only{.choice = MatmulOptions::Choice::kAuto};
+  ASSERT_NE(ConvolutionKernel::create(*conv, memory_only), nullptr);
+  const bool has_native =
+      ConvolutionKernel::create(*conv, {.choice = MatmulOptions::Choice::kNative})->label().find("widened") ==
+      std::string::npos;
+  EXPECT_EQ(decisions.stats().timed, before.timed + (has_native ? 1 : 0));
+  std::unique_ptr<ConvolutionKernel> again = ConvolutionKernel::create(*conv, memory_only);
+  EXPECT_EQ(decisions.stats().timed, before.timed + (has_native ? 1 : 0));
+  EXPECT_EQ(decisions.stats().memory_hits, before.memory_hits + (has_native ? 1 : 0));
+  std::printf("bf16 convolution runs: %s\n", again->label().c_str());
 }
 
 TEST(OnednnConvolutionTest, CreateRejectsOtherOps) {

@@ -51,7 +51,8 @@ std::vector<PoolCase> cases() {
   };
 }
 
-void expect_pool_ops_match(const PoolCase& c, ReduceKind kind, DType t, double tol, bool ties = false) {
+void expect_pool_ops_match(const PoolCase& c, ReduceKind kind, DType t, double tol, bool ties = false,
+                           const DebugOptions* debug = nullptr) {
   SCOPED_TRACE(str_cat(c.name, " ", ir::reduce_kind_name(kind), " ", name(t), ties ? " ties" : ""));
   const Window w = window_of(c);
   const Shape xs(t, c.x), ys(t, pooled_dims(c.x, w));
@@ -59,7 +60,7 @@ void expect_pool_ops_match(const PoolCase& c, ReduceKind kind, DType t, double t
   expect_matches_reference({xs, ys}, [&](Builder& b, auto& p) {
     Instruction* x = ties ? b.unary(Opcode::kSign, p[0]) : p[0];  // sign: many equal maxima
     return std::vector<Instruction*>{b.reduce_window(x, kind, w), b.reduce_window_grad(x, p[1], kind, w)};
-  }, {.tol = tol, .steps = &steps});
+  }, {.tol = tol, .steps = &steps, .debug = debug});
   EXPECT_EQ(steps.find("reference"), std::string::npos) << steps;
 }
 
@@ -71,6 +72,18 @@ TEST(OnednnPoolingTest, MaxAndMeanForwardAndGradientMatchReferenceF32) {
 TEST(OnednnPoolingTest, MaxAndMeanForwardAndGradientMatchReferenceBf16) {
   for (const PoolCase& c : cases())
     for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMean}) expect_pool_ops_match(c, kind, DType::kBF16, 2e-2);
+}
+
+// In bf16 and f16 both ways: oneDNN's 16-bit pooling where the CPU has it, and f32 from 16-bit
+// storage (what other CPUs run; KILN_16BIT_CONTRACTIONS=f32 forces it here).
+TEST(OnednnPoolingTest, SixteenBitNativeAndWidenedMatchReference) {
+  DebugOptions widened = DebugOptions::global();
+  widened.sixteen_bit_contractions = "f32";
+  for (DType t : {DType::kBF16, DType::kF16})
+    for (const DebugOptions* debug : {static_cast<const DebugOptions*>(nullptr), static_cast<const DebugOptions*>(&widened)})
+      for (const PoolCase& c : cases())
+        for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMean})
+          expect_pool_ops_match(c, kind, t, t == DType::kBF16 ? 2e-2 : 3e-3, false, debug);
 }
 
 TEST(OnednnPoolingTest, MaxGradientGoesToTheFirstMaximumOnTies) {
