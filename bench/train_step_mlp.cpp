@@ -16,8 +16,8 @@
 
 #include "bench/adam_bandwidth.h"
 #include "bench/bench_main.h"
-#include "kiln/core/debug_options.h"
 #include "bench/policy_compare.h"
+#include "kiln/core/debug_options.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/cpu/loop_kernel.h"

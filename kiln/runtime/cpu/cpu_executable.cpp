@@ -81,12 +81,16 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
     }
   }
   // The governor's thread count holds for this run only; the caller's (a logical device's
-  // share, say) is the most it may use and is restored after.
+  // share, say) is the most it may use and is restored after. It is fed the time from one
+  // run's start to the next's: on a busy machine the cost of a full team is mostly outside
+  // the run, where its idle workers spin against the caller's own work between steps.
   const int share = omp_get_max_threads();
   if (!governor_ || governor_->max_threads() != share) governor_.emplace(share, thread_governor_);
+  const auto start = std::chrono::steady_clock::now();
+  if (last_start_) governor_->record(std::chrono::duration<double>(start - *last_start_).count());
+  last_start_ = start;
   const int threads = governor_->threads();
   if (threads != share) omp_set_num_threads(threads);
-  const auto start = std::chrono::steady_clock::now();
   if (ActiveRecorder recorder; recorder.get() != nullptr) {
     run_traced(*recorder.get());
   } else if (profile_) {
@@ -100,7 +104,6 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
   } else {
     for (const Step& step : steps_) step.run(values_.data());
   }
-  governor_->record(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
   if (threads != share) omp_set_num_threads(share);
   for (const compiler::OutputCopy& c : plan_.output_copies) {
     HostTensor& dst = results[static_cast<size_t>(c.output_index)];

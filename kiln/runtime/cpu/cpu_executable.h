@@ -2,6 +2,7 @@
 // value table that tells each step where its operands live during a run.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -92,6 +93,7 @@ class CpuExecutable : public runtime::Executable {
   // Made at the first run, for the thread share of the thread that runs it.
   bool thread_governor_ = false;
   std::optional<ThreadGovernor> governor_;
+  std::optional<std::chrono::steady_clock::time_point> last_start_;
   int64_t runs_ = 0;
   std::vector<int64_t> step_ns_;
   std::vector<int64_t> step_bytes_;  // bytes each step reads and writes (for a TraceSession)

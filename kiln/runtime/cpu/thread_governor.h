@@ -1,8 +1,9 @@
 // ThreadGovernor: how many threads an executable's next run uses on a machine other processes
 // may share. OpenMP teams are bulk-synchronous: when another CPU-bound process takes a core,
-// every barrier waits for the thread that shares it, and a step on all threads can run slower
-// than on fewer (issue 19: 2.2x on 2 cores with one competing process). The governor times
-// runs in windows, notices a slowdown against the quiet baseline, probes one thread fewer,
+// every barrier waits for the thread that shares it, and the team's idle workers spin against
+// the caller's own work between steps: a step cycle on all threads can run slower than on
+// fewer (issue 19: 2.2-4.7x on 2 cores with one competing process, the kernels' own time
+// unchanged). The governor times step cycles in windows, notices a slowdown against the quiet baseline, probes one thread fewer,
 // keeps whichever is faster, and probes back up from time to time, so a machine that becomes
 // quiet again gets all its threads back. On a quiet machine it changes nothing after one probe
 // window at the start (a machine busy from the first step has no quiet baseline to compare).
