@@ -36,7 +36,7 @@ void ThreadGovernor::end_window(double median) {
   if (probing_) {
     probing_ = false;
     const bool up = probe_threads_ > threads_;
-    if (median < kBetter * current_median_) {
+    if (median < (up ? kBetter : kFewerIsWorth) * current_median_) {
       if (log_enabled(LogLevel::kInfo))
         log(LogLevel::kInfo, str_cat("thread governor: a run takes ", median * 1e3, " ms on ", probe_threads_,
                                      " threads against ", current_median_ * 1e3, " ms on ", threads_, "; using ",

@@ -22,12 +22,16 @@ class ThreadGovernor {
   /// Runs per timing window, and the windows a reduced team runs before probing one more
   /// thread (doubling after each probe that loses, up to kBackoffMax windows; a probe down
   /// that loses backs off the same way). A slowdown is a window median above kSlow x the
-  /// quiet baseline; a probe wins when its median is below kBetter x the current one.
+  /// quiet baseline. A probe to more threads wins when its median is below kBetter x the
+  /// current one; a probe to fewer wins below kFewerIsWorth x: a team that gains under 5% from
+  /// its last thread gives it up, since that idle worker spins against the caller's own work
+  /// between steps and collapses the step when another process wants the core.
   static constexpr int kWindow = 16;
   static constexpr int kProbeUpEvery = 8;
   static constexpr int kBackoffMax = 64;
   static constexpr double kSlow = 1.25;
   static constexpr double kBetter = 0.95;
+  static constexpr double kFewerIsWorth = 1.05;
 
   /// `max_threads`: the team size when quiet (the process's or the logical device's share).
   ThreadGovernor(int max_threads, bool enabled);

@@ -80,6 +80,13 @@ TEST(ThreadGovernorTest, ManyCoresStepDownOneAtATime) {
   EXPECT_GT(count(used, 7, 1200), 0.9 * 2800);
 }
 
+TEST(ThreadGovernorTest, AStepThatBarelyGainsFromItsLastThreadGivesItUp) {
+  // 1.03 ms on one thread against 1.0 on two, quiet: one thread, and it stays there.
+  ThreadGovernor g(2, true);
+  std::vector<int> used = simulate(g, 5000, [](int t, int) { return t == 1 ? 1.03e-3 : 1.0e-3; });
+  EXPECT_LT(count(used, 2, 100), 0.05 * 4900);  // only the probes back up
+}
+
 TEST(ThreadGovernorTest, DisabledOrSingleThreadedNeverChanges) {
   for (auto [threads, enabled] : {std::pair{2, false}, std::pair{1, true}}) {
     ThreadGovernor g(threads, enabled);
