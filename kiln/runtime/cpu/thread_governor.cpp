@@ -23,7 +23,11 @@ void ThreadGovernor::record(double seconds) {
   std::nth_element(window_.begin(), window_.begin() + kWindow / 2, window_.end());
   const double median = window_[kWindow / 2];
   window_.clear();
+  const int before = threads();
   end_window(median);
+  // The first cycles after a change pay for it (workers waking, or spinning down): not
+  // counted, so a probe measures the team it tries.
+  if (threads() != before) skip_ = kSettleRuns;
 }
 
 void ThreadGovernor::start_probe(int threads) {

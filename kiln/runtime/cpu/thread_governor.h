@@ -32,6 +32,7 @@ class ThreadGovernor {
   static constexpr double kSlow = 1.25;
   static constexpr double kBetter = 0.95;
   static constexpr double kFewerIsWorth = 1.05;
+  static constexpr int kSettleRuns = 2;
 
   /// `max_threads`: the team size when quiet (the process's or the logical device's share).
   ThreadGovernor(int max_threads, bool enabled);
