@@ -160,9 +160,13 @@ Tensor l2_normalize(const Tensor& x, int axis) {
 
 }  // namespace
 
-Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const {
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred) {
   Tensor d = like(y_true, y_pred) - y_pred;
   return mean_last(d * d);
+}
+
+Tensor MeanSquaredError::call(const Tensor& y_true, const Tensor& y_pred) const {
+  return mean_squared_error(y_true, y_pred);
 }
 
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred) {

@@ -70,6 +70,7 @@ class MeanSquaredError : public Loss {
 
 /// Keras's per-sample loss functions (keras.losses.mean_absolute_error, ...): y_true and
 /// y_pred of one shape, the result reduced over the last axis (rank-1 inputs stay per element).
+Tensor mean_squared_error(const Tensor& y_true, const Tensor& y_pred);
 Tensor mean_absolute_error(const Tensor& y_true, const Tensor& y_pred);
 Tensor mean_absolute_percentage_error(const Tensor& y_true, const Tensor& y_pred);
 Tensor mean_squared_logarithmic_error(const Tensor& y_true, const Tensor& y_pred);

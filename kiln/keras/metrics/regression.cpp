@@ -7,21 +7,12 @@
 #include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras::metrics {
-namespace {
-
-Tensor squared_error(const Tensor& y_true, const Tensor& y_pred) {
-  Tensor d = cast(y_true, y_pred.dtype()) - y_pred;
-  return d.rank() <= 1 ? d * d : mean(d * d, {-1});
-}
-
-}  // namespace
-
 MeanAbsoluteError::MeanAbsoluteError(std::string name) : MeanMetricWrapper(std::move(name), keras::mean_absolute_error) {}
 
 MeanSquaredError::MeanSquaredError(std::string name)
-    : MeanMetricWrapper(std::move(name), squared_error) {}
+    : MeanMetricWrapper(std::move(name), keras::mean_squared_error) {}
 
-RootMeanSquaredError::RootMeanSquaredError(std::string name) : MeanMetricWrapper(std::move(name), squared_error) {}
+RootMeanSquaredError::RootMeanSquaredError(std::string name) : MeanMetricWrapper(std::move(name), keras::mean_squared_error) {}
 
 Tensor RootMeanSquaredError::result() const { return sqrt(Mean::result()); }
 
