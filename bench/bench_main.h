@@ -19,6 +19,8 @@
 #include <utility>
 #include <vector>
 
+#include "kiln/core/debug_options.h"
+
 namespace kiln::bench {
 
 /// Builds `{"key": value, ...}` and prints it as one line.
@@ -129,6 +131,25 @@ class CompetingLoad {
  private:
   pid_t pid_;
 };
+
+/// `<bench>.compete`: the median ms/step of `run_steps` (a paired median_ms_per_step call)
+/// with a CompetingLoad running, against `quiet_ms` measured before in the same process.
+template <typename RunSteps>
+JsonLine compete_line(const std::string& bench, double quiet_ms, RunSteps run_steps) {
+  double busy_ms;
+  {
+    CompetingLoad load;
+    busy_ms = run_steps();
+  }
+  JsonLine c;
+  c.add("bench", bench + ".compete")
+      .add("quiet_ms_per_step", quiet_ms)
+      .add("competing_ms_per_step", busy_ms)
+      .add("slowdown", busy_ms / quiet_ms)
+      .add("target", 1.5)
+      .add("thread_governor", DebugOptions::global().thread_governor ? "on" : "off");
+  return c;
+}
 
 /// Runs a shell command (a peer benchmark) and returns its stdout; empty if it cannot start.
 inline std::string run_command(const std::string& cmd) {

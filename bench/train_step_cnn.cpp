@@ -4,7 +4,8 @@
 // evaluator) and peak RSS. With --peer it also runs ../shared/peers/pytorch W2 in the same run
 // and prints the ratio (the target is 1.5x PyTorch's samples_per_s_median_step). With --policy
 // float32|mixed_bfloat16|both [--steps N] it prints only each policy's samples/s and planned
-// bytes (bench/policy_compare.h).
+// bytes (bench/policy_compare.h). --compete also times the step with another CPU-bound process
+// running (issue 19's busy machine).
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@ int64_t count_of(const std::string& text, const std::string& what) {
 int main(int argc, char** argv) {
   using namespace kiln;
   const bool peer = argc > 1 && std::string(argv[1]) == "--peer";
+  const bool compete = argc > 1 && std::string(argv[1]) == "--compete";
   const std::string peers = argc > 2 ? argv[2] : "../shared/peers";
   constexpr int64_t kBatch = 128, kStepsPerRun = 40, kRuns = 5;
 
@@ -66,12 +68,15 @@ int main(int argc, char** argv) {
   for (int s = 0; s < 5; ++s) cnn.train_step(xb, yb, key++);  // warm caches and threads
 
   std::mt19937 rng(0);
-  const double median_ms = bench::median_ms_per_step(
-      kRuns, kStepsPerRun, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
-      [&](int64_t s) {
-        testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
-        cnn.train_step(xb, yb, key++);
-      });
+  auto time_steps = [&] {
+    return bench::median_ms_per_step(
+        kRuns, kStepsPerRun, [&] { std::shuffle(perm.begin(), perm.end(), rng); },
+        [&](int64_t s) {
+          testing::gather_batch(data, perm, s * kBatch, xb, yb);  // the peer times its gather too
+          cnn.train_step(xb, yb, key++);
+        });
+  };
+  const double median_ms = time_steps();
   const double samples_per_s = kBatch / (median_ms / 1e3);
   // Forward MACs per image: conv1 26*26*32*9, conv2 11*11*64*288, dense 1600*10; the backward
   // is twice the forward except conv1's input gradient, which is not computed.
@@ -112,6 +117,7 @@ int main(int argc, char** argv) {
       .add("codegen_ms_per_step", gen_ms)
       .add("codegen_speedup", base_ms / gen_ms);
   cg.print();
+  if (compete) bench::compete_line("train_step_cnn", median_ms, time_steps).print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w2", "samples_per_s_median_step");
     bench::JsonLine p;

@@ -106,21 +106,10 @@ int main(int argc, char** argv) {
       .add("codegen_over_interpreter_same_lowering", interp_ms / gen2_ms);
   cg.print();
   bench::adam_vs_bandwidth(mlp.params(), kRuns).print();
-  if (compete) {  // the same steps with another CPU-bound process on the machine
-    double busy_ms;
-    {
-      bench::CompetingLoad load;
-      busy_ms = bench::median_ms_per_step(kRuns, kStepsPerRun, shuffle, stepper(mlp));
-    }
-    bench::JsonLine c;
-    c.add("bench", "train_step_mlp.compete")
-        .add("quiet_ms_per_step", median_ms)
-        .add("competing_ms_per_step", busy_ms)
-        .add("slowdown", busy_ms / median_ms)
-        .add("target", 1.5)
-        .add("thread_governor", DebugOptions::global().thread_governor ? "on" : "off");
-    c.print();
-  }
+  if (compete)  // the same steps with another CPU-bound process on the machine
+    bench::compete_line("train_step_mlp", median_ms, [&] {
+      return bench::median_ms_per_step(kRuns, kStepsPerRun, shuffle, stepper(mlp));
+    }).print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;
