@@ -68,6 +68,11 @@ DebugOptions DebugOptions::from_env() {
       KILN_THROW(ConfigError, "[KILN_16BIT_CONTRACTIONS] expected auto, native or f32, received '", c, "'.");
     o.sixteen_bit_contractions = c;
   }
+  if (std::string device = env("KILN_DEVICE"); !device.empty()) {
+    if (device != "cpu" && device != "guarded_cpu")
+      KILN_THROW(ConfigError, "[KILN_DEVICE] expected cpu or guarded_cpu, received '", device, "'.");
+    o.device = device;
+  }
   if (std::string limit = env("KILN_CPU_MEMORY_LIMIT"); !limit.empty())
     o.cpu_memory_limit = parse_byte_size(limit, "KILN_CPU_MEMORY_LIMIT");
   if (std::string devices = env("KILN_CPU_DEVICES"); !devices.empty()) {

@@ -33,6 +33,10 @@ struct DebugOptions {
   /// KILN_CPU_DEVICES=<n>: split the host into n logical CPU devices (each with its share of
   /// the threads) so a MirroredStrategy can run n replicas; 0 or unset means one device.
   int cpu_devices = 0;
+  /// KILN_DEVICE=cpu|guarded_cpu: the CPU backend's device. guarded_cpu keeps buffers in an
+  /// arena that host code cannot read (runtime/host_device.h), to test that every path copies
+  /// device memory where a GPU would need it; a test setting, slower than cpu (the default).
+  std::string device = "cpu";
   /// KILN_CODEGEN=0|1: compile fused loops to machine code with LLVM (default 1); 0 runs the
   /// register interpreter, the reference fallback.
   bool codegen = true;

@@ -11,6 +11,7 @@
 #include "kiln/core/debug_options.h"
 #include "kiln/ir/module.h"
 #include "kiln/runtime/collectives.h"
+#include "kiln/runtime/device.h"
 #include "kiln/runtime/executable.h"
 
 namespace kiln::runtime {
@@ -32,6 +33,9 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
   virtual const compiler::TargetInfo& target_info() const = 0;
+  /// Where this backend's programs run and their buffers live (cpu:0; guarded_cpu:0 under
+  /// KILN_DEVICE=guarded_cpu). Replicas of one backend share it, each with its own buffers.
+  virtual Device& device() = 0;
   /// Optimizes and lowers `module`. Throws CompileError listing every op this backend cannot
   /// run, and OutOfMemoryError when the planned peak exceeds the device's memory, before
   /// anything runs.

@@ -10,6 +10,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/ir/printer.h"
 #include "kiln/trace/eager.h"
+#include "kiln/trace/device_values.h"
 #include "kiln/trace/replica_context.h"
 #include "kiln/trace/trace_context.h"
 
@@ -147,20 +148,26 @@ std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args
   const trace::ReplicaContext* replica = trace::current_replica_context();
   const int replica_id = replica != nullptr ? replica->replica_id : 0;
 
-  std::vector<HostTensor> run_args = args;
-  for (const auto& v : c.variables) run_args.push_back(trace::replica_storage(*v, replica_id));
-  std::vector<HostTensor> results = c.executable->run(run_args);
+  // Inputs go to the device (no copy on a host device); variables are already there.
+  runtime::Device& device = options_.backend->device();
+  std::vector<runtime::Buffer> run_args;
+  run_args.reserve(args.size() + c.variables.size());
+  for (const HostTensor& a : args) run_args.push_back(device.to_device(a));
+  for (const auto& v : c.variables) run_args.push_back(trace::device_value(*v, replica_id, device));
+  std::vector<runtime::Buffer> results = device.execute(*c.executable, run_args);
   KILN_CHECK(results.size() >= c.num_outputs, "executable of '", name_, "' returned ",
              results.size(), " outputs, expected at least ", c.num_outputs);
-  // Aliased outputs must land in the variables' storage; copy if a backend returned them apart.
   for (const ir::OutputAlias& alias : c.aliases) {
-    const HostTensor& r = results.at(static_cast<size_t>(alias.output_index));
-    HostTensor& storage = run_args.at(static_cast<size_t>(alias.parameter_index));
-    if (!r.shares_storage_with(storage))
-      std::memcpy(storage.raw_data(), r.raw_data(), static_cast<size_t>(storage.byte_size()));
+    const auto v = static_cast<size_t>(alias.parameter_index) - args.size();
+    KILN_CHECK(alias.parameter_index >= static_cast<int>(args.size()) && v < c.variables.size(), "output ",
+               alias.output_index, " of '", name_, "' is aliased to input ", alias.parameter_index, ", not a variable");
+    trace::note_device_update(*c.variables[v], replica_id, results.at(static_cast<size_t>(alias.output_index)));
   }
-  results.resize(c.num_outputs);
-  return results;
+  std::vector<HostTensor> outputs;
+  outputs.reserve(c.num_outputs);
+  for (size_t k = 0; k < c.num_outputs; ++k)
+    outputs.push_back(device.host_addressable() ? device.host_view(results[k]) : device.to_host(results[k]));
+  return outputs;
 }
 
 }  // namespace kiln

@@ -32,6 +32,8 @@ int current_mirror_count() {
 
 void ensure_mirrors(VariableState& variable, int copies) {
   while (static_cast<int>(variable.mirrors.size()) + 1 < copies) variable.mirrors.push_back(variable.storage.clone());
+  variable.device_values.resize(variable.mirrors.size() + 1);
+  variable.device_newer.resize(variable.mirrors.size() + 1, 0);
 }
 
 HostTensor& replica_storage(VariableState& variable, int replica) {

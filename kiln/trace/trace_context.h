@@ -11,6 +11,7 @@
 #include "kiln/core/host_tensor.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
+#include "kiln/runtime/buffer.h"
 #include "kiln/trace/tensor.h"
 
 namespace kiln::trace {
@@ -34,6 +35,10 @@ struct VariableState {
   /// tf.distribute's SyncOnRead variable with SUM aggregation (metric accumulators): each
   /// replica accumulates its own shard, and a read outside a step sums the copies.
   bool sum_on_read = false;
+  /// Each replica's value on the device of the programs that use it (device_values.h), and
+  /// whether that device copy is newer than the host storage. Sized with the mirrors.
+  std::vector<runtime::Buffer> device_values = std::vector<runtime::Buffer>(1);
+  std::vector<char> device_newer = std::vector<char>(1, 0);
 };
 
 class TraceContext {

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kiln/trace/autocast_scope.h"
+#include "kiln/trace/device_values.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/replica_context.h"
@@ -24,13 +25,17 @@ const std::string& Variable::name() const {
   KILN_CHECK(defined(), "use of an undefined Variable");
   return state_->name;
 }
-const Shape& Variable::shape() const { return storage().shape(); }
+const Shape& Variable::shape() const {
+  KILN_CHECK(defined(), "use of an undefined Variable");
+  return state_->storage.shape();
+}
 bool Variable::trainable() const {
   KILN_CHECK(defined(), "use of an undefined Variable");
   return state_->trainable;
 }
 const HostTensor& Variable::storage() const {
   KILN_CHECK(defined(), "use of an undefined Variable");
+  trace::sync_to_host(*state_, /*for_write=*/true);  // the caller may write through it
   return state_->storage;
 }
 
@@ -55,6 +60,7 @@ HostTensor summed_copies(const trace::VariableState& s) {
 
 Tensor Variable::read() const {
   KILN_CHECK(defined(), "read of an undefined Variable");
+  if (trace::TraceContext::current() == nullptr) trace::sync_to_host(*state_, /*for_write=*/false);
   Tensor value = trace::TraceContext::current() != nullptr ? trace::TraceContext::current()->read_variable(state_)
                  : state_->sum_on_read && !state_->mirrors.empty() ? Tensor(summed_copies(*state_))
                                                                     : Tensor(state_->storage.clone());
@@ -76,6 +82,7 @@ void Variable::assign(const Tensor& value) const {
     return;
   }
   HostTensor v = converted.value();
+  trace::sync_to_host(*state_, /*for_write=*/true);
   std::memcpy(state_->storage.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));
   for (HostTensor& mirror : state_->mirrors)  // mirrored copies stay identical
     std::memcpy(mirror.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));

@@ -2,7 +2,6 @@
 // (seed S25), and lowering.
 #include "kiln/runtime/cpu/cpu_backend.h"
 
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -16,6 +15,7 @@
 #include "kiln/core/trace_recorder.h"
 #include "kiln/core/logging.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
+#include "kiln/runtime/host_device.h"
 #include "kiln/runtime/cpu/lowering.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/compiler/ir_dump.h"
@@ -59,8 +59,10 @@ int64_t estimate_largest_batch(const ir::Module& m, const compiler::MemoryPlan& 
 class CpuBackend : public runtime::Backend {
  public:
   CpuBackend(int64_t limit, LoopEngine engine, bool horizontal_fusion)
-      : target_(limit), engine_(engine), horizontal_fusion_(horizontal_fusion) {}
+      : target_(limit), engine_(engine), horizontal_fusion_(horizontal_fusion),
+        device_(DebugOptions::global().device == "guarded_cpu" ? runtime::guarded_device() : runtime::host_device()) {}
   std::string name() const override { return "cpu"; }
+  runtime::Device& device() override { return device_; }
   const compiler::TargetInfo& target_info() const override { return target_; }
   std::map<std::string, int64_t> reference_fallback_counts() const override {
     std::lock_guard<std::mutex> lock(fallbacks_mutex_);
@@ -130,15 +132,14 @@ class CpuBackend : public runtime::Backend {
   CpuTargetInfo target_;
   LoopEngine engine_;
   bool horizontal_fusion_;
+  runtime::Device& device_;
   mutable std::mutex fallbacks_mutex_;  // compile() may run on several replicas' threads
   std::map<std::string, int64_t> fallbacks_;
 };
 
 }  // namespace
 
-int64_t physical_memory_bytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGE_SIZE));
-}
+int64_t physical_memory_bytes() { return runtime::host_memory_bytes(); }
 
 std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit, std::optional<LoopEngine> engine,
                                                    bool horizontal_fusion) {

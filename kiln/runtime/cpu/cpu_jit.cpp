@@ -2,6 +2,7 @@
 
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/ExecutionEngine/Orc/ObjectLinkingLayer.h>
 #include <llvm/Support/MemoryBuffer.h>
 
 #include <chrono>
@@ -133,7 +134,15 @@ CpuJit* CpuJit::instance() {
     const DebugOptions& options = DebugOptions::global();
     try {
       codegen::CodegenTarget target = codegen::CodegenTarget::host();
-      auto built = llvm::orc::LLJITBuilder().create();
+      // JITLink rather than RuntimeDyld: it places an object's code and constants in one
+      // allocation. RuntimeDyld's section memory manager maps them separately, and with a large
+      // mapping between them (the guarded device's arena showed it) a kernel's 32-bit
+      // PC-relative load of its constant pool pointed more than 2 GiB away, into unmapped memory.
+      auto built = llvm::orc::LLJITBuilder()
+                       .setObjectLinkingLayerCreator([](llvm::orc::ExecutionSession& session, const llvm::Triple&) {
+                         return std::make_unique<llvm::orc::ObjectLinkingLayer>(session);
+                       })
+                       .create();
       if (!built) KILN_THROW(CompileError, llvm::toString(built.takeError()));
       std::unique_ptr<llvm::orc::LLJIT> lljit = std::move(*built);
       // Generated kernels call libm (expf, tanhf, ...) from this process.

@@ -10,6 +10,7 @@
 #include "kiln/ir/printer.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/ir/verifier.h"
+#include "kiln/runtime/host_device.h"
 
 namespace kiln::runtime {
 namespace {
@@ -94,6 +95,7 @@ class ReferenceBackend final : public Backend {
   explicit ReferenceBackend(std::set<ir::Opcode> unsupported) : target_(std::move(unsupported)) {}
 
   std::string name() const override { return "reference"; }
+  Device& device() override { return host_device(); }
   const compiler::TargetInfo& target_info() const override { return target_; }
 
   std::unique_ptr<Executable> compile(std::unique_ptr<ir::Module> module,

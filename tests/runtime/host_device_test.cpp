@@ -1,6 +1,6 @@
 // The host device copies nothing; the guarded device keeps its memory out of host code's reach
 // while giving the same results through copies and execute().
-#include "kiln/runtime/cpu/host_device.h"
+#include "kiln/runtime/host_device.h"
 
 #include <gtest/gtest.h>
 
@@ -12,13 +12,12 @@
 #include "kiln/runtime/executable.h"
 #include "tests/testing/expect_error.h"
 
-namespace kiln::cpu {
+namespace kiln::runtime {
 namespace {
 
-using runtime::Buffer;
 
 // out0 = w - 0.5 * x (aliased to w: a variable update), out1 = sum(x * w) (a fresh output).
-std::unique_ptr<runtime::Executable> compile_update() {
+std::unique_ptr<Executable> compile_update() {
   auto m = std::make_unique<ir::Module>("update");
   ir::Builder b(m->entry());
   Shape s(DType::kF32, {3, 4});
@@ -28,7 +27,7 @@ std::unique_ptr<runtime::Executable> compile_update() {
   auto* dot = b.reduce(ir::Opcode::kReduceSum, b.binary(ir::Opcode::kMul, x, w), {0, 1});
   m->entry()->set_outputs({w2, dot});
   m->add_alias({.output_index = 0, .parameter_index = 0});
-  return make_cpu_backend()->compile(std::move(m), {});
+  return cpu::make_cpu_backend()->compile(std::move(m), {});
 }
 
 HostTensor iota_tensor(float start) {
@@ -38,7 +37,7 @@ HostTensor iota_tensor(float start) {
 }
 
 // Runs the update twice on `device`, reading results only through to_host.
-void expect_two_updates(runtime::Device& device) {
+void expect_two_updates(Device& device) {
   auto exe = compile_update();
   Buffer w = device.to_device(iota_tensor(1));
   Buffer x = device.to_device(iota_tensor(-2));
@@ -111,7 +110,7 @@ TEST(GuardedDeviceTest, BuffersOfAnotherDeviceAreRejected) {
 
 TEST(GuardedDeviceTest, ToDeviceIsAsynchronousAndToHostWaitsForIt) {
   GuardedDevice guarded(int64_t{64} << 20);
-  runtime::Event gate = runtime::Event::pending();
+  Event gate = Event::pending();
   guarded.transfer_stream().wait_for(gate);
   Buffer b = guarded.to_device(iota_tensor(5));
   EXPECT_FALSE(b.ready().ready());
@@ -141,4 +140,4 @@ TEST(GuardedDeviceDeathTest, HostReadOfDeviceMemoryFaults) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::runtime

@@ -1,4 +1,4 @@
-#include "kiln/runtime/cpu/host_device.h"
+#include "kiln/runtime/host_device.h"
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,20 +11,14 @@
 #include "kiln/core/check.h"
 #include "kiln/runtime/executable.h"
 
-namespace kiln::cpu {
+namespace kiln::runtime {
 namespace {
 
-using runtime::Buffer;
-
-class HostMemory final : public runtime::MemoryResource {
+class HostMemory final : public MemoryResource {
  public:
   void* allocate(int64_t bytes) override { return std::aligned_alloc(64, static_cast<size_t>(bytes)); }
   void deallocate(void* p, int64_t) override { std::free(p); }
 };
-
-int64_t physical_memory_bytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
-}
 
 std::shared_ptr<std::byte> memory_of(const HostTensor& t) {
   return std::shared_ptr<std::byte>(t.storage(), static_cast<std::byte*>(const_cast<void*>(t.raw_data())));
@@ -33,7 +27,7 @@ std::shared_ptr<std::byte> memory_of(const HostTensor& t) {
 // Runs a host program over views of the arguments' memory. An output sharing an argument's
 // memory is that argument's buffer (donated, updated in place); `adopt` places the others.
 template <typename Adopt>
-std::vector<Buffer> run_over_views(runtime::Executable& program, std::span<const Buffer> arguments, Adopt adopt) {
+std::vector<Buffer> run_over_views(Executable& program, std::span<const Buffer> arguments, Adopt adopt) {
   std::vector<HostTensor> views;
   views.reserve(arguments.size());
   for (const Buffer& a : arguments) views.push_back(HostTensor::from_storage(a.shape(), a.memory()));
@@ -54,13 +48,17 @@ void wait_ready(std::span<const Buffer> buffers) {
 
 }  // namespace
 
-HostDevice::HostDevice(std::string name)
-    : Device(name, std::make_unique<runtime::CachingAllocator>(name, std::make_unique<HostMemory>(), physical_memory_bytes()),
+int64_t host_memory_bytes() {
+  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<int64_t>(sysconf(_SC_PAGESIZE));
+}
+
+HostDevice::HostDevice(std::string name, int64_t memory_bytes)
+    : Device(name, std::make_unique<CachingAllocator>(name, std::make_unique<HostMemory>(), memory_bytes > 0 ? memory_bytes : host_memory_bytes()),
              /*asynchronous_streams=*/false) {}
 
 Buffer HostDevice::to_device(const HostTensor& host) { return Buffer(this, host.shape(), memory_of(host), {}); }
 
-std::vector<Buffer> HostDevice::execute(runtime::Executable& program, std::span<const Buffer> arguments) {
+std::vector<Buffer> HostDevice::execute(Executable& program, std::span<const Buffer> arguments) {
   for (const Buffer& a : arguments) check_owned(a, "execute");
   wait_ready(arguments);
   return run_over_views(program, arguments,
@@ -70,7 +68,7 @@ std::vector<Buffer> HostDevice::execute(runtime::Executable& program, std::span<
 // Address space reserved with no access; buffers are carved first-fit from it. While a device
 // operation holds it open (a count, as operations on two streams may overlap) the used range
 // is readable and writable; otherwise any host access faults.
-class GuardedArena final : public runtime::MemoryResource {
+class GuardedArena final : public MemoryResource {
  public:
   explicit GuardedArena(int64_t bytes) : size_(bytes) {
     void* p = mmap(nullptr, static_cast<size_t>(bytes), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -141,13 +139,23 @@ class ArenaAccess {
   GuardedArena& arena_;
 };
 
-std::unique_ptr<runtime::CachingAllocator> guarded_allocator(const std::string& name, int64_t bytes, GuardedArena*& arena) {
+std::unique_ptr<CachingAllocator> guarded_allocator(const std::string& name, int64_t bytes, GuardedArena*& arena) {
   auto resource = std::make_unique<GuardedArena>(bytes);
   arena = resource.get();
-  return std::make_unique<runtime::CachingAllocator>(name, std::move(resource), bytes);
+  return std::make_unique<CachingAllocator>(name, std::move(resource), bytes);
 }
 
 }  // namespace
+
+Device& host_device() {
+  static HostDevice* const device = new HostDevice("cpu:0");
+  return *device;
+}
+
+Device& guarded_device() {
+  static GuardedDevice* const device = new GuardedDevice(host_memory_bytes());
+  return *device;
+}
 
 GuardedDevice::GuardedDevice(int64_t arena_bytes, std::string name)
     : Device(name, guarded_allocator(name, arena_bytes, arena_), /*asynchronous_streams=*/true) {}
@@ -156,7 +164,7 @@ bool GuardedDevice::arena_open() const { return arena_->is_open(); }
 
 Buffer GuardedDevice::to_device(const HostTensor& host) {
   Buffer b = allocate(host.shape());
-  runtime::Event done = transfer_->enqueue([this, dst = b.device_address(), host] {
+  Event done = transfer_->enqueue([this, dst = b.device_address(), host] {
     ArenaAccess access(*arena_);
     std::memcpy(dst, host.raw_data(), static_cast<size_t>(host.byte_size()));
   });
@@ -168,23 +176,17 @@ HostTensor GuardedDevice::to_host(const Buffer& buffer) {
   return Device::to_host(buffer);
 }
 
-std::vector<Buffer> GuardedDevice::execute(runtime::Executable& program, std::span<const Buffer> arguments) {
+std::vector<Buffer> GuardedDevice::execute(Executable& program, std::span<const Buffer> arguments) {
   for (const Buffer& a : arguments) check_owned(a, "execute");
-  std::vector<Buffer> out;
-  // On the compute stream, after the copies the arguments wait for; the caller waits for the
-  // program (its output shapes come from the run).
-  compute_
-      ->enqueue([&] {
-        wait_ready(arguments);
-        ArenaAccess access(*arena_);
-        out = run_over_views(program, arguments, [this](HostTensor r) {
-          Buffer b = allocate(r.shape());
-          std::memcpy(b.device_address(), r.raw_data(), static_cast<size_t>(r.byte_size()));
-          return b;
-        });
-      })
-      .wait();
-  return out;
+  // On the caller's thread, not the compute stream: replicas sharing this device run their
+  // programs at once and meet inside them (all_reduce), so one queue would deadlock them.
+  wait_ready(arguments);
+  ArenaAccess access(*arena_);
+  return run_over_views(program, arguments, [this](HostTensor r) {
+    Buffer b = allocate(r.shape());
+    std::memcpy(b.device_address(), r.raw_data(), static_cast<size_t>(r.byte_size()));
+    return b;
+  });
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::runtime
