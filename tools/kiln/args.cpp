@@ -1,6 +1,8 @@
 // Argument splitting for the `kiln` commands.
 #include "tools/kiln/args.h"
 
+#include <stdexcept>
+
 #include "kiln/core/check.h"
 
 namespace kiln::cli {
@@ -8,6 +10,21 @@ namespace kiln::cli {
 std::string Args::get(const std::string& name, const std::string& fallback) const {
   auto it = options.find(name);
   return it == options.end() ? fallback : it->second;
+}
+
+int64_t Args::get_positive(const std::string& name, int64_t fallback) const {
+  if (!has(name)) return fallback;
+  const std::string text = get(name);
+  size_t used = 0;
+  int64_t value = 0;
+  try {
+    value = std::stoll(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value <= 0)
+    KILN_THROW(ValueError, "[kiln] ", name, " expects a positive integer, received '", text, "'.");
+  return value;
 }
 
 Args parse_args(const std::string& command, const std::vector<std::string>& argv, const ArgSpec& spec) {

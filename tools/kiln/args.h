@@ -2,6 +2,7 @@
 // what the command takes, so a typo is an error that says what the command accepts.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <set>
 #include <string>
@@ -25,6 +26,9 @@ struct Args {
   bool has(const std::string& name) const { return options.contains(name); }
   /// The option's value, or `fallback` when it was not given.
   std::string get(const std::string& name, const std::string& fallback = "") const;
+  /// The option's value as a positive integer, or `fallback` when it was not given.
+  /// ValueError naming the option and the text otherwise.
+  int64_t get_positive(const std::string& name, int64_t fallback) const;
 };
 
 /// Splits `argv` (the arguments after the command's name) by `spec`. ValueError naming the

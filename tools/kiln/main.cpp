@@ -3,6 +3,7 @@
 // `kiln summary`, `inspect`, `eval` and `convert` work on a saved model; `kiln report` turns a
 // TensorBoard log directory into one HTML page. `kiln <command> --help` says more.
 #include <array>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -131,6 +132,9 @@ int main(int argc, char** argv) {
     return command.run(kiln::cli::parse_args(name, rest, command.spec));
   } catch (const kiln::Error& e) {
     std::cerr << "kiln " << name << ": " << e.kind() << ": " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {  // from the standard library (a filesystem error, ...)
+    std::cerr << "kiln " << name << ": " << e.what() << '\n';
     return 1;
   }
 }

@@ -95,8 +95,7 @@ int eval(const Args& args, std::ostream& out) {
   const bool npy = args.has("--x") || args.has("--y");
   if (args.has("--mnist") == npy || (npy && !(args.has("--x") && args.has("--y"))))
     KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, or as --x x.npy --y y.npy (both).");
-  const int64_t batch_size = std::stoll(args.get("--batch-size", "32"));
-  if (batch_size <= 0) KILN_THROW(ValueError, "[kiln eval] --batch-size must be positive, received ", batch_size, ".");
+  const int64_t batch_size = args.get_positive("--batch-size", 32);
   std::unique_ptr<keras::Model> model = keras::load_model(path);
   if (!model->is_compiled())
     KILN_THROW(ValueError, "[", path, "] holds no compile arguments (loss, metrics), so it cannot be evaluated. "

@@ -116,6 +116,9 @@ TEST(KilnCliTest, EvalErrorsSayWhatIsMissing) {
   std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --x " + dir.file("missing.npy") + " --y " + dir.file("missing.npy"));
   EXPECT_EQ(status, 1);
   EXPECT_NE(out.find(dir.file("missing.npy")), std::string::npos) << out;
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --mnist --batch-size 3x");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("--batch-size expects a positive integer, received '3x'"), std::string::npos) << out;
   std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --mnits");
   EXPECT_EQ(status, 1);
   EXPECT_NE(out.find("unknown option --mnits"), std::string::npos) << out;
