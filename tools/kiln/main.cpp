@@ -90,13 +90,14 @@ const std::map<std::string, Command> kCommands = {
       {.value_options = {"--config"}, .min_positional = 2, .max_positional = 2},
       [](const Args& a) { return kiln::cli::convert(a, std::cout); }}},
     {"report",
-     {"kiln report <log_dir> [-o report.html]",
+     {"kiln report <log_dir> [-o report.html] [--trace trace.json]",
       "Writes one self-contained HTML page (no scripts, nothing fetched) from a TensorBoard log\n"
       "directory: SVG charts of every epoch_* scalar (train and validation) and of the batch_*\n"
       "scalars, and, when the Profiler or TensorBoard(profile_batch) traced steps into\n"
       "<log_dir>/plugins/profile/, the step time and input wait per traced step and the slowest\n"
-      "kernels. -o defaults to <log_dir>/report.html.",
-      {.value_options = {"-o"}, .min_positional = 1, .max_positional = 1},
+      "kernels. -o defaults to <log_dir>/report.html. --trace takes another Chrome trace instead of\n"
+      "the newest under plugins/profile (a KILN_PROFILE=fit.json trace of a whole fit).",
+      {.value_options = {"-o", "--trace"}, .min_positional = 1, .max_positional = 1},
       [](const Args& a) { return kiln::cli::report(a, std::cout); }}},
 };
 

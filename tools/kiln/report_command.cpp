@@ -70,22 +70,23 @@ std::string newest_trace(const std::string& log_dir) {
 
 // The complete ("X") events of a Chrome trace TraceRecorder wrote, back in nanoseconds.
 std::vector<TraceEvent> read_trace(const std::string& path) {
-  nlohmann::json trace;
-  try {
-    trace = nlohmann::json::parse(io::read_file(path));
-  } catch (const nlohmann::json::exception& e) {
-    KILN_THROW(IOError, "[", path, "] is not valid JSON: ", e.what(), ". Hint: the profile was cut off; record it again.");
-  }
-  if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())
-    KILN_THROW(IOError, "[", path, "] has no traceEvents array. Hint: pass a trace the Profiler wrote.");
   std::vector<TraceEvent> events;
-  for (const auto& e : trace["traceEvents"]) {
-    if (e.value("ph", "") != "X") continue;
-    const auto& args = e.value("args", nlohmann::json::object());
-    events.push_back({.name = e.value("name", ""), .category = e.value("cat", ""),
-                      .start_ns = std::llround(e.value("ts", 0.0) * 1000), .duration_ns = std::llround(e.value("dur", 0.0) * 1000),
-                      .tid = e.value("tid", 0), .detail = args.value("detail", ""),
-                      .bytes = args.value("bytes", int64_t{-1}), .flops = args.value("flops", int64_t{-1})});
+  try {
+    const nlohmann::json trace = nlohmann::json::parse(io::read_file(path));
+    if (!trace.is_object() || !trace.contains("traceEvents") || !trace["traceEvents"].is_array())
+      KILN_THROW(IOError, "[", path, "] has no traceEvents array. Hint: pass a trace the Profiler or KILN_PROFILE wrote.");
+    for (const auto& e : trace["traceEvents"]) {
+      if (e.value("ph", "") != "X") continue;
+      const auto& args = e.value("args", nlohmann::json::object());
+      events.push_back({.name = e.value("name", ""), .category = e.value("cat", ""),
+                        .start_ns = std::llround(e.value("ts", 0.0) * 1000),
+                        .duration_ns = std::llround(e.value("dur", 0.0) * 1000), .tid = e.value("tid", 0),
+                        .detail = args.value("detail", ""), .bytes = args.value("bytes", int64_t{-1}),
+                        .flops = args.value("flops", int64_t{-1})});
+    }
+  } catch (const nlohmann::json::exception& e) {
+    KILN_THROW(IOError, "[", path, "] is not a Chrome trace Kiln can read: ", e.what(),
+               ". Hint: the trace was cut off or edited; record it again.");
   }
   std::sort(events.begin(), events.end(), [](const TraceEvent& a, const TraceEvent& b) { return a.start_ns < b.start_ns; });
   return events;
@@ -147,7 +148,7 @@ int report(const Args& args, std::ostream& out) {
     KILN_THROW(IOError, "[", log_dir, "] is not a directory. Hint: pass the log_dir given to "
                "keras::callbacks::TensorBoard.");
   const RunScalars runs = read_runs(log_dir);
-  const std::string trace_path = newest_trace(log_dir);
+  const std::string trace_path = args.get("--trace", newest_trace(log_dir));
   if (runs.empty() && trace_path.empty())
     KILN_THROW(IOError, "[", log_dir, "] holds no TensorBoard event files (events.out.tfevents.*, in it or its run "
                "directories) and no step trace (plugins/profile/). Hint: pass the log_dir given to "

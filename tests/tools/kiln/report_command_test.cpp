@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <regex>
 #include <string>
@@ -123,10 +124,37 @@ TEST_F(KilnReportTest, PageRendersInHeadlessChromium) {
   EXPECT_EQ(code, 0) << check;
 }
 
+TEST_F(KilnReportTest, TraceOptionTakesAnotherTrace) {
+  // A trace of two steps of 1.5 ms and 2.5 ms, with a 0.25 ms wait for the second's input.
+  std::ofstream(dir_.file("fit.json")) << R"({"traceEvents": [
+      {"name": "fit_step", "cat": "step", "ph": "X", "ts": 0, "dur": 1500, "pid": 1, "tid": 0},
+      {"name": "input_wait", "cat": "input", "ph": "X", "ts": 1600, "dur": 250, "pid": 1, "tid": 0},
+      {"name": "fit_step", "cat": "step", "ph": "X", "ts": 2000, "dur": 2500, "pid": 1, "tid": 0},
+      {"name": "matmul", "cat": "kernel", "ph": "X", "ts": 2100, "dur": 1000, "pid": 1, "tid": 0,
+       "args": {"flops": 2000000000}}]})";
+  const auto [out, status] = run_kiln("report " + log_dir() + " --trace " + dir_.file("fit.json"));
+  ASSERT_EQ(status, 0) << out;
+  const std::string html = io::read_file(dir_.file("logs/report.html"));
+  const auto lines = polylines(html);
+  EXPECT_EQ(lines.at("step time and input wait (ms)/step time"), std::make_pair(2, 2));
+  EXPECT_EQ(lines.at("step time and input wait (ms)/input wait"), std::make_pair(1, 1));
+  for (const std::string expected : {"<title>step time 1: 1.5</title>", "<title>step time 2: 2.5</title>",
+                                     "<title>input wait 2: 0.25</title>", "2000.0 GFLOP/s", ">matmul</td>"})
+    EXPECT_NE(html.find(expected), std::string::npos) << expected;
+}
+
 TEST_F(KilnReportTest, ErrorsNameTheDirectoryAndWhatToPass) {
   auto [out, status] = run_kiln("report " + dir_.file("nowhere"));
   EXPECT_EQ(status, 1);
   EXPECT_NE(out.find(dir_.file("nowhere") + "] is not a directory"), std::string::npos) << out;
+  std::ofstream(dir_.file("cut.json")) << R"({"traceEvents": [{"name": "fit_step", "ph": "X", "ts": )";
+  std::tie(out, status) = run_kiln("report " + log_dir() + " --trace " + dir_.file("cut.json"));
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find(dir_.file("cut.json") + "] is not a Chrome trace Kiln can read"), std::string::npos) << out;
+  std::ofstream(dir_.file("wrong.json")) << R"({"traceEvents": [{"name": "fit_step", "ph": "X", "ts": "soon"}]})";
+  std::tie(out, status) = run_kiln("report " + log_dir() + " --trace " + dir_.file("wrong.json"));
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find(dir_.file("wrong.json") + "] is not a Chrome trace Kiln can read"), std::string::npos) << out;
   std::filesystem::create_directories(dir_.file("empty"));
   std::tie(out, status) = run_kiln("report " + dir_.file("empty"));
   EXPECT_EQ(status, 1);
