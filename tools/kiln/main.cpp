@@ -71,7 +71,8 @@ const std::map<std::string, Command> kCommands = {
     {"eval",
      {"kiln eval <model> (--mnist | --x x.npy --y y.npy) [--batch-size 32]",
       "Runs model.evaluate with the saved compile arguments and prints the loss and each compiled\n"
-      "metric, one 'name: value' line each, then the same as one JSON object on the last line.\n"
+      "metric, one 'name: value' line each, then the same as one JSON object on the last line\n"
+      "(NaN or infinity there as null).\n"
       "  --mnist            the MNIST test split (from KILN_DATA or ~/.cache/kiln/mnist; fetch it with\n"
       "                     scripts/fetch_mnist.sh): pixels / 255 in the model's input shape (784\n"
       "                     values per example), integer labels (for sparse losses)\n"

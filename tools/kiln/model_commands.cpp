@@ -1,6 +1,7 @@
 // `kiln summary`, `inspect`, `eval` and `convert` over keras::load_model (every format Kiln reads).
 #include "tools/kiln/model_commands.h"
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <ostream>
@@ -56,12 +57,14 @@ std::pair<HostTensor, HostTensor> mnist_test_split(const keras::Model& model, co
   return {x.reshape(dims), test.y.astype(DType::kI32)};
 }
 
-// Keras's shortest round-trip text of a metric, for both the text lines and the JSON.
+// Nine significant digits give back any f32 metric exactly.
 std::string number_text(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
+// JSON has no NaN or infinity (a diverged loss): those are null there.
+std::string json_number(double v) { return std::isfinite(v) ? number_text(v) : "null"; }
 
 }  // namespace
 
@@ -106,7 +109,7 @@ int eval(const Args& args, std::ostream& out) {
   std::string json = "{";
   for (const auto& [name, value] : logs) {
     out << name << ": " << number_text(value) << "\n";
-    json += str_cat(json.size() > 1 ? ", " : "", "\"", name, "\": ", number_text(value));
+    json += str_cat(json.size() > 1 ? ", " : "", "\"", name, "\": ", json_number(value));
   }
   out << json << "}\n";
   return 0;

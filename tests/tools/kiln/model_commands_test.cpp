@@ -4,6 +4,7 @@
 // --help and errors are what a user can act on.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -91,6 +92,14 @@ TEST(KilnCliTest, EvalOnAnNpyPairPrintsWhatModelEvaluateReturns) {
       run_kiln("eval " + dir.file("m.keras") + " --x " + dir.file("x.npy") + " --y " + dir.file("y.npy") + " --batch-size 8");
   EXPECT_EQ(status, 0) << out;
   EXPECT_EQ(out, expected_eval_output(logs));
+  // A NaN target makes every log NaN: "nan" in the text, null in the JSON (which has no NaN).
+  std::vector<float> nan_y = y.to_vector<float>();
+  nan_y[0] = std::nanf("");
+  data::write_npy(dir.file("nan_y.npy"), HostTensor::from_vector<float>({37, 2}, nan_y));
+  const auto [nan_out, nan_status] =
+      run_kiln("eval " + dir.file("m.keras") + " --x " + dir.file("x.npy") + " --y " + dir.file("nan_y.npy"));
+  EXPECT_EQ(nan_status, 0) << nan_out;
+  EXPECT_EQ(nan_out, "loss: nan\nmae: nan\n{\"loss\": null, \"mae\": null}\n");
 }
 
 TEST(KilnCliTest, EvalOnMnistUsesTheTestSplitScaledToTheModelInputShape) {
