@@ -242,8 +242,15 @@ run_phase demo "bash scripts/demo.sh"
 accuracy=$(grep -Eio 'test accuracy[^0-9]{0,4}[0-9]+(\.[0-9]+)?%?' "$log_dir/demo.log" | tail -n 1) ||
   fail_with_log "$log_dir/demo.log" "the demo exited 0 but printed no test accuracy"
 say "demo: $accuracy"
+# The demo installs only what it needs; chromium is for one test (install_deps.sh --test).
+if "${in_root[@]}" dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
+  die "the demo installed chromium, a test-only package (scripts/install_deps.sh without --test)"
+fi
 run_phase test "bash scripts/test.sh"
 summary=$(grep -E 'tests passed' "$log_dir/test.log" | tail -n 1) || summary="(no ctest summary)"
+# The report page must really be opened in Chromium there, not skipped.
+grep -Eq 'KilnReportTest\.PageRendersInHeadlessChromium \.*[ ]+Passed' "$log_dir/test.log" ||
+  fail_with_log "$log_dir/test.log" "KilnReportTest.PageRendersInHeadlessChromium did not pass (skipped: no chromium?)"
 say "test: $summary"
 print_times
 say "PASS: on a fresh Debian 12 root both README commands exit 0; $accuracy"

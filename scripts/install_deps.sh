@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Kiln builds and tests with, only those that are missing.
 # Idempotent: when everything is present it changes nothing and prints one line.
+#   install_deps.sh          what the build and the demo need (the README's first command)
+#   install_deps.sh --test   that, plus what only tests use (scripts/test.sh, the second command)
 set -euo pipefail
 
 packages=(
@@ -19,6 +21,15 @@ packages=(
   python3-h5py python3-numpy                     # Keras-layout checks of the .h5 files Kiln writes
   python3-protobuf                               # the independent reader of Kiln's event files
 )
+# Large, and used by one test only: the demo does not pay for it.
+test_packages=(
+  chromium                                       # opens `kiln report`'s page headless (tests/tools/kiln)
+)
+case "${1:-}" in
+  --test) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "install_deps: unknown argument '$1' (expected nothing or --test)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -128,47 +128,53 @@ void TraceRecorder::write_chrome_trace(const std::string& path) const {
                ". Hint: choose a directory you can write to.");
 }
 
-std::string TraceRecorder::kernel_summary(int top) const {
-  struct Row {
-    std::string name;
-    int64_t calls = 0, ns = 0, bytes = 0, flops = 0;
-    bool has_bytes = true, has_flops = true;
-  };
-  std::map<std::string, Row> rows;
-  int64_t total_ns = 0;
-  for (const TraceEvent& e : events()) {
+std::vector<KernelStats> kernel_stats(const std::vector<TraceEvent>& events) {
+  std::map<std::string, KernelStats> rows;
+  for (const TraceEvent& e : events) {
     if (e.category != "kernel") continue;
-    Row& r = rows[e.name];
+    KernelStats& r = rows[e.name];
     r.name = e.name;
     ++r.calls;
-    r.ns += e.duration_ns;
+    r.total_ns += e.duration_ns;
     r.bytes += std::max<int64_t>(e.bytes, 0);
     r.flops += std::max<int64_t>(e.flops, 0);
     r.has_bytes = r.has_bytes && e.bytes >= 0;
     r.has_flops = r.has_flops && e.flops > 0;
-    total_ns += e.duration_ns;
   }
-  std::vector<Row> sorted;
+  std::vector<KernelStats> sorted;
   for (auto& [name, r] : rows) sorted.push_back(r);
-  std::sort(sorted.begin(), sorted.end(), [](const Row& a, const Row& b) { return a.ns > b.ns; });
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const KernelStats& a, const KernelStats& b) { return a.total_ns > b.total_ns; });
+  return sorted;
+}
+
+std::string KernelStats::rate() const {
+  const double seconds = static_cast<double>(total_ns) / 1e9;
+  char rate[32] = "-";
+  if (seconds > 0 && has_flops)
+    std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", static_cast<double>(flops) / seconds / 1e9);
+  else if (seconds > 0 && has_bytes)
+    std::snprintf(rate, sizeof rate, "%.1f GB/s", static_cast<double>(bytes) / seconds / 1e9);
+  return rate;
+}
+
+std::string TraceRecorder::kernel_summary(int top) const {
+  const std::vector<KernelStats> sorted = kernel_stats(events());
+  int64_t total_ns = 0;
+  for (const KernelStats& r : sorted) total_ns += r.total_ns;
   std::ostringstream os;
-  os << "kernels: " << rows.size() << " distinct, " << static_cast<double>(total_ns) / 1e6 << " ms in all\n";
+  os << "kernels: " << sorted.size() << " distinct, " << static_cast<double>(total_ns) / 1e6 << " ms in all\n";
   char line[160];
   std::snprintf(line, sizeof line, "%8s %10s %10s %7s %12s  %s\n", "calls", "total ms", "mean us", "share", "rate",
                 "kernel");
   os << line;
   for (size_t i = 0; i < sorted.size() && static_cast<int>(i) < top; ++i) {
-    const Row& r = sorted[i];
-    const double seconds = static_cast<double>(r.ns) / 1e9;
-    char rate[32] = "-";
-    if (seconds > 0 && r.has_flops)
-      std::snprintf(rate, sizeof rate, "%.1f GFLOP/s", static_cast<double>(r.flops) / seconds / 1e9);
-    else if (seconds > 0 && r.has_bytes)
-      std::snprintf(rate, sizeof rate, "%.1f GB/s", static_cast<double>(r.bytes) / seconds / 1e9);
+    const KernelStats& r = sorted[i];
     std::snprintf(line, sizeof line, "%8lld %10.3f %10.2f %6.1f%% %12s  ", static_cast<long long>(r.calls),
-                  static_cast<double>(r.ns) / 1e6, static_cast<double>(r.ns) / 1e3 / static_cast<double>(r.calls),
-                  total_ns > 0 ? 100.0 * static_cast<double>(r.ns) / static_cast<double>(total_ns) : 0.0,
-                  rate);
+                  static_cast<double>(r.total_ns) / 1e6,
+                  static_cast<double>(r.total_ns) / 1e3 / static_cast<double>(r.calls),
+                  total_ns > 0 ? 100.0 * static_cast<double>(r.total_ns) / static_cast<double>(total_ns) : 0.0,
+                  r.rate().c_str());
     os << line << r.name << "\n";
   }
   return os.str();

@@ -25,6 +25,18 @@ struct TraceEvent {
   int64_t flops = -1;    // floating-point operations, when known
 };
 
+/// One kernel label's totals over a set of events (a row of the slowest-kernels table).
+struct KernelStats {
+  std::string name;
+  int64_t calls = 0, total_ns = 0, bytes = 0, flops = 0;
+  bool has_bytes = true, has_flops = true;  // every call carried its bytes / nonzero flops
+  /// "12.3 GFLOP/s" when the flops are known, else "4.5 GB/s" when the bytes are, else "-".
+  std::string rate() const;
+};
+
+/// The category "kernel" events grouped by name, the largest total time first.
+std::vector<KernelStats> kernel_stats(const std::vector<TraceEvent>& events);
+
 class TraceRecorder {
  public:
   TraceRecorder();

@@ -1,26 +1,36 @@
 // `kiln`: the command-line tool. `kiln devices` prints what this host offers and the strategy
 // distribute::auto_detect() would pick; `kiln mnist [dir]` loads MNIST and prints its summary;
-// `kiln summary` and `kiln inspect` describe a saved model. `kiln <command> --help` says more.
+// `kiln summary`, `inspect`, `eval` and `convert` work on a saved model; `kiln report` turns a
+// TensorBoard log directory into one HTML page. `kiln <command> --help` says more.
 #include <array>
+#include <exception>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "kiln/core/error.h"
 #include "kiln/data/datasets/mnist.h"
 #include "kiln/distribute/cluster_resolver.h"
+#include "tools/kiln/args.h"
 #include "tools/kiln/model_commands.h"
+#include "tools/kiln/report_command.h"
 
 namespace {
 
+using kiln::cli::Args;
+using kiln::cli::ArgSpec;
+
 // The cluster resolver's report: devices, MPI, GPUs, and the strategy auto_detect() picks.
-int print_devices() {
+int print_devices(const Args&) {
   kiln::distribute::auto_detect(std::cout);
   return 0;
 }
 
-int print_mnist(const std::string& dir) {
-  auto [train, test] = kiln::datasets::mnist::load_data(dir);
+int print_mnist(const Args& args) {
+  auto [train, test] =
+      kiln::datasets::mnist::load_data(args.positional.empty() ? kiln::datasets::mnist::default_dir() : args.positional[0]);
   for (const auto& [label, split] : {std::pair{"train", &train}, std::pair{"test", &test}}) {
     std::array<int64_t, 10> counts{};
     for (uint8_t y : split->y.data<uint8_t>()) ++counts[y];
@@ -32,60 +42,101 @@ int print_mnist(const std::string& dir) {
   return 0;
 }
 
-// One line of usage and a paragraph of help per command.
-const std::map<std::string, std::pair<std::string, std::string>> kCommands = {
-    {"devices", {"kiln devices", "Prints this host's devices, MPI and GPUs, and the strategy distribute::auto_detect() picks."}},
-    {"mnist", {"kiln mnist [dir]", "Loads MNIST (from dir, else KILN_DATA or ~/.cache/kiln) and prints its shapes and label counts."}},
+struct Command {
+  std::string usage;  // one line
+  std::string help;   // a paragraph
+  ArgSpec spec;
+  std::function<int(const Args&)> run;
+};
+
+const std::map<std::string, Command> kCommands = {
+    {"devices",
+     {"kiln devices", "Prints this host's devices, MPI and GPUs, and the strategy distribute::auto_detect() picks.",
+      {}, print_devices}},
+    {"mnist",
+     {"kiln mnist [dir]", "Loads MNIST (from dir, else KILN_DATA or ~/.cache/kiln) and prints its shapes and label counts.",
+      {.max_positional = 1}, print_mnist}},
     {"summary",
      {"kiln summary <model.h5 | model.keras | model_dir>",
       "Prints the model's summary table, as model.summary() prints it, for a Keras 2 .h5, a Keras 3\n"
-      ".keras archive or a Kiln model directory."}},
+      ".keras archive or a Kiln model directory.",
+      {.min_positional = 1, .max_positional = 1},
+      [](const Args& a) { return kiln::cli::summary(a.positional[0], std::cout); }}},
     {"inspect",
      {"kiln inspect <model.h5 | model.keras | model_dir>",
       "Prints the file's format and the Keras version that wrote it, each layer's class and weights\n"
-      "(name and shape), and the optimizer's class, config and state variables."}},
+      "(name and shape), and the optimizer's class, config and state variables.",
+      {.min_positional = 1, .max_positional = 1},
+      [](const Args& a) { return kiln::cli::inspect(a.positional[0], std::cout); }}},
+    {"eval",
+     {"kiln eval <model> (--mnist | --x x.npy --y y.npy) [--batch-size 32]",
+      "Runs model.evaluate with the saved compile arguments and prints the loss and each compiled\n"
+      "metric, one 'name: value' line each, then the same as one JSON object on the last line\n"
+      "(NaN or infinity there as null).\n"
+      "  --mnist            the MNIST test split (from KILN_DATA or ~/.cache/kiln/mnist; fetch it with\n"
+      "                     scripts/fetch_mnist.sh): pixels / 255 in the model's input shape (784\n"
+      "                     values per example), integer labels (for sparse losses)\n"
+      "  --x x.npy --y y.npy  inputs and targets as numpy.save wrote them, used as they are\n"
+      "  --batch-size n     evaluate's batch size (default 32)",
+      {.value_options = {"--x", "--y", "--batch-size"}, .flags = {"--mnist"}, .min_positional = 1, .max_positional = 1},
+      [](const Args& a) { return kiln::cli::eval(a, std::cout); }}},
+    {"convert",
+     {"kiln convert <in> <out> [--config <model>]",
+      "Writes the model at <in> in the format <out>'s path names: .h5 (Keras 2 HDF5), .keras (Keras 3\n"
+      "archive), .safetensors (the weights alone, by variable name), any other path a Kiln model\n"
+      "directory. Weights, compile arguments and optimizer state carry over, so predictions are\n"
+      "bitwise the same. A .safetensors <in> holds no architecture: --config names a model with the\n"
+      "same architecture (.h5, .keras, model directory, or a model.to_json() .json file), whose\n"
+      "weights are replaced; the result is not compiled.",
+      {.value_options = {"--config"}, .min_positional = 2, .max_positional = 2},
+      [](const Args& a) { return kiln::cli::convert(a, std::cout); }}},
+    {"report",
+     {"kiln report <log_dir> [-o report.html] [--trace trace.json]",
+      "Writes one self-contained HTML page (no scripts, nothing fetched) from a TensorBoard log\n"
+      "directory: SVG charts of every epoch_* scalar (train and validation) and of the batch_*\n"
+      "scalars, and, when the Profiler or TensorBoard(profile_batch) traced steps into\n"
+      "<log_dir>/plugins/profile/, the step time and input wait per traced step and the slowest\n"
+      "kernels. -o defaults to <log_dir>/report.html. --trace takes another Chrome trace instead of\n"
+      "the newest under plugins/profile (a KILN_PROFILE=fit.json trace of a whole fit).",
+      {.value_options = {"-o", "--trace"}, .min_positional = 1, .max_positional = 1},
+      [](const Args& a) { return kiln::cli::report(a, std::cout); }}},
 };
 
 int usage() {
   std::cerr << "usage:\n";
-  for (const auto& [name, text] : kCommands) std::cerr << "  " << text.first << "\n";
+  for (const auto& [name, command] : kCommands) std::cerr << "  " << command.usage << "\n";
   std::cerr << "kiln <command> --help describes one.\n";
   return 2;
-}
-
-int help(const std::string& command) {
-  const auto& [line, text] = kCommands.at(command);
-  std::cout << "usage: " << line << "\n\n" << text << "\n";
-  return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) return usage();
-  const std::string command = argv[1];
-  if (command == "--help" || command == "-h" || command == "help") {
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
     usage();
     return 0;
   }
-  if (!kCommands.contains(command)) {
-    std::cerr << "kiln: unknown command '" << command << "'.\n";
+  auto it = kCommands.find(name);
+  if (it == kCommands.end()) {
+    std::cerr << "kiln: unknown command '" << name << "'.\n";
     return usage();
   }
-  if (argc > 2 && (std::string(argv[2]) == "--help" || std::string(argv[2]) == "-h")) return help(command);
-  try {
-    if (command == "devices") return print_devices();
-    if (command == "mnist")
-      return print_mnist(argc > 2 ? argv[2] : kiln::datasets::mnist::default_dir());
-    if (argc != 3) {
-      std::cerr << "kiln " << command << ": expected one model path.\n";
-      return usage();
+  const Command& command = it->second;
+  const std::vector<std::string> rest(argv + 2, argv + argc);
+  for (const std::string& a : rest)
+    if (a == "--help" || a == "-h") {
+      std::cout << "usage: " << command.usage << "\n\n" << command.help << "\n";
+      return 0;
     }
-    if (command == "summary") return kiln::cli::summary(argv[2], std::cout);
-    if (command == "inspect") return kiln::cli::inspect(argv[2], std::cout);
+  try {
+    return command.run(kiln::cli::parse_args(name, rest, command.spec));
   } catch (const kiln::Error& e) {
-    std::cerr << "kiln " << command << ": " << e.kind() << ": " << e.what() << '\n';
+    std::cerr << "kiln " << name << ": " << e.kind() << ": " << e.what() << '\n';
+    return 1;
+  } catch (const std::exception& e) {  // from the standard library (a filesystem error, ...)
+    std::cerr << "kiln " << name << ": " << e.what() << '\n';
     return 1;
   }
-  return usage();
 }

@@ -1,10 +1,16 @@
-// `kiln summary` and `kiln inspect` over keras::load_model (every format Kiln reads).
+// `kiln summary`, `inspect`, `eval` and `convert` over keras::load_model (every format Kiln reads).
 #include "tools/kiln/model_commands.h"
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <ostream>
 #include <regex>
 
+#include "kiln/core/check.h"
+#include "kiln/data/datasets/mnist.h"
+#include "kiln/data/readers/npy_reader.h"
+#include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/keras.h"
@@ -30,6 +36,36 @@ std::pair<std::string, std::string> format_and_version(const std::string& path) 
   return {"Keras 2 HDF5 (.h5)", version};
 }
 
+bool is_safetensors_path(const std::string& path) { return ends_with(path, ".safetensors"); }
+
+// The MNIST test split as the model takes it: pixels scaled to [0, 1] in the model's per-example
+// input shape (any shape of 784 values: (28, 28), (28, 28, 1), (784)), integer labels.
+std::pair<HostTensor, HostTensor> mnist_test_split(const keras::Model& model, const std::string& model_path) {
+  Dims input = model.layers().empty() ? Dims{} : model.layers().front()->built_input_shape();
+  if (input.empty()) input = {28, 28};
+  int64_t per_example = 1;
+  for (int64_t d : input) per_example *= d;
+  if (per_example != 28 * 28)
+    KILN_THROW(ShapeError, "[", model_path, "] the model takes inputs of ", per_example,
+               " values per example; MNIST images have 784 (28x28). Hint: evaluate it on its own data with "
+               "--x x.npy --y y.npy.");
+  const datasets::mnist::Split test = datasets::mnist::load_data().test;
+  HostTensor x = test.x.astype(DType::kF32);
+  for (float& v : x.data<float>()) v /= 255.0f;
+  Dims dims = {x.dims()[0]};
+  dims.insert(dims.end(), input.begin(), input.end());
+  return {x.reshape(dims), test.y.astype(DType::kI32)};
+}
+
+// Nine significant digits give back any f32 metric exactly.
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+// JSON has no NaN or infinity (a diverged loss): those are null there.
+std::string json_number(double v) { return std::isfinite(v) ? number_text(v) : "null"; }
+
 }  // namespace
 
 int summary(const std::string& path, std::ostream& out) {
@@ -54,6 +90,55 @@ int inspect(const std::string& path, std::ostream& out) {
   } else {
     out << "optimizer: none (the file was saved without compiling)\n";
   }
+  return 0;
+}
+
+int eval(const Args& args, std::ostream& out) {
+  const std::string& path = args.positional.at(0);
+  const bool npy = args.has("--x") || args.has("--y");
+  if (args.has("--mnist") == npy || (npy && !(args.has("--x") && args.has("--y"))))
+    KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, or as --x x.npy --y y.npy (both).");
+  const int64_t batch_size = args.get_positive("--batch-size", 32);
+  std::unique_ptr<keras::Model> model = keras::load_model(path);
+  if (!model->is_compiled())
+    KILN_THROW(ValueError, "[", path, "] holds no compile arguments (loss, metrics), so it cannot be evaluated. "
+               "Hint: save the model after compile() with include_optimizer=true.");
+  auto [x, y] = npy ? std::pair{data::read_npy(args.get("--x")), data::read_npy(args.get("--y"))}
+                    : mnist_test_split(*model, path);
+  const keras::Logs logs = model->evaluate(x, y, batch_size, {.verbose = 0});
+  std::string json = "{";
+  for (const auto& [name, value] : logs) {
+    out << name << ": " << number_text(value) << "\n";
+    json += str_cat(json.size() > 1 ? ", " : "", "\"", name, "\": ", json_number(value));
+  }
+  out << json << "}\n";
+  return 0;
+}
+
+int convert(const Args& args, std::ostream& out) {
+  const std::string& from = args.positional.at(0);
+  const std::string& to = args.positional.at(1);
+  std::unique_ptr<keras::Model> model;
+  if (is_safetensors_path(from)) {
+    // Weights alone: the architecture comes from a model file, or a model.to_json() text.
+    const std::string config = args.get("--config");
+    if (config.empty())
+      KILN_THROW(ValueError, "[", from, "] holds weights only, no architecture. Hint: name a model with that "
+                 "architecture, kiln convert ", from, " ", to, " --config model.h5 (or .keras, a model directory, "
+                 "or a model.to_json() .json file).");
+    model = ends_with(config, ".json") ? keras::model_from_json(io::read_file(config))
+                                       : keras::load_model(config, {.compile = false});
+    model->load_weights(from);
+  } else {
+    if (args.has("--config"))
+      KILN_THROW(ValueError, "[kiln convert] --config is for a .safetensors input; ", from,
+                 " holds its own architecture. Hint: drop --config.");
+    model = keras::load_model(from);
+  }
+  if (is_safetensors_path(to)) model->save_weights(to);
+  else model->save(to);
+  out << from << " -> " << to << " (" << model->count_params() << " parameters"
+      << (is_safetensors_path(to) ? ", weights only" : model->is_compiled() ? "" : ", not compiled") << ")\n";
   return 0;
 }
 

@@ -1,8 +1,11 @@
-// `kiln summary` and `kiln inspect`: what a saved model holds, without writing a program.
+// `kiln summary`, `kiln inspect`, `kiln eval` and `kiln convert`: what a saved model holds, how
+// well it does, and the same model in another format, without writing a program.
 #pragma once
 
 #include <iosfwd>
 #include <string>
+
+#include "tools/kiln/args.h"
 
 namespace kiln::cli {
 
@@ -11,5 +14,12 @@ int summary(const std::string& path, std::ostream& out);
 /// `kiln inspect <model>`: format, the Keras version that wrote it, each layer's class and
 /// weights (name, shape), and the optimizer with its state variables.
 int inspect(const std::string& path, std::ostream& out);
+/// `kiln eval <model> (--mnist | --x x.npy --y y.npy) [--batch-size n]`: model.evaluate's loss
+/// and compiled metrics, one `name: value` line each, then the same as one JSON object.
+int eval(const Args& args, std::ostream& out);
+/// `kiln convert <in> <out> [--config <model>]`: the model in the format of `out`'s path (.h5,
+/// .keras, a directory, or .safetensors for the weights alone); a .safetensors `in` takes its
+/// architecture from --config.
+int convert(const Args& args, std::ostream& out);
 
 }  // namespace kiln::cli

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "kiln/core/check.h"
+#include "kiln/core/trace_recorder.h"
 #include "kiln/ir/printer.h"
 #include "kiln/runtime/cpu/team_impl.h"
 
@@ -113,7 +114,8 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
 }
 
 // Under a TraceSession: every step is an event on the thread that launched it (a team step's
-// OpenMP workers are inside it), with its bytes and flops, inside one event for the program.
+// workers record their parts as "team" events, group_team_steps), with its bytes and flops,
+// inside one event for the program.
 void CpuExecutable::run_traced(TraceRecorder& recorder) {
   if (step_bytes_.size() != steps_.size()) {
     step_bytes_.assign(steps_.size(), 0);
@@ -144,9 +146,11 @@ void CpuExecutable::group_team_steps() {
     }
     Step g;
     auto members = std::make_shared<std::vector<std::function<void(void* const*)>>>();
+    auto member_labels = std::make_shared<std::vector<std::string>>();
     std::string labels;
     for (size_t k = i; k < j; ++k) {
       members->push_back(std::move(steps_[k].team));
+      member_labels->push_back(steps_[k].label);
       g.reads.insert(g.reads.end(), steps_[k].reads.begin(), steps_[k].reads.end());
       g.writes.insert(g.writes.end(), steps_[k].writes.begin(), steps_[k].writes.end());
       g.work = std::max(g.work, steps_[k].work);
@@ -157,9 +161,17 @@ void CpuExecutable::group_team_steps() {
     g.label = str_cat("team(", j - i, " kernels: ", labels, ")");
     const bool parallel = g.work >= kParallelThreshold;
     // Each member ends in a barrier (omp for / single), so members see their inputs complete.
-    g.run = [members, parallel](void* const* values) {
+    // Under a TraceSession every team thread records its part of each member (category
+    // "team", up to the member's closing barrier), which gives each OpenMP worker a track.
+    g.run = [members, member_labels, parallel](void* const* values) {
+      const ActiveRecorder active;
+      TraceRecorder* recorder = active.get();
       run_on_team(parallel, [&] {
-        for (const auto& m : *members) m(values);
+        for (size_t k = 0; k < members->size(); ++k) {
+          const int64_t t0 = recorder ? TraceRecorder::now_ns() : 0;
+          (*members)[k](values);
+          if (recorder) recorder->add((*member_labels)[k], "team", t0, TraceRecorder::now_ns());
+        }
       });
     };
     grouped.push_back(std::move(g));

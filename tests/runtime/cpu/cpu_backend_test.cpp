@@ -6,8 +6,10 @@
 #include <omp.h>
 
 #include <cstring>
+#include <map>
 #include <random>
 
+#include "kiln/core/trace_recorder.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
@@ -250,6 +252,46 @@ TEST(CpuBackendTest, AGovernedExecutableGivesTheSameResultsAndRestoresTheThreadC
       ASSERT_EQ(std::memcmp(out[k].raw_data(), expected[k].raw_data(), static_cast<size_t>(out[k].byte_size())), 0)
           << "output " << k << ", run " << run;
   }
+}
+
+TEST(CpuBackendTest, TracedTeamStepsRecordEachMemberOnEveryTeamThread) {
+  // exp, a row sum and a subtraction over 64K elements: loop, reduction and loop kernels that
+  // share one OpenMP team (team_impl.h), on every thread OpenMP offers.
+  auto m = std::make_unique<ir::Module>("teamed");
+  Builder b(m->entry());
+  auto* x = b.parameter(Shape(DType::kF32, {256, 256}), "x");
+  auto* e = b.unary(Opcode::kExp, x);
+  auto* s = b.reduce(Opcode::kReduceSum, e, {1});
+  auto* d = b.binary(Opcode::kSub, e, b.broadcast_in_dim(s, {256, 256}, {0}));
+  m->entry()->set_outputs({d, b.reduce(Opcode::kReduceSum, d, {0})});
+  runtime::CompileOptions options;
+  options.debug.thread_governor = false;
+  auto exe = make_cpu_backend()->compile(std::move(m), options);
+  ASSERT_NE(exe->describe().find("team("), std::string::npos) << exe->describe();
+  std::vector<HostTensor> args = {HostTensor::from_vector<float>({256, 256}, std::vector<float>(256 * 256, 0.5f))};
+  std::vector<TraceEvent> events;
+  {
+    TraceSession session;
+    exe->run(args);
+    events = session.recorder().events();
+  }
+  // Each team step: its members ("team" events inside its span) on every team thread, the
+  // same count on each.
+  const int threads = omp_get_max_threads();
+  int teams = 0;
+  for (const TraceEvent& team : events) {
+    if (team.category != "kernel" || !team.name.starts_with("team(")) continue;
+    ++teams;
+    const int members = std::stoi(team.name.substr(5));  // "team(<n> kernels: ...)"
+    std::map<int, int> per_thread;
+    for (const TraceEvent& part : events)
+      if (part.category == "team" && part.start_ns >= team.start_ns &&
+          part.start_ns + part.duration_ns <= team.start_ns + team.duration_ns)
+        ++per_thread[part.tid];
+    EXPECT_EQ(static_cast<int>(per_thread.size()), threads) << team.name;
+    for (const auto& [tid, count] : per_thread) EXPECT_EQ(count, members) << team.name << " thread " << tid;
+  }
+  EXPECT_GT(teams, 0);
 }
 
 TEST(CpuBackendTest, ArgumentShapeMismatchNamesTheParameter) {

@@ -1,27 +1,24 @@
-// `kiln summary` and `kiln inspect` run as a user runs them, on models Kiln saved: summary
-// prints exactly model.summary()'s table; inspect names the format, version, weights and
-// optimizer state; --help and errors are what a user can act on.
+// `kiln summary`, `inspect`, `eval` and `convert` run as a user runs them, on models Kiln saved:
+// summary prints exactly model.summary()'s table; inspect names the format, version, weights and
+// optimizer state; eval prints model.evaluate's numbers; convert keeps predictions bitwise;
+// --help and errors are what a user can act on.
 #include <gtest/gtest.h>
 
-#include <array>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <string>
 
+#include "kiln/data/readers/npy_reader.h"
 #include "kiln/keras/keras.h"
+#include "tests/keras/keras_testing.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/tools/kiln/run_kiln.h"
 
 namespace kiln::keras {
 namespace {
 
-// stdout and stderr of `kiln <args>`, and its exit status.
-std::pair<std::string, int> run_kiln(const std::string& args) {
-  std::string out;
-  std::FILE* p = popen((std::string(KILN_CLI) + " " + args + " 2>&1").c_str(), "r");
-  std::array<char, 4096> buf;
-  for (size_t n; (n = std::fread(buf.data(), 1, buf.size(), p)) > 0;) out.append(buf.data(), n);
-  const int status = pclose(p);
-  return {out, WEXITSTATUS(status)};
-}
+using kiln::testing::run_kiln;
 
 std::unique_ptr<Sequential> trained_model() {
   auto model = std::make_unique<Sequential>(
@@ -58,8 +55,143 @@ TEST(KilnCliTest, InspectListsFormatVersionWeightsAndOptimizerState) {
     EXPECT_NE(out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << out;
 }
 
+// Rows of 3 features and 2 targets, not all alike, so every weight matters to the predictions.
+std::pair<HostTensor, HostTensor> rows(int64_t n) {
+  std::vector<float> x, y;
+  for (int64_t i = 0; i < n; ++i) {
+    for (int j = 0; j < 3; ++j) x.push_back(static_cast<float>((i * 7 + j * 3) % 11) / 11.0f - 0.4f);
+    y.push_back(static_cast<float>(i % 3));
+    y.push_back(static_cast<float>(i % 2) - 0.5f);
+  }
+  return {HostTensor::from_vector<float>({n, 3}, x), HostTensor::from_vector<float>({n, 2}, y)};
+}
+
+// `name: value` per log, then one JSON object, each value as %.9g prints it.
+std::string expected_eval_output(const Logs& logs) {
+  std::string text, json = "{";
+  char value[32];
+  for (const auto& [name, v] : logs) {
+    std::snprintf(value, sizeof value, "%.9g", v);
+    text += name + ": " + value + "\n";
+    json += std::string(json.size() > 1 ? ", " : "") + "\"" + name + "\": " + value;
+  }
+  return text + json + "}\n";
+}
+
+TEST(KilnCliTest, EvalOnAnNpyPairPrintsWhatModelEvaluateReturns) {
+  kiln::testing::TempDir dir;
+  auto model = trained_model();
+  model->compile({.optimizer = Adam(), .loss = "mse", .metrics = {"mae"}});
+  const auto [x, y] = rows(37);  // a last batch of 5 at batch size 8
+  data::write_npy(dir.file("x.npy"), x);
+  data::write_npy(dir.file("y.npy"), y);
+  model->save(dir.file("m.keras"));
+  const Logs logs = model->evaluate(x, y, 8, {.verbose = 0});
+  ASSERT_EQ(logs.items().size(), 2u);  // loss, mae
+  const auto [out, status] =
+      run_kiln("eval " + dir.file("m.keras") + " --x " + dir.file("x.npy") + " --y " + dir.file("y.npy") + " --batch-size 8");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, expected_eval_output(logs));
+  // A NaN target makes every log NaN: "nan" in the text, null in the JSON (which has no NaN).
+  std::vector<float> nan_y = y.to_vector<float>();
+  nan_y[0] = std::nanf("");
+  data::write_npy(dir.file("nan_y.npy"), HostTensor::from_vector<float>({37, 2}, nan_y));
+  const auto [nan_out, nan_status] =
+      run_kiln("eval " + dir.file("m.keras") + " --x " + dir.file("x.npy") + " --y " + dir.file("nan_y.npy"));
+  EXPECT_EQ(nan_status, 0) << nan_out;
+  EXPECT_EQ(nan_out, "loss: nan\nmae: nan\n{\"loss\": null, \"mae\": null}\n");
+}
+
+TEST(KilnCliTest, EvalOnMnistUsesTheTestSplitScaledToTheModelInputShape) {
+  auto mnist = testing::load_mnist_subset(1, 10000);
+  if (!mnist) GTEST_SKIP() << "MNIST files absent (scripts/fetch_mnist.sh)";
+  kiln::testing::TempDir dir;
+  Sequential model({Flatten({.input_shape = {28, 28, 1}}), Dense(10)});
+  model.compile({.optimizer = SGD(), .loss = SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"}});
+  model.save(dir.file("m.h5"));
+  const Logs logs = model.evaluate(mnist->x_test.reshape({10000, 28, 28, 1}), mnist->y_test, 32, {.verbose = 0});
+  const auto [out, status] = run_kiln("eval " + dir.file("m.h5") + " --mnist");
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, expected_eval_output(logs));
+}
+
+TEST(KilnCliTest, EvalErrorsSayWhatIsMissing) {
+  kiln::testing::TempDir dir;
+  auto model = trained_model();
+  model->save(dir.file("m.h5"));
+  auto [out, status] = run_kiln("eval " + dir.file("m.h5"));
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("--mnist, or as --x x.npy --y y.npy"), std::string::npos) << out;
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --x " + dir.file("missing.npy") + " --y " + dir.file("missing.npy"));
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find(dir.file("missing.npy")), std::string::npos) << out;
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --mnist --batch-size 3x");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("--batch-size expects a positive integer, received '3x'"), std::string::npos) << out;
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --mnits");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("unknown option --mnits"), std::string::npos) << out;
+  model->save(dir.file("bare.h5"), {.include_optimizer = false});
+  std::tie(out, status) = run_kiln("eval " + dir.file("bare.h5") + " --mnist");
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("holds no compile arguments"), std::string::npos) << out;
+}
+
+// Predictions of the model at `path` on `x`, as raw bytes.
+std::vector<float> predictions(const std::string& path, const HostTensor& x) {
+  return load_model(path, {.compile = false})->predict(x).to_vector<float>();
+}
+
+TEST(KilnCliTest, ConvertRoundTripsEveryFormatKeepingPredictionsBitwise) {
+  kiln::testing::TempDir dir;
+  auto model = trained_model();
+  const HostTensor x = rows(9).first;
+  const std::vector<float> expected = model->predict(x).to_vector<float>();
+  model->save(dir.file("a.h5"));
+  // .h5 -> .keras -> directory -> .safetensors (+ architecture) -> .h5, then back the other way.
+  const std::vector<std::pair<std::string, std::string>> steps = {
+      {"a.h5", "b.keras"}, {"b.keras", "c_dir"}, {"c_dir", "d.safetensors"}, {"d.safetensors", "e.h5"},
+      {"e.h5", "f_dir"},   {"c_dir", "g.keras"}, {"g.keras", "h.h5"}};
+  for (const auto& [from, to] : steps) {
+    const std::string config = from.ends_with(".safetensors") ? " --config " + dir.file("a.h5") : "";
+    const auto [out, status] = run_kiln("convert " + dir.file(from) + " " + dir.file(to) + config);
+    ASSERT_EQ(status, 0) << from << " -> " << to << ": " << out;
+    if (to.ends_with(".safetensors")) {
+      auto fresh = model_from_json(model->to_json());  // freshly initialized weights
+      ASSERT_NE(fresh->predict(x).to_vector<float>(), expected);
+      fresh->load_weights(dir.file(to));
+      EXPECT_EQ(fresh->predict(x).to_vector<float>(), expected) << to;
+    } else {
+      EXPECT_EQ(predictions(dir.file(to), x), expected) << to;
+    }
+  }
+  // The optimizer state travels with the model formats (Adam's moments after one fit).
+  auto a = load_model(dir.file("a.h5")), h = load_model(dir.file("h.h5"));
+  ASSERT_EQ(a->optimizer()->variables().size(), h->optimizer()->variables().size());
+  for (size_t i = 0; i < a->optimizer()->variables().size(); ++i)
+    EXPECT_EQ(a->optimizer()->variables()[i].storage().to_vector<float>(),
+              h->optimizer()->variables()[i].storage().to_vector<float>()) << i;
+}
+
+TEST(KilnCliTest, ConvertFromSafetensorsTakesTheArchitectureFromConfigOrAJsonFile) {
+  kiln::testing::TempDir dir;
+  auto model = trained_model();
+  const HostTensor x = rows(4).first;
+  model->save_weights(dir.file("w.safetensors"));
+  std::ofstream(dir.file("arch.json")) << model->to_json();
+  auto [out, status] = run_kiln("convert " + dir.file("w.safetensors") + " " + dir.file("m.keras"));
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("holds weights only"), std::string::npos) << out;
+  EXPECT_NE(out.find("--config"), std::string::npos) << out;
+  std::tie(out, status) =
+      run_kiln("convert " + dir.file("w.safetensors") + " " + dir.file("m.keras") + " --config " + dir.file("arch.json"));
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("not compiled"), std::string::npos) << out;
+  EXPECT_EQ(predictions(dir.file("m.keras"), x), model->predict(x).to_vector<float>());
+}
+
 TEST(KilnCliTest, HelpForEachCommandAndErrorsNameTheFile) {
-  for (const std::string command : {"summary", "inspect", "devices", "mnist"}) {
+  for (const std::string command : {"summary", "inspect", "devices", "mnist", "eval", "convert", "report"}) {
     const auto [out, status] = run_kiln(command + " --help");
     EXPECT_EQ(status, 0) << out;
     EXPECT_NE(out.find("usage: kiln " + command), std::string::npos) << out;
