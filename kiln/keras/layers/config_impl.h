@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -66,7 +67,7 @@ void require_null(const nlohmann::json& config, const char* key, const std::stri
 /// initializers, the regularizers and the constraints.
 template <typename Options>
 void put_kernel_fields(nlohmann::json& j, const Options& o) {
-  j["activation"] = o.activation.empty() ? "linear" : o.activation;
+  j["activation"] = ActivationArg(o.activation).config_name(j.value("name", ""));
   j["use_bias"] = o.use_bias;
   j["kernel_initializer"] = initializer_json(o.kernel_initializer);
   j["bias_initializer"] = initializer_json(o.bias_initializer);

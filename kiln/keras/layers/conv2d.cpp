@@ -26,7 +26,7 @@ Conv2D::Conv2D(int64_t filters, Dims kernel_size, Conv2DLayerOptions options)
   if (options_.groups < 1 || filters % options_.groups != 0)
     KILN_THROW(ValueError, "[", at, "] the number of filters must be divisible by groups, received filters=",
                filters, ", groups=", options_.groups, ".");
-  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+  options_.activation.check();  // unknown names fail at construction, as in Keras
 }
 
 Dims Conv2D::compute_output_shape(const Dims& input_shape) const {
@@ -67,7 +67,7 @@ Tensor Conv2D::call(const Tensor& x_in, bool /*training*/) {
                                  .dilation = options_.dilation_rate,
                                  .groups = options_.groups});
   if (options_.use_bias) y = y + bias_;
-  y = activations::get(options_.activation)(y);
+  y = options_.activation(y);
   return first ? transpose(y, {0, 3, 1, 2}) : y;
 }
 
