@@ -93,7 +93,7 @@ std::vector<Variable> GaussianNoise::random_state() const { return defined(self_
 Tensor GaussianNoise::call(const Tensor& x, bool training) {
   if (!training || stddev_ == 0) return x;
   const Tensor key = internal::next_random_key(counter_, options_.seed, name());
-  return x + random_normal(key, x.dims(), x.dtype(), 0.0, stddev_);
+  return x + batch_random_normal(key, x.dims(), x.dtype(), 0.0, stddev_);
 }
 
 std::string GaussianNoise::get_config() const {

@@ -58,13 +58,38 @@ Tensor normal_quantile(const Tensor& p) {
   return where(less(p, kLow), tail, where(greater(p, 1.0 - kLow), -tail, central));
 }
 
-Tensor random_normal(const Tensor& key, const Dims& dims, DType dtype, double mean, double stddev) {
-  // Drawn and mapped in f64: the rational function cancels terms of ~100 (f32 would lose 5e-5
-  // relative), and 16-bit uniforms would cut the tails short.
-  const DType work = DType::kF64;
+namespace {
+
+// N(mean, stddev^2) from uniforms, mapped in f64: the rational function cancels terms of ~100
+// (f32 would lose 5e-5 relative), and 16-bit uniforms would cut the tails short.
+Tensor normal_from_uniform(const Tensor& u, DType dtype, double mean, double stddev) {
   // random_uniform can return exactly 0; the smallest step above it keeps the quantile finite.
-  const Tensor u = maximum(random_uniform(key, dims, work), std::ldexp(1.0, -32));
-  return cast(normal_quantile(u) * stddev + mean, dtype);
+  return cast(normal_quantile(maximum(u, std::ldexp(1.0, -32))) * stddev + mean, dtype);
+}
+
+}  // namespace
+
+Tensor random_normal(const Tensor& key, const Dims& dims, DType dtype, double mean, double stddev) {
+  return normal_from_uniform(random_uniform(key, dims, DType::kF64), dtype, mean, stddev);
+}
+
+Tensor batch_random_uniform(const Tensor& key, const Dims& dims, DType dtype) {
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  const int replicas = replica != nullptr ? replica->num_replicas_in_sync() : 1;
+  if (replicas <= 1 || dims.empty()) return random_uniform(key, dims, dtype);
+  // The values of the whole global batch, then this replica's rows: a model draws the same
+  // numbers on any replica count (R x the random bits per replica; an offset counter on
+  // rng_bits would avoid that, and these draws are small next to the layers around them).
+  Dims global = dims;
+  global[0] *= replicas;
+  Dims starts(dims.size(), 0), limits = dims;
+  starts[0] = dims[0] * replica->global_replica_id;
+  limits[0] = starts[0] + dims[0];
+  return slice(random_uniform(key, global, dtype), starts, limits);
+}
+
+Tensor batch_random_normal(const Tensor& key, const Dims& dims, DType dtype, double mean, double stddev) {
+  return normal_from_uniform(batch_random_uniform(key, dims, DType::kF64), dtype, mean, stddev);
 }
 
 Tensor dropout(const Tensor& x, double rate, const Tensor& key, bool training) {
@@ -72,23 +97,7 @@ Tensor dropout(const Tensor& x, double rate, const Tensor& key, bool training) {
     KILN_THROW(ValueError, "[", trace::where("dropout"), "] rate must be in [0, 1), received ",
                rate, ".");
   if (!training || rate == 0.0) return x;
-  Tensor u;
-  const trace::ReplicaContext* replica = trace::current_replica_context();
-  const int replicas = replica != nullptr ? replica->num_replicas_in_sync() : 1;
-  if (replicas > 1 && x.rank() > 0) {
-    // The mask of the whole global batch, then this replica's rows: a model gets the same
-    // masks on any replica count (R x the random bits per replica; an offset counter on
-    // rng_bits would avoid that, and these masks are small next to the layers around them).
-    Dims global = x.dims();
-    global[0] *= replicas;
-    Dims starts(x.dims().size(), 0), limits = x.dims();
-    starts[0] = x.dims()[0] * replica->global_replica_id;
-    limits[0] = starts[0] + x.dims()[0];
-    u = slice(random_uniform(key, global, x.dtype()), starts, limits);
-  } else {
-    u = random_uniform(key, x.dims(), x.dtype());
-  }
-  Tensor keep = greater_equal(u, rate);
+  Tensor keep = greater_equal(batch_random_uniform(key, x.dims(), x.dtype()), rate);
   return where(keep, x * (1.0 / (1.0 - rate)), 0.0);
 }
 

@@ -19,6 +19,12 @@ Tensor normal_quantile(const Tensor& p);
 /// near 6.2 sigma).
 Tensor random_normal(const Tensor& key, const Dims& dims, DType dtype = DType::kF32, double mean = 0.0,
                      double stddev = 1.0);
+/// random_uniform / random_normal for a tensor whose dim 0 is a replica's shard of the
+/// global batch: the global batch's values, this replica's rows, so training draws the same
+/// numbers on any replica count (plain random_uniform outside a strategy).
+Tensor batch_random_uniform(const Tensor& key, const Dims& dims, DType dtype = DType::kF32);
+Tensor batch_random_normal(const Tensor& key, const Dims& dims, DType dtype = DType::kF32, double mean = 0.0,
+                           double stddev = 1.0);
 /// Inverted dropout: zeroes each element with probability `rate` and scales the rest by
 /// 1 / (1 - rate). Returns x unchanged when !training or rate == 0. Under a strategy, x is a
 /// replica's shard of the global batch and gets its rows of the global batch's mask, so
