@@ -18,8 +18,12 @@ Tensor softmax(const Tensor& x) {
   if (size_of(x.dtype()) != 2) return kiln::softmax(x, -1);
   return cast(kiln::softmax(cast(x, DType::kF32), -1), x.dtype());
 }
-// gelu(x) = 0.5 x (1 + erf(x / sqrt(2)))
-Tensor gelu(const Tensor& x) { return 0.5 * x * (1.0 + erf(x * M_SQRT1_2)); }
+// gelu(x) = 0.5 x (1 + erf(x / sqrt(2))); approximate: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))
+Tensor gelu(const Tensor& x, bool approximate) {
+  if (!approximate) return 0.5 * x * (1.0 + erf(x * M_SQRT1_2));
+  constexpr double kSqrt2OverPi = 0.7978845608028654;
+  return 0.5 * x * (1.0 + kiln::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+}
 Tensor linear(const Tensor& x) { return x; }
 // elu(x) = x if x > 0 else exp(x) - 1 (alpha 1, Keras's activation function default)
 Tensor elu(const Tensor& x) { return where(greater(x, 0.0), x, exp(x) - 1.0); }
@@ -38,12 +42,19 @@ Tensor exponential(const Tensor& x) { return exp(x); }
 // hard_sigmoid(x) = clip(0.2 x + 0.5, 0, 1) (Keras 2's slope; Keras 3 uses x / 6 + 0.5)
 Tensor hard_sigmoid(const Tensor& x) { return minimum(maximum(0.2 * x + 0.5, 0.0), 1.0); }
 
+// leaky_relu(x) = x if x >= 0 else slope * x
+Tensor leaky_relu(const Tensor& x, double negative_slope) {
+  return where(greater_equal(x, 0.0), x, negative_slope * x);
+}
+// relu6(x) = min(max(x, 0), 6)
+Tensor relu6(const Tensor& x) { return minimum(maximum(x, 0.0), 6.0); }
+
 ActivationFn get(const std::string& name) {
   if (name == "relu") return relu;
   if (name == "sigmoid") return sigmoid;
   if (name == "tanh") return activations::tanh;
   if (name == "softmax") return softmax;
-  if (name == "gelu") return gelu;
+  if (name == "gelu") return [](const Tensor& x) { return gelu(x); };
   if (name == "linear" || name.empty()) return linear;
   if (name == "elu") return elu;
   if (name == "selu") return selu;
@@ -52,9 +63,29 @@ ActivationFn get(const std::string& name) {
   if (name == "swish" || name == "silu") return swish;
   if (name == "exponential") return exponential;
   if (name == "hard_sigmoid") return hard_sigmoid;
+  if (name == "leaky_relu") return [](const Tensor& x) { return leaky_relu(x); };
+  if (name == "relu6") return relu6;
   KILN_THROW(ConfigError, "[activations] unknown activation '", name,
              "'. Hint: use relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, swish, exponential, "
-             "hard_sigmoid or linear.");
+             "hard_sigmoid, leaky_relu, relu6 or linear.");
 }
 
 }  // namespace kiln::keras::activations
+
+namespace kiln::keras {
+
+void ActivationArg::check() const {
+  if (!fn_) activations::get(name_);
+}
+
+Tensor ActivationArg::operator()(const Tensor& x) const { return fn_ ? fn_(x) : activations::get(name_)(x); }
+
+std::string ActivationArg::config_name(const std::string& layer) const {
+  if (fn_)
+    KILN_THROW(ConfigError, "[", layer.empty() ? "layer" : layer, "] its activation is a C++ callable, which has no "
+               "Keras config, so the layer cannot be saved or serialized. Hint: use a named activation (\"relu\", "
+               "\"gelu\", ...) or an Activation layer, or save the weights only (save_weights).");
+  return name_.empty() ? "linear" : name_;
+}
+
+}  // namespace kiln::keras

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <random>
 
 #include "kiln/distribute/logical_devices.h"
@@ -85,26 +86,36 @@ TEST_F(DistributedFitTest, TwoReplicasTrainLikeOneReplicaOnTheGlobalBatch) {
   }
 }
 
-TEST_F(DistributedFitTest, DropoutDrawsTheSameMasksOnAnyReplicaCount) {
+TEST_F(DistributedFitTest, RandomLayersDrawTheSameNumbersOnAnyReplicaCount) {
   auto [x, y] = synthetic(640);
   data::Dataset train = testing::batches(x, y, 64);
-  auto with_dropout = [] {
-    auto m = std::make_unique<Sequential>(std::vector<LayerHandle>{
-        Flatten({.input_shape = {28, 28}}), Dense(64, {.activation = "relu"}), Dropout(0.5), Dense(10)});
-    compile_seed(*m);
-    return m;
+  // Dropout, GaussianNoise and SpatialDropout2D (on 4 channels of 4x4) after the hidden layer.
+  const std::vector<std::function<std::vector<LayerHandle>()>> noisy = {
+      [] { return std::vector<LayerHandle>{Dropout(0.5)}; },
+      [] { return std::vector<LayerHandle>{GaussianNoise(0.5)}; },
+      [] { return std::vector<LayerHandle>{Reshape({4, 4, 4}), SpatialDropout2D(0.5), Flatten()}; },
   };
-  auto single = with_dropout();
-  single->fit(train, {.epochs = 1, .verbose = 0});
-  std::unique_ptr<Sequential> mirrored;
-  {
-    auto scope = std::make_shared<distribute::MirroredStrategy>()->scope();
-    mirrored = with_dropout();
+  for (size_t k = 0; k < noisy.size(); ++k) {
+    auto make = [&] {
+      std::vector<LayerHandle> layers{Flatten({.input_shape = {28, 28}}), Dense(64, {.activation = "relu"})};
+      for (LayerHandle& l : noisy[k]()) layers.push_back(std::move(l));
+      layers.push_back(Dense(10));
+      auto m = std::make_unique<Sequential>(std::move(layers));
+      compile_seed(*m);
+      return m;
+    };
+    auto single = make();
+    single->fit(train, {.epochs = 1, .verbose = 0});
+    std::unique_ptr<Sequential> mirrored;
+    {
+      auto scope = std::make_shared<distribute::MirroredStrategy>()->scope();
+      mirrored = make();
+    }
+    mirrored->fit(train, {.epochs = 1, .verbose = 0});
+    // Each replica's 32 rows got their rows of the 64-row draw; one replica drew it whole.
+    std::vector<HostTensor> w1 = single->get_weights(), w2 = mirrored->get_weights();
+    for (size_t i = 0; i < w1.size(); ++i) EXPECT_LT(kiln::testing::relative_l2_error(w2[i], w1[i]), 1e-5) << k << " " << i;
   }
-  mirrored->fit(train, {.epochs = 1, .verbose = 0});
-  // Each replica's 32 rows got their rows of the 64-row mask; one replica drew it whole.
-  std::vector<HostTensor> w1 = single->get_weights(), w2 = mirrored->get_weights();
-  for (size_t i = 0; i < w1.size(); ++i) EXPECT_LT(kiln::testing::relative_l2_error(w2[i], w1[i]), 1e-5) << i;
 }
 
 TEST_F(DistributedFitTest, AModelSavedOnTwoReplicasResumesOnOneOrFour) {

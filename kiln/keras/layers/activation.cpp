@@ -7,16 +7,16 @@
 
 namespace kiln::keras {
 
-Activation::Activation(std::string activation, ActivationOptions options)
+Activation::Activation(ActivationArg activation, ActivationOptions options)
     : Layer(options.name, options.input_shape, options.dtype), activation_(std::move(activation)) {
-  activations::get(activation_);
+  activation_.check();
 }
 
-Tensor Activation::call(const Tensor& x, bool /*training*/) { return activations::get(activation_)(x); }
+Tensor Activation::call(const Tensor& x, bool /*training*/) { return activation_(x); }
 
 std::string Activation::get_config() const {
   nlohmann::json j = internal::base_config(*this);
-  j["activation"] = activation_;
+  j["activation"] = activation_.config_name(name());
   return j.dump();
 }
 

@@ -1,6 +1,7 @@
-// Activation: applies a named activation (keras.layers.Activation("relu")).
+// Activation: applies an activation (keras.layers.Activation("relu")), named or a C++ callable.
 #pragma once
 
+#include "kiln/keras/activations.h"
 #include "kiln/keras/layers/layer.h"
 
 namespace kiln::keras {
@@ -14,7 +15,7 @@ struct ActivationOptions {
 
 class Activation : public Layer {
  public:
-  explicit Activation(std::string activation, ActivationOptions options = {});
+  explicit Activation(ActivationArg activation, ActivationOptions options = {});
   static Activation from_config(const std::string& config_json);
   std::string class_name() const override { return "Activation"; }
   std::string get_config() const override;
@@ -23,7 +24,7 @@ class Activation : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
-  std::string activation_;
+  ActivationArg activation_;
 };
 
 }  // namespace kiln::keras

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
 #include "kiln/keras/initializers/initializers.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -62,11 +63,27 @@ std::string activation_from_json(const nlohmann::json& j);
 /// (activity_regularizer), so a file that needs them fails loudly instead of losing them.
 void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint);
 
+/// The "<prefix>_initializer", "_regularizer" and "_constraint" fields of one weight (Keras's
+/// depthwise_*, pointwise_*, alpha_*), and back; absent fields leave the outputs as they are.
+inline void put_weight_fields(nlohmann::json& j, const std::string& prefix, const Initializer& init,
+                              const std::optional<Regularizer>& regularizer, const std::optional<Constraint>& constraint) {
+  j[prefix + "_initializer"] = initializer_json(init);
+  j[prefix + "_regularizer"] = regularizer_json(regularizer);
+  j[prefix + "_constraint"] = constraint_json(constraint);
+}
+inline void get_weight_fields(const nlohmann::json& j, const std::string& prefix, Initializer* init,
+                              std::optional<Regularizer>* regularizer, std::optional<Constraint>* constraint) {
+  const std::string i = prefix + "_initializer", r = prefix + "_regularizer", c = prefix + "_constraint";
+  if (j.contains(i) && !j[i].is_null()) *init = initializer_from_json(j[i]);
+  if (j.contains(r)) *regularizer = regularizer_from_json(j[r]);
+  if (j.contains(c)) *constraint = constraint_from_json(j[c]);
+}
+
 /// The config fields of layers with a kernel (Dense, Conv2D): activation, use_bias, the two
 /// initializers, the regularizers and the constraints.
 template <typename Options>
 void put_kernel_fields(nlohmann::json& j, const Options& o) {
-  j["activation"] = o.activation.empty() ? "linear" : o.activation;
+  j["activation"] = ActivationArg(o.activation).config_name(j.value("name", ""));
   j["use_bias"] = o.use_bias;
   j["kernel_initializer"] = initializer_json(o.kernel_initializer);
   j["bias_initializer"] = initializer_json(o.bias_initializer);

@@ -18,15 +18,12 @@ Conv2D::Conv2D(int64_t filters, Dims kernel_size, Conv2DLayerOptions options)
       options_(std::move(options)) {
   const std::string at = where();
   if (filters <= 0) KILN_THROW(ValueError, "[", at, "] expected filters > 0, received filters=", filters, ".");
-  internal::check_pair(at, "kernel_size", kernel_size_);
-  internal::check_pair(at, "strides", options_.strides);
-  internal::check_pair(at, "dilation_rate", options_.dilation_rate);
-  internal::check_padding(at, options_.padding);
-  internal::check_data_format(at, options_.data_format);
+  internal::check_conv2d_args(at, kernel_size_, options_.strides, options_.dilation_rate, options_.padding,
+                              options_.data_format);
   if (options_.groups < 1 || filters % options_.groups != 0)
     KILN_THROW(ValueError, "[", at, "] the number of filters must be divisible by groups, received filters=",
                filters, ", groups=", options_.groups, ".");
-  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+  options_.activation.check();  // unknown names fail at construction, as in Keras
 }
 
 Dims Conv2D::compute_output_shape(const Dims& input_shape) const {
@@ -66,19 +63,14 @@ Tensor Conv2D::call(const Tensor& x_in, bool /*training*/) {
                                  .padding = options_.padding,
                                  .dilation = options_.dilation_rate,
                                  .groups = options_.groups});
-  if (options_.use_bias) y = y + bias_;
-  y = activations::get(options_.activation)(y);
-  return first ? transpose(y, {0, 3, 1, 2}) : y;
+  return internal::conv_epilogue(y, options_.use_bias, bias_, options_.activation, first);
 }
 
 std::string Conv2D::get_config() const {
   nlohmann::json j = internal::base_config(*this);
   j["filters"] = filters_;
-  j["kernel_size"] = kernel_size_;
-  j["strides"] = options_.strides;
-  j["padding"] = options_.padding;
-  j["data_format"] = options_.data_format;
-  j["dilation_rate"] = options_.dilation_rate;
+  internal::put_conv2d_fields(j, kernel_size_, options_.strides, options_.padding, options_.data_format,
+                              options_.dilation_rate);
   j["groups"] = options_.groups;
   internal::put_kernel_fields(j, options_);
   return j.dump();

@@ -2,6 +2,7 @@
 // The conv + bias + activation chain compiles to one oneDNN convolution with post-ops.
 #pragma once
 
+#include "kiln/keras/activations.h"
 #include "kiln/keras/layers/layer.h"
 
 namespace kiln::keras {
@@ -13,7 +14,7 @@ struct Conv2DLayerOptions {
   std::string data_format = "channels_last";  // or "channels_first" (NCHW, transposed to NHWC inside)
   Dims dilation_rate = {1, 1};
   int64_t groups = 1;  // input channels and filters are split into this many groups
-  std::string activation = "";  // "" = linear
+  ActivationArg activation = "";  // a Keras name ("" = linear) or a C++ callable
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

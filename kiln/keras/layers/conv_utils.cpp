@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/conv_utils_impl.h"
 
 #include "kiln/core/check.h"
+#include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras::internal {
 
@@ -16,6 +17,15 @@ void check_pair(const std::string& layer, const char* arg, const Dims& value) {
   if (value.size() != 2 || value[0] <= 0 || value[1] <= 0)
     KILN_THROW(ValueError, "[", layer, "] expected ", arg, " to be two positive ints (height, width), received ",
                dims_to_string(value), ".");
+}
+
+void check_conv2d_args(const std::string& layer, const Dims& kernel_size, const Dims& strides,
+                       const Dims& dilation_rate, const std::string& padding, const std::string& data_format) {
+  check_pair(layer, "kernel_size", kernel_size);
+  check_pair(layer, "strides", strides);
+  check_pair(layer, "dilation_rate", dilation_rate);
+  check_padding(layer, padding);
+  check_data_format(layer, data_format);
 }
 
 void check_padding(const std::string& layer, const std::string& padding) {
@@ -61,9 +71,33 @@ Dims spatial_output(const std::string& layer, const Dims& input_shape, const Dim
   return out;
 }
 
+Tensor conv_epilogue(Tensor y, bool use_bias, const Variable& bias, const ActivationArg& activation, bool channels_first) {
+  if (use_bias) y = y + bias;
+  y = activation(y);
+  if (!channels_first) return y;
+  Dims perm{0, y.rank() - 1};
+  for (int64_t i = 1; i + 1 < y.rank(); ++i) perm.push_back(i);
+  return transpose(y, perm);
+}
+
+void put_conv2d_fields(nlohmann::json& j, const Dims& kernel_size, const Dims& strides, const std::string& padding,
+                       const std::string& data_format, const Dims& dilation_rate) {
+  j["kernel_size"] = kernel_size;
+  j["strides"] = strides;
+  j["padding"] = padding;
+  j["data_format"] = data_format;
+  j["dilation_rate"] = dilation_rate;
+}
+
 Dims pair_from_json(const nlohmann::json& j) {
   if (j.is_number_integer()) return {j.get<int64_t>(), j.get<int64_t>()};
   return j.get<Dims>();
+}
+
+int64_t single_from_json(const nlohmann::json& j, const char* key, const char* layer) {
+  if (j.is_number_integer()) return j.get<int64_t>();
+  if (j.is_array() && j.size() == 1 && j[0].is_number_integer()) return j[0].get<int64_t>();
+  KILN_THROW(ConfigError, "[", layer, "] ", key, " must be an int or a list of one int, received ", j.dump(), ".");
 }
 
 }  // namespace kiln::keras::internal

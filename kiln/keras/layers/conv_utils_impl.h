@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/shape.h"
+#include "kiln/keras/activations.h"
+#include "kiln/trace/variable.h"
 
 namespace kiln::keras::internal {
 
@@ -16,6 +18,10 @@ int64_t conv_output_length(int64_t in, int64_t window, const std::string& paddin
                            int64_t dilation = 1);
 /// ValueError naming `layer` unless `value` holds two positive ints (`arg` = "strides", ...).
 void check_pair(const std::string& layer, const char* arg, const Dims& value);
+/// The checks every 2-D convolution layer makes (Keras's): kernel_size, strides and
+/// dilation_rate pairs, padding and data_format.
+void check_conv2d_args(const std::string& layer, const Dims& kernel_size, const Dims& strides,
+                       const Dims& dilation_rate, const std::string& padding, const std::string& data_format);
 /// ValueError unless padding is "valid" or "same".
 void check_padding(const std::string& layer, const std::string& padding);
 /// ConfigError unless data_format is "channels_last" or "channels_first". Kiln's kernels are
@@ -29,7 +35,17 @@ void check_image_input(const std::string& layer, const Dims& input_shape);
 /// (OH, OW) of a window over the per-example (H, W, C) input; ShapeError when one is <= 0.
 Dims spatial_output(const std::string& layer, const Dims& input_shape, const Dims& window,
                     const std::string& padding, const Dims& strides, const Dims& dilation);
+/// The end every convolution layer shares: + bias (when used), the activation, and for
+/// channels_first the channels-last result (N, ..., C) moved back to (N, C, ...).
+Tensor conv_epilogue(Tensor y, bool use_bias, const Variable& bias, const ActivationArg& activation, bool channels_first);
+/// The geometry fields of a 2-D convolution's config: kernel_size, strides, padding,
+/// data_format and dilation_rate.
+void put_conv2d_fields(nlohmann::json& j, const Dims& kernel_size, const Dims& strides, const std::string& padding,
+                       const std::string& data_format, const Dims& dilation_rate);
 /// A Keras (h, w) config value: an int n means (n, n).
 Dims pair_from_json(const nlohmann::json& j);
+/// A Keras 1-D size: [n] as Keras writes it, or an int n; ConfigError naming `layer` and
+/// `key` otherwise.
+int64_t single_from_json(const nlohmann::json& j, const char* key, const char* layer);
 
 }  // namespace kiln::keras::internal

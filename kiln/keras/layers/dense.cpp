@@ -12,7 +12,7 @@ Dense::Dense(int64_t units, DenseOptions options)
     : Layer(options.name, options.input_shape, options.dtype), units_(units), options_(std::move(options)) {
   if (units <= 0)
     KILN_THROW(ValueError, "[Dense] expected units > 0, received units=", units, ".");
-  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+  options_.activation.check();  // unknown names fail at construction, as in Keras
 }
 
 Dims Dense::compute_output_shape(const Dims& input_shape) const {
@@ -45,7 +45,7 @@ Tensor Dense::call(const Tensor& x, bool /*training*/) {
   }
   Tensor y = matmul(x, kernel_);
   if (options_.use_bias) y = y + bias_;
-  return activations::get(options_.activation)(y);
+  return options_.activation(y);
 }
 
 std::string Dense::get_config() const {

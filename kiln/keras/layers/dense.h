@@ -1,12 +1,13 @@
 // Dense: y = activation(x @ kernel + bias) on the last axis (Keras keras.layers.Dense).
 #pragma once
 
+#include "kiln/keras/activations.h"
 #include "kiln/keras/layers/layer.h"
 
 namespace kiln::keras {
 
 struct DenseOptions {
-  std::string activation = "";  // "" = linear
+  ActivationArg activation = "";  // a Keras name ("" = linear) or a C++ callable
   bool use_bias = true;
   Initializer kernel_initializer = "glorot_uniform";
   Initializer bias_initializer = "zeros";

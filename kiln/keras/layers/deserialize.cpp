@@ -3,20 +3,28 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/activation.h"
+#include "kiln/keras/layers/advanced_activations.h"
 #include "kiln/keras/layers/add.h"
 #include "kiln/keras/layers/concatenate.h"
 #include "kiln/keras/layers/embedding.h"
 #include "kiln/keras/layers/layer_normalization.h"
 #include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/batch_normalization.h"
+#include "kiln/keras/layers/conv1d.h"
 #include "kiln/keras/layers/conv2d.h"
+#include "kiln/keras/layers/conv2d_transpose.h"
+#include "kiln/keras/layers/depthwise_conv2d.h"
 #include "kiln/keras/layers/dense.h"
 #include "kiln/keras/layers/dropout.h"
 #include "kiln/keras/layers/flatten.h"
 #include "kiln/keras/layers/global_average_pooling2d.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/merging.h"
+#include "kiln/keras/layers/noise.h"
+#include "kiln/keras/layers/pooling1d.h"
 #include "kiln/keras/layers/pooling2d.h"
 #include "kiln/keras/layers/reshape.h"
+#include "kiln/keras/layers/reshaping.h"
 
 namespace kiln::keras {
 
@@ -39,10 +47,38 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "AveragePooling2D") return AveragePooling2D::from_config(config_json);
   if (class_name == "GlobalAveragePooling2D") return GlobalAveragePooling2D::from_config(config_json);
   if (class_name == "BatchNormalization") return BatchNormalization::from_config(config_json);
+  if (class_name == "ZeroPadding2D") return ZeroPadding2D::from_config(config_json);
+  if (class_name == "Cropping2D") return Cropping2D::from_config(config_json);
+  if (class_name == "UpSampling2D") return UpSampling2D::from_config(config_json);
+  if (class_name == "Permute") return Permute::from_config(config_json);
+  if (class_name == "RepeatVector") return RepeatVector::from_config(config_json);
+  if (class_name == "MaxPooling1D") return MaxPooling1D::from_config(config_json);
+  if (class_name == "AveragePooling1D") return AveragePooling1D::from_config(config_json);
+  if (class_name == "GlobalMaxPooling1D") return GlobalMaxPooling1D::from_config(config_json);
+  if (class_name == "GlobalMaxPooling2D") return GlobalMaxPooling2D::from_config(config_json);
+  if (class_name == "ReLU") return ReLU::from_config(config_json);
+  if (class_name == "LeakyReLU") return LeakyReLU::from_config(config_json);
+  if (class_name == "PReLU") return PReLU::from_config(config_json);
+  if (class_name == "Softmax") return Softmax::from_config(config_json);
+  if (class_name == "SpatialDropout2D") return SpatialDropout2D::from_config(config_json);
+  if (class_name == "GaussianNoise") return GaussianNoise::from_config(config_json);
+  if (class_name == "Multiply") return Multiply::from_config(config_json);
+  if (class_name == "Subtract") return Subtract::from_config(config_json);
+  if (class_name == "Average") return Average::from_config(config_json);
+  if (class_name == "Maximum") return Maximum::from_config(config_json);
+  if (class_name == "Minimum") return Minimum::from_config(config_json);
+  if (class_name == "Dot") return Dot::from_config(config_json);
+  if (class_name == "Conv1D") return Conv1D::from_config(config_json);
+  if (class_name == "Conv2DTranspose") return Conv2DTranspose::from_config(config_json);
+  if (class_name == "DepthwiseConv2D") return DepthwiseConv2D::from_config(config_json);
+  if (class_name == "SeparableConv2D") return SeparableConv2D::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
-             "LayerNormalization, Embedding and MultiHeadAttention.");
+             "LayerNormalization, Embedding, MultiHeadAttention, ZeroPadding2D, Cropping2D, UpSampling2D, Permute, ",
+             "RepeatVector, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D, ReLU, LeakyReLU, ",
+             "PReLU, Softmax, SpatialDropout2D, GaussianNoise, Multiply, Subtract, Average, Maximum, Minimum, Dot, ",
+             "Conv1D, Conv2DTranspose, DepthwiseConv2D and SeparableConv2D.");
 }
 
 }  // namespace

@@ -1,11 +1,10 @@
 // Dropout and InputLayer::from_config (the two layers without weights of their own config).
 #include "kiln/keras/layers/dropout.h"
 
-#include <functional>
-
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/layers/random_key_impl.h"
 #include "kiln/trace/ops/random.h"
 
 namespace kiln::keras {
@@ -16,18 +15,11 @@ Dropout::Dropout(double rate, DropoutOptions options)
     KILN_THROW(ValueError, "[Dropout] expected rate in [0, 1), received rate=", rate, ".");
 }
 
-void Dropout::build_weights(const Dims& /*input_shape*/) {
-  counter_ = Variable(name() + "/seed_state", HostTensor(Shape(DType::kI64, {})), /*trainable=*/false);
-}
+void Dropout::build_weights(const Dims& /*input_shape*/) { counter_ = internal::make_seed_state(name()); }
 
 Tensor Dropout::call(const Tensor& x, bool training) {
   if (!training || rate_ == 0) return x;
-  const uint64_t seed = options_.seed ? *options_.seed : std::hash<std::string>{}(name());
-  Tensor step = counter_.read() + 1.0;
-  counter_.assign(step);
-  // Distinct (seed, step) pairs give distinct Philox keys: key = step * 2^20 + seed mod 2^20.
-  Tensor key = step * static_cast<double>(1 << 20) + static_cast<double>(seed % (1u << 20));
-  return dropout(x, rate_, key, /*training=*/true);
+  return dropout(x, rate_, internal::next_random_key(counter_, options_.seed, name()), /*training=*/true);
 }
 
 std::string Dropout::get_config() const {

@@ -57,7 +57,13 @@ json layer_config3(json config) {
 }
 
 json layer_entry3(const std::string& class_name, const json& config) {
-  return public_object("keras.layers", class_name, layer_config3(config));
+  json c = layer_config3(config);
+  // Keras 3 renamed LeakyReLU's alpha (it still reads alpha, with a deprecation warning).
+  if (class_name == "LeakyReLU" && c.contains("alpha")) {
+    c["negative_slope"] = c["alpha"];
+    c.erase("alpha");
+  }
+  return public_object("keras.layers", class_name, std::move(c));
 }
 
 json input_layer3(const json& shape, const std::string& dtype, const std::string& name) {

@@ -25,7 +25,7 @@ namespace {
 
 // Explicit (low, high) padding per spatial dim from Keras "valid"/"same" or explicit values.
 void spatial_padding(const std::string& padding, const Dims& explicit_low,
-                     const Dims& explicit_high, const Tensor& x, const Dims& window,
+                     const Dims& explicit_high, const Dims& x_dims, const Dims& window,
                      const Dims& strides, const Dims& dilation, Dims* low, Dims* high) {
   if (!explicit_low.empty() || !explicit_high.empty()) {
     *low = explicit_low;
@@ -39,7 +39,7 @@ void spatial_padding(const std::string& padding, const Dims& explicit_low,
     KILN_THROW(ValueError, "[", trace::where("conv/pool"), "] padding='", padding,
                "' is not supported. Hint: use \"valid\" or \"same\".");
   for (size_t i = 0; i < 2; ++i) {
-    auto [lo, hi] = trace::same_padding(x.dims().at(i + 1), window.at(i), strides.at(i),
+    auto [lo, hi] = trace::same_padding(x_dims.at(i + 1), window.at(i), strides.at(i),
                                         dilation.at(i));
     (*low)[i] = lo;
     (*high)[i] = hi;
@@ -64,7 +64,7 @@ Tensor pool(const Tensor& x, const Pool2DOptions& o, ir::ReduceKind kind) {
                x.shape(), ".");
   Dims strides = o.strides.empty() ? o.pool_size : o.strides;
   Dims low, high;
-  spatial_padding(o.padding, {}, {}, x, o.pool_size, strides, {1, 1}, &low, &high);
+  spatial_padding(o.padding, {}, {}, x.dims(), o.pool_size, strides, {1, 1}, &low, &high);
   ir::Attrs a;
   a.reduce_kind = kind;
   a.window.size = {1, o.pool_size.at(0), o.pool_size.at(1), 1};
@@ -157,9 +157,23 @@ Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2DOptions& o) {
   a.conv.strides = o.strides;
   a.conv.dilation = o.dilation;
   a.conv.groups = o.groups;
-  spatial_padding(o.padding, o.padding_low, o.padding_high, x, {w.dim(0), w.dim(1)}, o.strides,
+  spatial_padding(o.padding, o.padding_low, o.padding_high, x.dims(), {w.dim(0), w.dim(1)}, o.strides,
                   o.dilation, &a.conv.padding_low, &a.conv.padding_high);
   return trace::emit(ir::Opcode::kConvolution, {x, w}, std::move(a));
+}
+
+Tensor conv2d_transpose(const Tensor& dy, const Tensor& w, const Dims& x_dims, const Conv2DOptions& o) {
+  if (dy.rank() != 4 || w.rank() != 4 || x_dims.size() != 4)
+    KILN_THROW(ShapeError, "[", trace::where("conv2d_transpose"), "] expects NHWC input, HWIO filter and NHWC "
+               "output dims, received ", dy.shape(), ", ", w.shape(), " and ", dims_to_string(x_dims), ".");
+  ir::Attrs a;
+  a.conv.strides = o.strides;
+  a.conv.dilation = o.dilation;
+  a.conv.groups = o.groups;
+  spatial_padding(o.padding, o.padding_low, o.padding_high, x_dims, {w.dim(0), w.dim(1)}, o.strides,
+                  o.dilation, &a.conv.padding_low, &a.conv.padding_high);
+  const Shape x_shape(dy.dtype(), x_dims);
+  return trace::emit(ir::Opcode::kConvBackwardInput, {dy, w}, std::move(a), &x_shape);
 }
 
 Tensor max_pool2d(const Tensor& x, const Pool2DOptions& o) { return pool(x, o, ir::ReduceKind::kMax); }

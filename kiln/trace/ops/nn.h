@@ -41,6 +41,10 @@ struct Conv2DOptions {
 };
 /// x: (N, H, W, C), w: (KH, KW, C/groups, F) -> (N, OH, OW, F).
 Tensor conv2d(const Tensor& x, const Tensor& w, const Conv2DOptions& options = {});
+/// The transposed convolution, conv2d's gradient with respect to its input: y (N, OH, OW, F),
+/// w (KH, KW, C/groups, F) -> (N, H, W, C) = `x_dims`, the input a conv2d with these options
+/// would map to y's dims ("same" padding is worked out from x_dims, as TensorFlow does).
+Tensor conv2d_transpose(const Tensor& y, const Tensor& w, const Dims& x_dims, const Conv2DOptions& options = {});
 
 struct Pool2DOptions {
   Dims pool_size{2, 2};

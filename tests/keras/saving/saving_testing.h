@@ -57,6 +57,24 @@ inline std::vector<ModelCase> model_cases() {
   };
   cases.insert(cases.end(), conv.begin(), conv.end());
 #endif
+  // Issue 20's catalogue: every layer with weights, and the shape layers around them.
+  std::vector<ModelCase> catalogue = {
+      {"ConvCatalogue", {6, 6, 2},
+       [] {
+         return std::vector<LayerHandle>{Conv2DTranspose(3, 2, {.strides = {2, 2}}), DepthwiseConv2D(3, {.depth_multiplier = 2}),
+                                         SeparableConv2D(4, 3, {.strides = {2, 2}}), PReLU({.shared_axes = {1, 2}}),
+                                         ZeroPadding2D(1), Cropping2D({{1, 0}, {0, 1}}), UpSampling2D(2),
+                                         GlobalMaxPooling2D(), Dense(3)};
+       }},
+      {"SequenceCatalogue", {8, 3},
+       [] {
+         return std::vector<LayerHandle>{Conv1D(4, 3, {.padding = "causal"}), LeakyReLU(), MaxPooling1D(),
+                                         AveragePooling1D(2, {.strides = 1, .padding = "same"}), Permute({2, 1}),
+                                         GlobalMaxPooling1D(), RepeatVector(2), Flatten(), ReLU({.max_value = 6.0}),
+                                         Dense(3), Softmax()};
+       }},
+  };
+  cases.insert(cases.end(), catalogue.begin(), catalogue.end());
   return cases;
 }
 
