@@ -213,6 +213,7 @@ std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
 
 std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor& y) {
   GradientTape tape;
+  clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/true);
   Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
@@ -242,15 +243,23 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
 }
 
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
+  clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/false);
   return update_metrics(y, y_pred, with_regularization((*compiled_.loss)(y, y_pred)));
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
-  // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps.
-  for (const LayerHandle& l : layers_)
+  // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps:
+  // the weights' penalties and those of this step's layer outputs.
+  for (const LayerHandle& l : layers_) {
     for (const Tensor& penalty : l->regularization_losses()) loss = loss + penalty;
+    for (const Tensor& penalty : l->activity_losses()) loss = loss + penalty;
+  }
   return loss;
+}
+
+void Model::clear_activity_losses() {
+  for (const LayerHandle& l : layers_) l->clear_activity_losses();
 }
 
 std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss) {
