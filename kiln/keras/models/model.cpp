@@ -297,8 +297,14 @@ void Model::reset_metrics() {
 Logs Model::logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix) const {
   Logs logs;
   logs.set(prefix + "loss", outputs[0].to_vector<double>()[0]);
-  for (size_t i = 0; i < compiled_.metrics.size(); ++i)
-    logs.set(prefix + compiled_.metrics[i]->name(), outputs[i + 1].to_vector<double>()[0]);
+  for (size_t i = 0; i < compiled_.metrics.size(); ++i) {
+    // A vector result (Precision at several thresholds) logs one scalar per element.
+    const std::vector<double> values = outputs[i + 1].to_vector<double>();
+    const std::string name = prefix + compiled_.metrics[i]->name();
+    if (values.size() == 1) logs.set(name, values[0]);
+    else
+      for (size_t k = 0; k < values.size(); ++k) logs.set(name + "_" + std::to_string(k), values[k]);
+  }
   return logs;
 }
 
