@@ -112,6 +112,49 @@ TEST_F(KerasUserApiTest, ACustomLoopMetricUnderMirroredStrategyReadsTheGlobalVal
   EXPECT_DOUBLE_EQ(accuracy->result().to_vector<double>()[0], 0.0);
 }
 
+// The confusion, threshold and regression metrics in a custom loop on 2 replicas read what
+// one update with the whole batch gives (their counts are summed over the replicas on read).
+TEST_F(KerasUserApiTest, CustomLoopMetricsUnderMirroredStrategyEqualOneReplica) {
+  auto make = [] {
+    std::vector<keras::MetricHandle> m{keras::metrics::Precision({0.3, 0.6}, "precision"), keras::metrics::Recall(),
+                                keras::metrics::AUC({.num_thresholds = 20}),
+                                keras::metrics::AUC({.curve = "PR", .name = "pr_auc"}),
+                                keras::BinaryAccuracy("binary_accuracy", 0.4), keras::metrics::RootMeanSquaredError()};
+    return m;
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> p(16), y(16);
+  for (size_t i = 0; i < p.size(); ++i) {
+    p[i] = unit(rng);
+    y[i] = unit(rng) < 0.5f ? 0.0f : 1.0f;
+  }
+  const HostTensor pred = HostTensor::from_vector<float>({16, 1}, p), labels = HostTensor::from_vector<float>({16, 1}, y);
+  auto update_all = [](std::vector<keras::MetricHandle>& ms) {
+    return kiln::function("metrics_step", [&ms](const std::vector<Tensor>& in) {
+      for (keras::MetricHandle& m : ms) m->update_state(in[1], in[0]);
+      return ms[0]->result();
+    });
+  };
+  std::vector<keras::MetricHandle> single = make();
+  Function single_step = update_all(single);
+  single_step({pred, labels});
+  auto strategy = std::make_shared<distribute::MirroredStrategy>();
+  std::vector<keras::MetricHandle> mirrored;
+  {
+    auto scope = strategy->scope();
+    mirrored = make();
+  }
+  Function mirrored_step = update_all(mirrored);
+  strategy->run([&](const data::Element& shard) { mirrored_step({shard[0], shard[1]}); },
+                strategy->split_batch(data::Element{pred, labels}));
+  for (size_t i = 0; i < single.size(); ++i) {
+    const std::vector<double> a = single[i]->result().to_vector<double>(), b = mirrored[i]->result().to_vector<double>();
+    ASSERT_EQ(a.size(), b.size()) << single[i]->name();
+    for (size_t k = 0; k < a.size(); ++k) EXPECT_NEAR(b[k], a[k], 1e-6) << single[i]->name() << " " << k;
+  }
+}
+
 TEST_F(KerasUserApiTest, CompilingInAnotherStrategysScopeIsAnError) {
   auto first = std::make_shared<distribute::MirroredStrategy>();
   auto second = std::make_shared<distribute::MirroredStrategy>();

@@ -10,6 +10,8 @@
 
 #include "kiln/distribute/logical_devices.h"
 #include "kiln/distribute/strategy.h"
+#include "kiln/keras/metrics/confusion.h"
+#include "kiln/keras/metrics/regression.h"
 #include "kiln/trace/trace_context.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
@@ -173,6 +175,42 @@ TEST_F(DistributedFitTest, APartialLastBatchIsSplitUnevenlyAndStaysExact) {
     EXPECT_EQ(single->train_function()->trace_count(), 2);
     EXPECT_EQ(mirrored->train_function()->trace_count(), 2);
   }
+}
+
+// Every confusion, accuracy and regression metric (state summed over the replicas on read)
+// logs the same on 2 replicas as on one replica over the same global batches, in fit and
+// evaluate; Precision at two thresholds checks vector states too.
+TEST_F(DistributedFitTest, MetricsMatchOneReplicaOnTheGlobalBatch) {
+  auto [x, labels] = synthetic(256);
+  HostTensor y(Shape(DType::kF32, {256, 1}));
+  const std::vector<int32_t> digits = labels.astype(DType::kI32).to_vector<int32_t>();
+  for (size_t i = 0; i < digits.size(); ++i) y.data<float>()[i] = static_cast<float>(digits[i] % 2);
+  const data::Dataset train = data::Dataset::from_tensor_slices({x, y}).batch(64);
+  auto make = [] {
+    auto model = std::make_unique<Sequential>(std::vector<LayerHandle>{
+        Flatten({.input_shape = {28, 28}}), Dense(8, {.activation = "relu"}), Dense(1, {.activation = "sigmoid"})});
+    model->compile({.optimizer = SGD({.learning_rate = 0.05}), .loss = "binary_crossentropy",
+                    .metrics = {metrics::Precision({0.3, 0.6}, "precision"), metrics::Recall(0.5, "recall"),
+                                metrics::AUC({.num_thresholds = 50}), metrics::AUC({.curve = "PR", .name = "pr_auc"}),
+                                BinaryAccuracy("binary_accuracy", 0.4), metrics::RootMeanSquaredError()}});
+    return model;
+  };
+  std::unique_ptr<Sequential> single = make();
+  single->predict(x.slice_rows(0, 8));
+  std::unique_ptr<Sequential> mirrored;
+  {
+    auto scope = std::make_shared<distribute::MirroredStrategy>()->scope();
+    mirrored = make();
+  }
+  mirrored->predict(x.slice_rows(0, 8));
+  mirrored->set_weights(single->get_weights());
+  const History h1 = single->fit(train, {.epochs = 2, .verbose = 0});
+  const History h2 = mirrored->fit(train, {.epochs = 2, .verbose = 0});
+  ASSERT_EQ(h1.history.size(), 8u);  // loss, precision_0, precision_1 and five more
+  for (const auto& [key, values] : h1.history)
+    for (size_t e = 0; e < values.size(); ++e) EXPECT_NEAR(h2.history.at(key)[e], values[e], 1e-5) << key << " " << e;
+  const Logs e1 = single->evaluate(train, {.verbose = 0}), e2 = mirrored->evaluate(train, {.verbose = 0});
+  for (const auto& [key, value] : e1) EXPECT_NEAR(e2.at(key), value, 1e-5) << key;
 }
 
 }  // namespace

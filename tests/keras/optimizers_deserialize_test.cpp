@@ -191,8 +191,6 @@ TEST(OptimizerFromConfigTest, SettingsKilnLacksAreConfigErrorsNamingTheKey) {
   KILN_EXPECT_ERROR(optimizer_from_config("Nadam", R"({"schedule_decay": 0.004, "decay": 0.01})"), ConfigError,
                     "Nadam with decay=0.01: a Nadam config with both schedule_decay and decay");
   KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"amsgrad": true})"), ConfigError, "Adam with amsgrad=true");
-  KILN_EXPECT_ERROR(optimizer_from_config("Custom>Adamax", R"({"clipnorm": 1.0})"), ConfigError,
-                    "Adamax with clipnorm=1.0");
   KILN_EXPECT_ERROR(optimizer_from_config("Lion", R"({"use_ema": true})"), ConfigError, "Lion with use_ema=true");
   KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"weight_decay": 0.01})"), ConfigError, "use AdamW");
   KILN_EXPECT_ERROR(optimizer_from_config("Ftrl", R"({"epsilon": "small", "beta": "x"})"), ConfigError,

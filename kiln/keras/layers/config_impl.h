@@ -60,7 +60,8 @@ std::optional<Constraint> constraint_from_json(const nlohmann::json& j);
 /// "ReLU"}; ConfigError naming an unknown one.
 std::string activation_from_json(const nlohmann::json& j);
 /// ConfigError unless config[key] is absent or null: for keys Kiln reads but does not build
-/// (activity_regularizer), so a file that needs them fails loudly instead of losing them.
+/// (activity_regularizer of layers other than Dense and Conv2D), so a file that needs them
+/// fails loudly instead of losing them.
 void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint);
 
 /// The "<prefix>_initializer", "_regularizer" and "_constraint" fields of one weight (Keras's
@@ -89,7 +90,7 @@ void put_kernel_fields(nlohmann::json& j, const Options& o) {
   j["bias_initializer"] = initializer_json(o.bias_initializer);
   j["kernel_regularizer"] = regularizer_json(o.kernel_regularizer);
   j["bias_regularizer"] = regularizer_json(o.bias_regularizer);
-  j["activity_regularizer"] = nullptr;
+  j["activity_regularizer"] = regularizer_json(o.activity_regularizer);
   j["kernel_constraint"] = constraint_json(o.kernel_constraint);
   j["bias_constraint"] = constraint_json(o.bias_constraint);
 }
@@ -105,11 +106,9 @@ void get_kernel_fields(const nlohmann::json& j, Options& o) {
     o.bias_initializer = initializer_from_json(j["bias_initializer"]);
   if (j.contains("kernel_regularizer")) o.kernel_regularizer = regularizer_from_json(j["kernel_regularizer"]);
   if (j.contains("bias_regularizer")) o.bias_regularizer = regularizer_from_json(j["bias_regularizer"]);
+  if (j.contains("activity_regularizer")) o.activity_regularizer = regularizer_from_json(j["activity_regularizer"]);
   if (j.contains("kernel_constraint")) o.kernel_constraint = constraint_from_json(j["kernel_constraint"]);
   if (j.contains("bias_constraint")) o.bias_constraint = constraint_from_json(j["bias_constraint"]);
-  require_null(j, "activity_regularizer", o.name,
-               "Kiln does not build activity regularizers (a loss on the layer's output); remove it from the config "
-               "(it changes training only) to load the model for inference.");
   o.input_shape = input_shape_from(j);
 }
 

@@ -20,6 +20,8 @@ struct Conv2DLayerOptions {
   Initializer bias_initializer = "zeros";
   std::optional<Regularizer> kernel_regularizer = std::nullopt;  // a penalty training adds to the loss
   std::optional<Regularizer> bias_regularizer = std::nullopt;
+  /// A penalty on the layer's output, divided by the batch size (Layer::set_activity_regularizer).
+  std::optional<Regularizer> activity_regularizer = std::nullopt;
   std::optional<Constraint> kernel_constraint = std::nullopt;  // applied after each optimizer step
   std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};  // Keras input_shape= (first layer of a Sequential)

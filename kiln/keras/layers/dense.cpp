@@ -10,6 +10,7 @@ namespace kiln::keras {
 
 Dense::Dense(int64_t units, DenseOptions options)
     : Layer(options.name, options.input_shape, options.dtype), units_(units), options_(std::move(options)) {
+  set_activity_regularizer(options_.activity_regularizer);
   if (units <= 0)
     KILN_THROW(ValueError, "[Dense] expected units > 0, received units=", units, ".");
   options_.activation.check();  // unknown names fail at construction, as in Keras

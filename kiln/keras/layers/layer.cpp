@@ -66,7 +66,7 @@ Tensor Layer::operator()(const Tensor& input, bool training) {
     KILN_THROW(ShapeError, "[", name_, "] expected a batched input (batch first), received ",
                x.shape(), ". Hint: batch the dataset (Dataset::batch).");
   if (!built_) build(Dims(x.dims().begin() + 1, x.dims().end()));
-  return call(x, training);
+  return with_activity_loss(call(x, training));
 }
 
 Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const CallFlags& flags) {
@@ -89,9 +89,18 @@ Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const
   if (auto pinned = flags.find("training"); pinned != flags.end()) {
     CallFlags rest = flags;
     rest.erase("training");
-    return call_multi(cast_inputs, rest, pinned->second);
+    return with_activity_loss(call_multi(cast_inputs, rest, pinned->second));
   }
-  return call_multi(cast_inputs, flags, training);
+  return with_activity_loss(call_multi(cast_inputs, flags, training));
+}
+
+Tensor Layer::with_activity_loss(const Tensor& output) {
+  if (!activity_regularizer_ || output.rank() == 0) return output;
+  // Divided by this call's batch (the replica's shard under a strategy), so the penalty's
+  // strength does not depend on the batch size.
+  const double batch = static_cast<double>(output.dims()[0]);
+  if (batch > 0) activity_losses_.push_back((*activity_regularizer_)(output) / batch);
+  return output;
 }
 
 void Layer::build(const Dims& input_shape) { build_multi(std::vector<Dims>{input_shape}); }

@@ -96,6 +96,12 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// The penalties of the weights' regularizers (kernel_regularizer, ...), which training adds
   /// to the loss (Keras's layer.losses); empty when none is set.
   std::vector<Tensor> regularization_losses() const;
+  /// The activity regularizer's penalties of the outputs of this layer's calls since
+  /// clear_activity_losses (Keras's layer.losses from activity_regularizer); Model's train and
+  /// test steps clear them, call the model and add them to the loss.
+  const std::vector<Tensor>& activity_losses() const { return self().activity_losses_; }
+  void clear_activity_losses() { self().activity_losses_.clear(); }
+  const std::optional<Regularizer>& activity_regularizer() const { return self().activity_regularizer_; }
   /// Assigns each constrained weight its constraint's projection (after an optimizer step).
   void apply_constraints() const;
   /// State that is not a weight but that a resumed run needs to draw the same random numbers
@@ -157,6 +163,12 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// The same with a regularizer and a constraint (either may be absent).
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer, bool trainable,
                       const std::optional<Regularizer>& regularizer, const std::optional<Constraint>& constraint);
+  /// Penalizes every output of this layer's calls by regularizer(output) / batch size: tf.keras
+  /// 2's _handle_activity_regularization (Keras 3 does not divide; Kiln reads regularizers from
+  /// Keras 2 configs only).
+  void set_activity_regularizer(std::optional<Regularizer> regularizer) {
+    activity_regularizer_ = std::move(regularizer);
+  }
   /// The object holding the layer's state, as class D: subclass accessors read their members
   /// through it, so a forwarding object answers with the shared layer's weights.
   template <typename D>
@@ -169,6 +181,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   const Layer& self() const { return body_ ? *body_ : *this; }
   /// The shared layer this object forwards to (see the class comment), made on first need.
   std::shared_ptr<Layer> shared_self();
+  /// `output`, after recording its activity penalty when the layer has an activity regularizer.
+  Tensor with_activity_loss(const Tensor& output);
 
   std::string name_;
   Dims declared_input_shape_;
@@ -180,6 +194,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
   std::vector<Variable> weights_;
   std::vector<std::pair<Variable, Regularizer>> regularizers_;
   std::vector<std::pair<Variable, Constraint>> constraints_;
+  std::optional<Regularizer> activity_regularizer_;
+  std::vector<Tensor> activity_losses_;
   // The shared layer this object stands for; null when this object is the layer. Mutable:
   // sharing a const layer object does not change what it is.
   mutable std::shared_ptr<Layer> body_;

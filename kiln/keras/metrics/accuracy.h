@@ -24,6 +24,13 @@ class CategoricalAccuracy : public MeanMetricWrapper {
 class BinaryAccuracy : public MeanMetricWrapper {
  public:
   explicit BinaryAccuracy(std::string name = "binary_accuracy", double threshold = 0.5);
+  double threshold() const { return threshold_; }
+  std::string class_name() const override { return "BinaryAccuracy"; }
+  /// Adds "threshold".
+  std::string get_config() const override;
+
+ private:
+  double threshold_;
 };
 
 /// "accuracy": picks one of the three above on its first update.

@@ -1,4 +1,7 @@
+// Confusion-count metrics: counts per threshold as (n, T) comparisons summed over samples.
 #include "kiln/keras/metrics/confusion.h"
+
+#include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -22,45 +25,56 @@ Tensor divide_no_nan(const Tensor& num, const Tensor& den) {
 // Counts of (label, prediction > t) per threshold t: sum over samples of a * b.
 Tensor counts(const Tensor& a, const Tensor& b) { return reduce_sum(a * b, {0}); }
 
+// The thresholds as a (1, T) row, to compare with a (n, 1) column of predictions.
+Tensor threshold_row(const std::vector<double>& thresholds) {
+  const std::vector<float> t(thresholds.begin(), thresholds.end());
+  return reshape(Tensor::from_vector<float>({static_cast<int64_t>(t.size())}, t), {1, -1});
+}
+
 void check_threshold(double t, const std::string& name) {
   if (!(t >= 0 && t <= 1)) KILN_THROW(ConfigError, "[", name, "] threshold must be in [0, 1], received ", t, ".");
 }
 
 }  // namespace
 
-Precision::Precision(double threshold, std::string name) : Metric(std::move(name)), threshold_(threshold) {
-  check_threshold(threshold, this->name());
-  true_positives_ = add_variable("true_positives");
-  false_positives_ = add_variable("false_positives");
+ThresholdedRatio::ThresholdedRatio(std::vector<double> thresholds, std::string name, const std::string& misses_name)
+    : Metric(std::move(name)), thresholds_(std::move(thresholds)) {
+  if (thresholds_.empty()) KILN_THROW(ConfigError, "[", this->name(), "] expected at least one threshold.");
+  for (double t : thresholds_) check_threshold(t, this->name());
+  const Dims dims{static_cast<int64_t>(thresholds_.size())};
+  true_positives_ = add_variable("true_positives", dims);
+  misses_ = add_variable(misses_name, dims);
 }
 
-void Precision::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void ThresholdedRatio::update_state(const Tensor& y_true, const Tensor& y_pred) {
   auto [y, p] = columns(y_true, y_pred);
-  Tensor predicted = cast(greater(p, threshold_), DType::kF32);
-  true_positives_.assign(true_positives_.read() + reduce_sum(y * predicted));
-  false_positives_.assign(false_positives_.read() + reduce_sum((1.0 - y) * predicted));
+  const Tensor predicted = cast(greater(p, threshold_row(thresholds_)), DType::kF32);  // (n, T)
+  true_positives_.assign(true_positives_.read() + counts(y, predicted));
+  misses_.assign(misses_.read() + reduce_sum(misses(y, predicted), {0}));
 }
 
-Tensor Precision::result() const {
-  return divide_no_nan(true_positives_.read(), true_positives_.read() + false_positives_.read());
+Tensor ThresholdedRatio::result() const {
+  const Tensor ratio = divide_no_nan(true_positives_.read(), true_positives_.read() + misses_.read());
+  return thresholds_.size() == 1 ? reshape(ratio, {}) : ratio;
 }
 
-Recall::Recall(double threshold, std::string name) : Metric(std::move(name)), threshold_(threshold) {
-  check_threshold(threshold, this->name());
-  true_positives_ = add_variable("true_positives");
-  false_negatives_ = add_variable("false_negatives");
+std::string ThresholdedRatio::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Metric::get_config());
+  j["thresholds"] = thresholds_.size() == 1 ? nlohmann::json(thresholds_[0]) : nlohmann::json(thresholds_);
+  j["top_k"] = nullptr;
+  j["class_id"] = nullptr;
+  return j.dump();
 }
 
-void Recall::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  auto [y, p] = columns(y_true, y_pred);
-  Tensor predicted = cast(greater(p, threshold_), DType::kF32);
-  true_positives_.assign(true_positives_.read() + reduce_sum(y * predicted));
-  false_negatives_.assign(false_negatives_.read() + reduce_sum(y * (1.0 - predicted)));
-}
+Precision::Precision(std::vector<double> thresholds, std::string name)
+    : ThresholdedRatio(std::move(thresholds), std::move(name), "false_positives") {}
 
-Tensor Recall::result() const {
-  return divide_no_nan(true_positives_.read(), true_positives_.read() + false_negatives_.read());
-}
+Tensor Precision::misses(const Tensor& y, const Tensor& predicted) const { return (1.0 - y) * predicted; }
+
+Recall::Recall(std::vector<double> thresholds, std::string name)
+    : ThresholdedRatio(std::move(thresholds), std::move(name), "false_negatives") {}
+
+Tensor Recall::misses(const Tensor& y, const Tensor& predicted) const { return y * (1.0 - predicted); }
 
 AUC::AUC(AucOptions options) : Metric(options.name), curve_(options.curve) {
   if (curve_ != "ROC" && curve_ != "PR")
@@ -82,14 +96,24 @@ AUC::AUC(AucOptions options) : Metric(options.name), curve_(options.curve) {
 
 void AUC::update_state(const Tensor& y_true, const Tensor& y_pred) {
   auto [y, p] = columns(y_true, y_pred);
-  std::vector<float> t(thresholds_.begin(), thresholds_.end());
-  Tensor thresholds = reshape(Tensor::from_vector<float>({static_cast<int64_t>(t.size())}, t), {1, -1});
-  Tensor above = cast(greater(p, thresholds), DType::kF32);  // (n, T)
+  Tensor above = cast(greater(p, threshold_row(thresholds_)), DType::kF32);  // (n, T)
   Tensor below = 1.0 - above;
   tp_.assign(tp_.read() + counts(y, above));
   fp_.assign(fp_.read() + counts(1.0 - y, above));
   tn_.assign(tn_.read() + counts(1.0 - y, below));
   fn_.assign(fn_.read() + counts(y, below));
+}
+
+std::string AUC::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Metric::get_config());
+  j["num_thresholds"] = static_cast<int64_t>(thresholds_.size());
+  j["curve"] = curve_;
+  j["summation_method"] = "interpolation";
+  j["multi_label"] = false;
+  j["num_labels"] = nullptr;
+  j["label_weights"] = nullptr;
+  j["from_logits"] = false;
+  return j.dump();
 }
 
 Tensor AUC::result() const {

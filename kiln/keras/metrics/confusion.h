@@ -6,28 +6,50 @@
 
 namespace kiln::keras::metrics {
 
-/// tp / (tp + fp) of predictions above `threshold` (Keras's default 0.5); 0 before any.
-class Precision : public Metric {
+/// tp / (tp + misses) of predictions above each threshold (each in [0, 1]); 0 before any. As
+/// in Keras, result() is a scalar for one threshold and one value per threshold for several;
+/// Model's logs then hold "<name>_0", "<name>_1", ... (Kiln's logs hold scalars).
+class ThresholdedRatio : public Metric {
  public:
-  explicit Precision(double threshold = 0.5, std::string name = "precision");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor result() const override;
+  const std::vector<double>& thresholds() const { return thresholds_; }
+  /// Keras's {"name", "dtype", "thresholds" (a number for one), "top_k": null, "class_id": null}.
+  std::string get_config() const override;
+
+ protected:
+  ThresholdedRatio(std::vector<double> thresholds, std::string name, const std::string& misses_name);
+  /// Per sample and threshold, what the denominator adds besides the true positives: false
+  /// positives (Precision) or false negatives (Recall). `predicted` is 1 above the threshold.
+  virtual Tensor misses(const Tensor& y, const Tensor& predicted) const = 0;
 
  private:
-  double threshold_;
-  Variable true_positives_, false_positives_;
+  std::vector<double> thresholds_;
+  Variable true_positives_, misses_;
 };
 
-/// tp / (tp + fn) of predictions above `threshold`; 0 before any.
-class Recall : public Metric {
+/// tp / (tp + fp) (Keras's default threshold 0.5).
+class Precision : public ThresholdedRatio {
  public:
-  explicit Recall(double threshold = 0.5, std::string name = "recall");
-  void update_state(const Tensor& y_true, const Tensor& y_pred) override;
-  Tensor result() const override;
+  explicit Precision(double threshold = 0.5, std::string name = "precision")
+      : Precision(std::vector<double>{threshold}, std::move(name)) {}
+  Precision(std::vector<double> thresholds, std::string name);
+  std::string class_name() const override { return "Precision"; }
 
- private:
-  double threshold_;
-  Variable true_positives_, false_negatives_;
+ protected:
+  Tensor misses(const Tensor& y, const Tensor& predicted) const override;
+};
+
+/// tp / (tp + fn).
+class Recall : public ThresholdedRatio {
+ public:
+  explicit Recall(double threshold = 0.5, std::string name = "recall")
+      : Recall(std::vector<double>{threshold}, std::move(name)) {}
+  Recall(std::vector<double> thresholds, std::string name);
+  std::string class_name() const override { return "Recall"; }
+
+ protected:
+  Tensor misses(const Tensor& y, const Tensor& predicted) const override;
 };
 
 struct AucOptions {
@@ -45,6 +67,10 @@ class AUC : public Metric {
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
   Tensor result() const override;
   const std::vector<double>& thresholds() const { return thresholds_; }
+  std::string class_name() const override { return "AUC"; }
+  /// Keras's {"name", "dtype", "num_thresholds", "curve", "summation_method":
+  /// "interpolation", "multi_label": false, ...} without the thresholds list (even spacing).
+  std::string get_config() const override;
 
  private:
   std::string curve_;

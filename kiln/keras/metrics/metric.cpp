@@ -1,6 +1,8 @@
 // Metric base, Mean, accuracies and the name lookup.
 #include "kiln/keras/metrics/metric.h"
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/core/check.h"
 #include "kiln/keras/metrics/accuracy.h"
 #include "kiln/keras/metrics/confusion.h"
@@ -14,6 +16,8 @@ namespace kiln::keras {
 void Metric::reset_state() {
   for (const Variable& v : variables_) v.assign(zeros(v.shape()));
 }
+
+std::string Metric::get_config() const { return nlohmann::json{{"name", name_}, {"dtype", "float32"}}.dump(); }
 
 Variable Metric::add_variable(const std::string& name, Dims dims) {
   variables_.emplace_back(name_ + "/" + name, HostTensor(Shape(DType::kF32, std::move(dims))), /*trainable=*/false);
@@ -58,9 +62,15 @@ SparseCategoricalAccuracy::SparseCategoricalAccuracy(std::string name)
 CategoricalAccuracy::CategoricalAccuracy(std::string name)
     : MeanMetricWrapper(std::move(name), categorical_accuracy) {}
 BinaryAccuracy::BinaryAccuracy(std::string name, double threshold)
-    : MeanMetricWrapper(std::move(name), [threshold](const Tensor& t, const Tensor& p) {
-        return binary_accuracy(t, p, threshold);
-      }) {}
+    : MeanMetricWrapper(std::move(name),
+                        [threshold](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p, threshold); }),
+      threshold_(threshold) {}
+
+std::string BinaryAccuracy::get_config() const {
+  nlohmann::json j = nlohmann::json::parse(Metric::get_config());
+  j["threshold"] = threshold_;
+  return j.dump();
+}
 
 Accuracy::Accuracy(std::string name) : MeanMetricWrapper(std::move(name), nullptr) {}
 

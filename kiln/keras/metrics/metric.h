@@ -24,6 +24,11 @@ class Metric {
   virtual void reset_state();
   const std::string& name() const { return name_; }
   const std::vector<Variable>& variables() const { return variables_; }
+  /// Keras's class name for a metric saved as an object with its config (Precision, AUC,
+  /// ...); empty for one saved by its name ("accuracy", "mae"), as Keras 2 saves those.
+  virtual std::string class_name() const { return ""; }
+  /// Keras's config JSON: {"name", "dtype": "float32"} and the metric's options.
+  virtual std::string get_config() const;
 
  protected:
   explicit Metric(std::string name) : name_(std::move(name)) {}

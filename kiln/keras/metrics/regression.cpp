@@ -1,4 +1,7 @@
+// Regression and top-k metrics: per-sample functions wrapped in running means.
 #include "kiln/keras/metrics/regression.h"
+
+#include <nlohmann/json.hpp>
 
 #include "kiln/keras/losses/losses.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -28,11 +31,19 @@ Tensor sparse_top_k_categorical_accuracy(const Tensor& y_true, const Tensor& y_p
 TopKCategoricalAccuracy::TopKCategoricalAccuracy(int k, std::string name)
     : MeanMetricWrapper(std::move(name), [k](const Tensor& t, const Tensor& p) {
         return sparse_top_k_categorical_accuracy(argmax(t, -1), p, k);
-      }) {}
+      }),
+      k_(k) {}
 
 SparseTopKCategoricalAccuracy::SparseTopKCategoricalAccuracy(int k, std::string name)
     : MeanMetricWrapper(std::move(name), [k](const Tensor& t, const Tensor& p) {
         return sparse_top_k_categorical_accuracy(t, p, k);
-      }) {}
+      }),
+      k_(k) {}
+
+std::string config_with_k(const Metric& metric, int k) {
+  nlohmann::json j = nlohmann::json::parse(metric.Metric::get_config());
+  j["k"] = k;
+  return j.dump();
+}
 
 }  // namespace kiln::keras::metrics

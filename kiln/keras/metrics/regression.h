@@ -7,6 +7,9 @@
 
 namespace kiln::keras::metrics {
 
+/// `metric`'s base config with "k" (the top-k accuracies).
+std::string config_with_k(const Metric& metric, int k);
+
 class MeanAbsoluteError : public MeanMetricWrapper {
  public:
   explicit MeanAbsoluteError(std::string name = "mean_absolute_error");
@@ -30,12 +33,23 @@ class RootMeanSquaredError : public MeanMetricWrapper {
 class TopKCategoricalAccuracy : public MeanMetricWrapper {
  public:
   explicit TopKCategoricalAccuracy(int k = 5, std::string name = "top_k_categorical_accuracy");
+  std::string class_name() const override { return "TopKCategoricalAccuracy"; }
+  /// Adds "k".
+  std::string get_config() const override { return config_with_k(*this, k_); }
+
+ private:
+  int k_;
 };
 
 /// The same with integer labels.
 class SparseTopKCategoricalAccuracy : public MeanMetricWrapper {
  public:
   explicit SparseTopKCategoricalAccuracy(int k = 5, std::string name = "sparse_top_k_categorical_accuracy");
+  std::string class_name() const override { return "SparseTopKCategoricalAccuracy"; }
+  std::string get_config() const override { return config_with_k(*this, k_); }
+
+ private:
+  int k_;
 };
 
 /// Per-sample values: 1 where the label's score has fewer than k scores above it.

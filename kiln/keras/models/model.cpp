@@ -213,6 +213,7 @@ std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
 
 std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor& y) {
   GradientTape tape;
+  clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/true);
   Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
@@ -242,15 +243,23 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
 }
 
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
+  clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/false);
   return update_metrics(y, y_pred, with_regularization((*compiled_.loss)(y, y_pred)));
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
-  // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps.
-  for (const LayerHandle& l : layers_)
+  // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps:
+  // the weights' penalties and those of this step's layer outputs.
+  for (const LayerHandle& l : layers_) {
     for (const Tensor& penalty : l->regularization_losses()) loss = loss + penalty;
+    for (const Tensor& penalty : l->activity_losses()) loss = loss + penalty;
+  }
   return loss;
+}
+
+void Model::clear_activity_losses() {
+  for (const LayerHandle& l : layers_) l->clear_activity_losses();
 }
 
 std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss) {
@@ -288,8 +297,14 @@ void Model::reset_metrics() {
 Logs Model::logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix) const {
   Logs logs;
   logs.set(prefix + "loss", outputs[0].to_vector<double>()[0]);
-  for (size_t i = 0; i < compiled_.metrics.size(); ++i)
-    logs.set(prefix + compiled_.metrics[i]->name(), outputs[i + 1].to_vector<double>()[0]);
+  for (size_t i = 0; i < compiled_.metrics.size(); ++i) {
+    // A vector result (Precision at several thresholds) logs one scalar per element.
+    const std::vector<double> values = outputs[i + 1].to_vector<double>();
+    const std::string name = prefix + compiled_.metrics[i]->name();
+    if (values.size() == 1) logs.set(name, values[0]);
+    else
+      for (size_t k = 0; k < values.size(); ++k) logs.set(name + "_" + std::to_string(k), values[k]);
+  }
   return logs;
 }
 

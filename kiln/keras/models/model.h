@@ -221,8 +221,10 @@ class Model {
   /// The first num_inputs() + 1 components of a batch (the inputs, then y).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
   std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
-  /// `loss` plus every layer's regularization penalties.
+  /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.
   Tensor with_regularization(Tensor loss) const;
+  /// Forgets the activity penalties of earlier traces, before a step calls the model.
+  void clear_activity_losses();
   void reset_metrics();
   /// The train/test step functions of compile(), which call back into this model.
   void make_step_functions();

@@ -6,7 +6,8 @@
 namespace kiln::keras {
 
 Adadelta::Adadelta(AdadeltaOptions options)
-    : Optimizer(options.name, options.learning_rate), rho_(options.rho), epsilon_(options.epsilon) {}
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
+      rho_(options.rho), epsilon_(options.epsilon) {}
 
 std::string Adadelta::get_config() const {
   return config_with(Optimizer::get_config(), {{"rho", rho_}, {"epsilon", epsilon_}});

@@ -1,6 +1,8 @@
 // Adadelta (Keras defaults: lr 1e-3, rho 0.95, epsilon 1e-7).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -10,6 +12,10 @@ struct AdadeltaOptions {
   double rho = 0.95;
   double epsilon = 1e-7;
   std::string name = "Adadelta";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// accumulated_grad = rho ag + (1 - rho) g^2;

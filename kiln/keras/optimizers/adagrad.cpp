@@ -6,7 +6,7 @@
 namespace kiln::keras {
 
 Adagrad::Adagrad(AdagradOptions options)
-    : Optimizer(options.name, options.learning_rate),
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
       initial_accumulator_value_(options.initial_accumulator_value), epsilon_(options.epsilon) {}
 
 std::string Adagrad::get_config() const {

@@ -1,6 +1,8 @@
 // Adagrad (Keras defaults: lr 1e-3, initial_accumulator_value 0.1, epsilon 1e-7).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -10,6 +12,10 @@ struct AdagradOptions {
   double initial_accumulator_value = 0.1;
   double epsilon = 1e-7;
   std::string name = "Adagrad";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// accumulator += g^2 (starting at initial_accumulator_value);

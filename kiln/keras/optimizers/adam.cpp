@@ -8,7 +8,7 @@
 namespace kiln::keras {
 
 Adam::Adam(AdamOptions options)
-    : Optimizer(options.name, options.learning_rate),
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
       beta_1_(options.beta_1), beta_2_(options.beta_2), epsilon_(options.epsilon) {}
 
 void Adam::build(const std::vector<Variable>& vars) {
@@ -40,7 +40,8 @@ std::string Adam::get_config() const {
 
 AdamW::AdamW(AdamWOptions options)
     : Adam({.learning_rate = options.learning_rate, .beta_1 = options.beta_1, .beta_2 = options.beta_2,
-            .epsilon = options.epsilon, .name = options.name}),
+            .epsilon = options.epsilon, .name = options.name, .clipnorm = options.clipnorm,
+            .clipvalue = options.clipvalue, .global_clipnorm = options.global_clipnorm}),
       weight_decay_(options.weight_decay) {}
 
 std::string AdamW::get_config() const { return config_with(Adam::get_config(), {{"weight_decay", weight_decay_}}); }

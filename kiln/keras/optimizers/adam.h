@@ -2,6 +2,8 @@
 // decoupled weight decay).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -12,6 +14,10 @@ struct AdamOptions {
   double beta_2 = 0.999;
   double epsilon = 1e-7;
   std::string name = "Adam";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// lr_t = lr * sqrt(1 - beta_2^t) / (1 - beta_1^t); m = beta_1 m + (1 - beta_1) g;
@@ -40,6 +46,10 @@ struct AdamWOptions {
   double beta_2 = 0.999;
   double epsilon = 1e-7;
   std::string name = "AdamW";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// w -= lr * weight_decay * w, then the Adam update (Keras 3 AdamW).

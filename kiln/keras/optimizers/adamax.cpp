@@ -6,7 +6,7 @@
 namespace kiln::keras {
 
 Adamax::Adamax(AdamaxOptions options)
-    : Optimizer(options.name, options.learning_rate),
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
       beta_1_(options.beta_1), beta_2_(options.beta_2), epsilon_(options.epsilon) {}
 
 std::string Adamax::get_config() const {

@@ -2,6 +2,8 @@
 // infinity norm.
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -12,6 +14,10 @@ struct AdamaxOptions {
   double beta_2 = 0.999;
   double epsilon = 1e-7;
   std::string name = "Adamax";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// m = beta_1 m + (1 - beta_1) g; u = max(beta_2 u, |g|);

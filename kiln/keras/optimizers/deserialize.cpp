@@ -62,6 +62,11 @@ class ConfigReader {
                   "drop decay or fold it into the schedule");
     return InverseTimeDecay(lr.constant, 1, decay);
   }
+  /// config[key], or unset when absent or null.
+  std::optional<double> optional_number(const char* key) const {
+    if (!has(key)) return std::nullopt;
+    return number(key, 0.0);
+  }
   std::string name(const std::string& fallback) const {
     if (!has("name")) return fallback;
     if (!config_["name"].is_string()) fail("name", "a string");
@@ -94,8 +99,6 @@ void reject_unsupported(const ConfigReader& c, bool takes_weight_decay) {
     c.unsupported("use_ema", "an exponential moving average of the weights is not supported", kRecompileHint);
   if (!takes_weight_decay && c.number("weight_decay", 0.0) != 0.0)
     c.unsupported("weight_decay", "weight decay is supported by AdamW only", "use AdamW");
-  for (const char* key : {"clipnorm", "clipvalue", "global_clipnorm"})
-    if (c.has(key)) c.unsupported(key, "gradient clipping is not supported", kRecompileHint);
   for (const char* key : {"gradient_accumulation_steps", "loss_scale_factor"})
     if (c.has(key)) c.unsupported(key, "this setting is not supported", kRecompileHint);
 }
@@ -116,6 +119,15 @@ std::optional<double> nadam_schedule_decay(const ConfigReader& c) {
   return std::nullopt;
 }
 
+// `options` with the clipping keys every Keras optimizer config may carry (null when off).
+template <class Options>
+Options with_clipping(const ConfigReader& c, Options options) {
+  options.clipnorm = c.optional_number("clipnorm");
+  options.clipvalue = c.optional_number("clipvalue");
+  options.global_clipnorm = c.optional_number("global_clipnorm");
+  return options;
+}
+
 struct OptimizerClass {
   const char* name;
   OptimizerHandle (*make)(const ConfigReader& c);
@@ -126,76 +138,86 @@ const OptimizerClass kOptimizerClasses[] = {
     {"Adadelta",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdadeltaOptions o;
-       return Adadelta({.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
-                        .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)});
+       return Adadelta(with_clipping(
+           c, AdadeltaOptions{.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
+                        .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)}));
      }},
     {"Adagrad",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdagradOptions o;
-       return Adagrad({.learning_rate = c.learning_rate(o.learning_rate),
+       return Adagrad(with_clipping(
+           c, AdagradOptions{.learning_rate = c.learning_rate(o.learning_rate),
                        .initial_accumulator_value = c.number("initial_accumulator_value", o.initial_accumulator_value),
-                       .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)});
+                       .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)}));
      }},
     {"Adam",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamOptions o;
-       return Adam({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+       return Adam(with_clipping(
+           c, AdamOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
                     .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
-                    .name = c.name(o.name)});
+                    .name = c.name(o.name)}));
      }},
     {"AdamW",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamWOptions o;
-       return AdamW({.learning_rate = c.learning_rate(o.learning_rate),
+       return AdamW(with_clipping(
+           c, AdamWOptions{.learning_rate = c.learning_rate(o.learning_rate),
                      .weight_decay = c.number("weight_decay", o.weight_decay), .beta_1 = c.number("beta_1", o.beta_1),
                      .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
-                     .name = c.name(o.name)});
+                     .name = c.name(o.name)}));
      }},
     {"Adamax",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamaxOptions o;
-       return Adamax({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+       return Adamax(with_clipping(
+           c, AdamaxOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
                       .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
-                      .name = c.name(o.name)});
+                      .name = c.name(o.name)}));
      }},
     {"Ftrl",
      [](const ConfigReader& c) -> OptimizerHandle {
        FtrlOptions o;
-       return Ftrl({.learning_rate = c.learning_rate(o.learning_rate),
+       return Ftrl(with_clipping(
+           c, FtrlOptions{.learning_rate = c.learning_rate(o.learning_rate),
                     .learning_rate_power = c.number("learning_rate_power", o.learning_rate_power),
                     .initial_accumulator_value = c.number("initial_accumulator_value", o.initial_accumulator_value),
                     .l1_regularization_strength = c.number("l1_regularization_strength", o.l1_regularization_strength),
                     .l2_regularization_strength = c.number("l2_regularization_strength", o.l2_regularization_strength),
                     .l2_shrinkage_regularization_strength =
                         c.number("l2_shrinkage_regularization_strength", o.l2_shrinkage_regularization_strength),
-                    .beta = c.number("beta", o.beta), .name = c.name(o.name)});
+                    .beta = c.number("beta", o.beta), .name = c.name(o.name)}));
      }},
     {"Lion",
      [](const ConfigReader& c) -> OptimizerHandle {
        LionOptions o;
-       return Lion({.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
-                    .beta_2 = c.number("beta_2", o.beta_2), .name = c.name(o.name)});
+       return Lion(with_clipping(
+           c, LionOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
+                    .beta_2 = c.number("beta_2", o.beta_2), .name = c.name(o.name)}));
      }},
     {"Nadam",
      [](const ConfigReader& c) -> OptimizerHandle {
        NadamOptions o;
-       return Nadam({.learning_rate = c.learning_rate(o.learning_rate, /*decay_is_lr_decay=*/false),
+       return Nadam(with_clipping(
+           c, NadamOptions{.learning_rate = c.learning_rate(o.learning_rate, /*decay_is_lr_decay=*/false),
                      .beta_1 = c.number("beta_1", o.beta_1), .beta_2 = c.number("beta_2", o.beta_2),
                      .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name),
-                     .schedule_decay = nadam_schedule_decay(c)});
+                     .schedule_decay = nadam_schedule_decay(c)}));
      }},
     {"RMSprop",
      [](const ConfigReader& c) -> OptimizerHandle {
        RMSpropOptions o;
-       return RMSprop({.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
+       return RMSprop(with_clipping(
+           c, RMSpropOptions{.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
                        .momentum = c.number("momentum", o.momentum), .epsilon = c.number("epsilon", o.epsilon),
-                       .centered = c.flag("centered", o.centered), .name = c.name(o.name)});
+                       .centered = c.flag("centered", o.centered), .name = c.name(o.name)}));
      }},
     {"SGD",
      [](const ConfigReader& c) -> OptimizerHandle {
        SGDOptions o;
-       return SGD({.learning_rate = c.learning_rate(o.learning_rate), .momentum = c.number("momentum", o.momentum),
-                   .nesterov = c.flag("nesterov", o.nesterov), .name = c.name(o.name)});
+       return SGD(with_clipping(
+           c, SGDOptions{.learning_rate = c.learning_rate(o.learning_rate), .momentum = c.number("momentum", o.momentum),
+                   .nesterov = c.flag("nesterov", o.nesterov), .name = c.name(o.name)}));
      }},
 };
 

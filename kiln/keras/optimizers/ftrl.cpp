@@ -13,7 +13,9 @@ void check_not_negative(const char* name, double value) {
 }
 }  // namespace
 
-Ftrl::Ftrl(FtrlOptions options) : Optimizer(options.name, options.learning_rate), options_(options) {
+Ftrl::Ftrl(FtrlOptions options)
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
+      options_(options) {
   check_not_negative("initial_accumulator_value", options_.initial_accumulator_value);
   check_not_negative("l1_regularization_strength", options_.l1_regularization_strength);
   check_not_negative("l2_regularization_strength", options_.l2_regularization_strength);

@@ -2,6 +2,8 @@
 // initial_accumulator_value 0.1, every regularization strength 0, beta 0).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -15,6 +17,10 @@ struct FtrlOptions {
   double l2_shrinkage_regularization_strength = 0.0;
   double beta = 0.0;
   std::string name = "Ftrl";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// With p = -learning_rate_power and n the accumulator (starting at initial_accumulator_value):

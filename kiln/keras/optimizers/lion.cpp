@@ -7,7 +7,8 @@
 namespace kiln::keras {
 
 Lion::Lion(LionOptions options)
-    : Optimizer(options.name, options.learning_rate), beta_1_(options.beta_1), beta_2_(options.beta_2) {
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
+      beta_1_(options.beta_1), beta_2_(options.beta_2) {
   if (beta_1_ <= 0 || beta_1_ > 1)
     KILN_THROW(ValueError, "[Lion] expected beta_1 in (0, 1], received beta_1=", beta_1_,
                ". Hint: beta_1 = 0 makes Lion signSGD.");

@@ -1,6 +1,8 @@
 // Lion, "EvoLved Sign Momentum" (Keras defaults: lr 1e-4, beta_1 0.9, beta_2 0.99).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -10,6 +12,10 @@ struct LionOptions {
   double beta_1 = 0.9;
   double beta_2 = 0.99;
   std::string name = "Lion";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// w -= lr * sign(beta_1 m + (1 - beta_1) g); m = beta_2 m + (1 - beta_2) g.

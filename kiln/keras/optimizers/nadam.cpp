@@ -19,7 +19,7 @@ double f32(double x) { return static_cast<float>(x); }
 // (1 - beta_2) and beta_2^t agree; with an exact 1 - 0.999 beside f32 0.999^t the step is off
 // by 1.3e-5 of itself. The config keeps the values as given.
 Nadam::Nadam(NadamOptions options)
-    : Optimizer(options.name, options.learning_rate),
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
       beta_1_(options.beta_1), beta_2_(options.beta_2), epsilon_(options.epsilon),
       schedule_decay_(options.schedule_decay) {
   // optimizer_v2's Nadam raises the same; Keras 2.0-2.3's had no schedules.

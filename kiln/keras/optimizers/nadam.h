@@ -21,6 +21,10 @@ struct NadamOptions {
   /// same update with schedule_decay 1). The legacy form takes no LearningRateSchedule (as
   /// in Keras), is saved in .h5 files as optimizer_v2's Nadam, and has no Keras 3 form.
   std::optional<double> schedule_decay;
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// Keras 2's legacy default schedule_decay.

@@ -10,8 +10,9 @@
 
 namespace kiln::keras {
 
-Optimizer::Optimizer(std::string name, const LearningRate& learning_rate)
-    : name_(std::move(name)), schedule_(learning_rate.schedule) {
+Optimizer::Optimizer(std::string name, const LearningRate& learning_rate, GradientClipping clipping)
+    : name_(std::move(name)), schedule_(learning_rate.schedule), clipping_(clipping) {
+  clipping_.validate(name_);
   learning_rate_ = Variable(name_ + "/learning_rate", HostTensor::scalar<float>(static_cast<float>(learning_rate.constant)),
                             /*trainable=*/false);
   iterations_ = Variable(name_ + "/iterations", HostTensor(Shape(DType::kI64, {})), /*trainable=*/false);
@@ -27,8 +28,11 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
   // Under a strategy with several replicas each replica's gradient (of its shard's mean loss)
   // is averaged over the replicas by an all_reduce in the compiled step, so every replica
   // applies the global batch's gradient; with one replica all_reduce is the gradient itself.
-  for (size_t i = 0; i < vars.size(); ++i)
-    update_step(all_reduce(grads[i], ir::ReduceKind::kMean), vars[i], i, lr, local_step);
+  // Clipping follows the averaging, as in Keras, so every replica clips the same gradient.
+  std::vector<Tensor> reduced;
+  for (const Tensor& g : grads) reduced.push_back(all_reduce(g, ir::ReduceKind::kMean));
+  reduced = clipping_.apply(std::move(reduced));
+  for (size_t i = 0; i < vars.size(); ++i) update_step(reduced[i], vars[i], i, lr, local_step);
   iterations_.assign(iterations_.read() + 1.0);
 }
 
@@ -63,6 +67,10 @@ std::string Optimizer::get_config() const {
   nlohmann::json j = {{"name", name_}, {"learning_rate", nlohmann::json::parse(learning_rate_to_config(lr))}};
   if (has_keras2_legacy_form()) j["decay"] = 0.0;
   else j["is_legacy_optimizer"] = false;
+  // Written only when set, as tf.keras does (Keras 3's null keys are added by its writer).
+  for (const auto& [key, value] : {std::pair{"clipnorm", clipping_.clipnorm}, std::pair{"clipvalue", clipping_.clipvalue},
+                                   std::pair{"global_clipnorm", clipping_.global_clipnorm}})
+    if (value) j[key] = *value;
   return j.dump();
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/keras/handle.h"
+#include "kiln/keras/optimizers/gradient_clipping.h"
 #include "kiln/keras/optimizers/schedules.h"
 #include "kiln/trace/tensor.h"
 #include "kiln/trace/variable.h"
@@ -18,7 +19,7 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
 
-  /// var -= update(grad) for each pair, then iterations += 1 (traced into the step).
+  /// var -= update(clip(grad)) for each pair, then iterations += 1 (traced into the step).
   /// Virtual, like the accessors below, so LossScaleOptimizer can wrap another optimizer.
   virtual void apply_gradients(const std::vector<Tensor>& grads, const std::vector<Variable>& vars);
   /// The loss the train step differentiates (Keras 3's optimizer.scale_loss): the loss itself,
@@ -31,6 +32,7 @@ class Optimizer {
   /// Sets a constant learning rate; ValueError when the optimizer uses a schedule.
   virtual void set_learning_rate(double value);
   const std::string& name() const { return name_; }
+  const GradientClipping& clipping() const { return clipping_; }
   /// iterations, the learning-rate variable and every slot.
   virtual std::vector<Variable> variables() const;
   /// Creates the slots for `vars` now, as the first apply_gradients would (no-op once built),
@@ -48,7 +50,7 @@ class Optimizer {
   virtual bool has_keras2_legacy_form() const { return true; }
 
  protected:
-  Optimizer(std::string name, const LearningRate& learning_rate);
+  Optimizer(std::string name, const LearningRate& learning_rate, GradientClipping clipping = {});
   /// Creates the slots for `vars` (add_slot).
   virtual void build(const std::vector<Variable>& /*vars*/) {}
   /// Runs once per apply_gradients before the update_step calls, for state shared by every
@@ -70,6 +72,7 @@ class Optimizer {
  private:
   std::string name_;
   std::shared_ptr<LearningRateSchedule> schedule_;
+  GradientClipping clipping_;
   Variable learning_rate_, iterations_;
   std::vector<Variable> slots_;
   bool built_ = false;

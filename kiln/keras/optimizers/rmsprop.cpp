@@ -7,7 +7,9 @@
 
 namespace kiln::keras {
 
-RMSprop::RMSprop(RMSpropOptions options) : Optimizer(options.name, options.learning_rate), options_(options) {}
+RMSprop::RMSprop(RMSpropOptions options)
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
+      options_(options) {}
 
 std::string RMSprop::get_config() const {
   nlohmann::json j = nlohmann::json::parse(Optimizer::get_config());

@@ -1,6 +1,8 @@
 // RMSprop (Keras defaults: lr 1e-3, rho 0.9, momentum 0, epsilon 1e-7, centered false).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -12,6 +14,10 @@ struct RMSpropOptions {
   double epsilon = 1e-7;
   bool centered = false;
   std::string name = "RMSprop";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// ms = rho ms + (1 - rho) g^2 (centered: minus mg^2, mg = rho mg + (1 - rho) g);

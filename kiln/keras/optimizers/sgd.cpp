@@ -8,7 +8,8 @@
 namespace kiln::keras {
 
 SGD::SGD(SGDOptions options)
-    : Optimizer(options.name, options.learning_rate), momentum_(options.momentum), nesterov_(options.nesterov) {
+    : Optimizer(options.name, options.learning_rate, clipping_of(options)),
+      momentum_(options.momentum), nesterov_(options.nesterov) {
   if (momentum_ < 0 || momentum_ > 1)
     KILN_THROW(ValueError, "[SGD] expected momentum in [0, 1], received momentum=", momentum_, ".");
 }

@@ -1,6 +1,8 @@
 // SGD with optional momentum and Nesterov momentum (keras.optimizers.SGD).
 #pragma once
 
+#include <optional>
+
 #include "kiln/keras/optimizers/optimizer.h"
 
 namespace kiln::keras {
@@ -10,6 +12,10 @@ struct SGDOptions {
   double momentum = 0.0;
   bool nesterov = false;
   std::string name = "SGD";
+  /// Gradient clipping (GradientClipping): at most one of the norm clips, each > 0.
+  std::optional<double> clipnorm;
+  std::optional<double> clipvalue;
+  std::optional<double> global_clipnorm;
 };
 
 /// velocity = momentum * velocity - lr * g;

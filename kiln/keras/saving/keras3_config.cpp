@@ -97,8 +97,11 @@ json compile_config3(const CompileOptions& options) {
   const json tc = json::parse(training_config_json(options));
   json loss = tc["loss"];
   if (loss.is_object()) loss = public_object("keras.losses", loss["class_name"].get<std::string>(), loss["config"]);
+  json metrics = tc.value("metrics", json::array());
+  for (json& m : metrics)
+    if (m.is_object()) m = public_object("keras.metrics", m["class_name"].get<std::string>(), m["config"]);
   return {{"optimizer", optimizer_config3(*options.optimizer)}, {"loss", loss}, {"loss_weights", nullptr},
-          {"metrics", tc.value("metrics", json::array())}, {"weighted_metrics", nullptr}, {"run_eagerly", false},
+          {"metrics", metrics}, {"weighted_metrics", nullptr}, {"run_eagerly", false},
           {"steps_per_execution", options.steps_per_execution}, {"jit_compile", "auto"}};
 }
 

@@ -347,7 +347,7 @@ json functional2(const json& top, const Source& src) {
 }
 
 // Keras 3's compile_config as a Keras 2 training_config. Optimizer features Kiln lacks
-// (clipping, EMA, loss scaling, accumulation) are refused rather than dropped.
+// (EMA, loss scaling, accumulation) are refused rather than dropped.
 json training2(const json& cc, const Source& src) {
   const json& opt = cc.value("optimizer", json());
   json optimizer_config;
@@ -356,8 +356,8 @@ json training2(const json& cc, const Source& src) {
   } else if (opt.is_object() && opt.contains("class_name")) {
     json c = opt.value("config", json::object());
     const std::string cls = opt["class_name"].get<std::string>();
-    for (const char* key : {"clipnorm", "global_clipnorm", "clipvalue", "use_ema", "ema_overwrite_frequency",
-                            "loss_scale_factor", "gradient_accumulation_steps", "amsgrad"})
+    for (const char* key :
+         {"use_ema", "ema_overwrite_frequency", "loss_scale_factor", "gradient_accumulation_steps", "amsgrad"})
       if (c.contains(key) && !is_neutral(c[key]))
         fail(src, "compile_config optimizer " + cls + " has " + key + "=" + c[key].dump(),
              "Kiln's optimizers do not implement it; load with {.compile = false} and compile in C++");

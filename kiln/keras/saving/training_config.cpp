@@ -41,16 +41,26 @@ MetricHandle metric_named(const std::string& fn, const std::string& name) {
 // its fn, or a metric class).
 std::string or_default(const std::string& name, const char* fallback) { return name.empty() ? fallback : name; }
 
-// Precision and Recall at one threshold (Keras's thresholds: null means 0.5; a list of several
-// gives a vector result, which Kiln's scalar logs do not hold).
-double single_threshold(const json& config) {
+// Precision and Recall's thresholds (Keras: null means 0.5, a number or a list).
+std::vector<double> thresholds_of(const std::string& cls, const json& config) {
   const json t = config.value("thresholds", json());
-  if (t.is_null()) return 0.5;
-  if (t.is_number()) return t.get<double>();
-  if (t.is_array() && t.size() == 1 && t[0].is_number()) return t[0].get<double>();
-  KILN_THROW(ConfigError, "[training_config] Precision/Recall thresholds ", t.dump(),
-             ": Kiln computes these metrics at one threshold. Hint: load with compile=false and compile with "
-             "one metric per threshold.");
+  if (t.is_null()) return {0.5};
+  if (t.is_number()) return {t.get<double>()};
+  std::vector<double> out;
+  if (t.is_array())
+    for (const json& e : t)
+      if (e.is_number()) out.push_back(e.get<double>());
+  if (out.empty() || out.size() != t.size())
+    KILN_THROW(ConfigError, "[training_config] ", cls, " thresholds ", t.dump(),
+               ": expected a number or a list of numbers.");
+  return out;
+}
+
+// ConfigError for a metric option Kiln does not implement holding other than its off value.
+void require_default(const std::string& cls, const json& config, const char* key, const json& off) {
+  if (config.contains(key) && !config[key].is_null() && config[key] != off)
+    KILN_THROW(ConfigError, "[training_config] ", cls, " with ", key, "=", config[key].dump(),
+               ": Kiln does not implement it. Hint: load with compile=false and compile yourself.");
 }
 
 void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
@@ -66,7 +76,8 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
     if (cls == "MeanMetricWrapper") out->push_back(metric_named(config.value("fn", name), name));
     else if (cls == "SparseCategoricalAccuracy") out->push_back(SparseCategoricalAccuracy(name));
     else if (cls == "CategoricalAccuracy") out->push_back(CategoricalAccuracy(name));
-    else if (cls == "BinaryAccuracy") out->push_back(BinaryAccuracy(name));
+    else if (cls == "BinaryAccuracy")
+      out->push_back(BinaryAccuracy(or_default(name, "binary_accuracy"), config.value("threshold", 0.5)));
     else if (cls == "Accuracy") out->push_back(Accuracy(name));
     else if (cls == "MeanAbsoluteError") out->push_back(metrics::MeanAbsoluteError(or_default(name, "mean_absolute_error")));
     else if (cls == "MeanSquaredError") out->push_back(metrics::MeanSquaredError(or_default(name, "mean_squared_error")));
@@ -77,12 +88,20 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
     else if (cls == "SparseTopKCategoricalAccuracy")
       out->push_back(metrics::SparseTopKCategoricalAccuracy(config.value("k", 5),
                                                             or_default(name, "sparse_top_k_categorical_accuracy")));
-    else if (cls == "Precision") out->push_back(metrics::Precision(single_threshold(config), or_default(name, "precision")));
-    else if (cls == "Recall") out->push_back(metrics::Recall(single_threshold(config), or_default(name, "recall")));
-    else if (cls == "AUC")
+    else if (cls == "Precision" || cls == "Recall") {
+      for (const char* key : {"top_k", "class_id"}) require_default(cls, config, key, json());
+      if (cls == "Precision") out->push_back(metrics::Precision(thresholds_of(cls, config), or_default(name, "precision")));
+      else out->push_back(metrics::Recall(thresholds_of(cls, config), or_default(name, "recall")));
+    } else if (cls == "AUC") {
+      require_default(cls, config, "summation_method", "interpolation");
+      require_default(cls, config, "multi_label", false);
+      require_default(cls, config, "from_logits", false);
+      require_default(cls, config, "label_weights", json());
+      // Keras writes its inner thresholds too; Kiln rebuilds the evenly spaced ones.
       out->push_back(metrics::AUC({.num_thresholds = config.value("num_thresholds", 200),
                                    .curve = config.value("curve", "ROC"),
                                    .name = or_default(name, "auc")}));
+    }
     else
       KILN_THROW(ConfigError, "[training_config] unknown metric class '", cls,
                  "'. Hint: load with compile=false and compile yourself.");
@@ -95,7 +114,10 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
 
 std::string training_config_json(const CompileOptions& options) {
   json metrics = json::array();
-  for (const MetricHandle& m : options.metrics) metrics.push_back(m->name());
+  // By name, or as Keras 2 saves a metric object: {"class_name", "config"} with its options.
+  for (const MetricHandle& m : options.metrics)
+    metrics.push_back(m->class_name().empty() ? json(m->name())
+                                              : json{{"class_name", m->class_name()}, {"config", json::parse(m->get_config())}});
   json j = {{"loss", loss_json(*options.loss)},
             {"metrics", metrics},
             {"weighted_metrics", nullptr},

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "kiln/keras/metrics/confusion.h"
 #include "kiln/keras/metrics/regression.h"
 #include "kiln/keras/saving/training_config.h"
@@ -128,8 +130,75 @@ TEST(MetricNamesTest, TrainingConfigsNameMetricsByClassWithOptions) {
   EXPECT_NEAR(scalar(options.metrics[2]->result()), 0.5, 1e-6);  // threshold 0.8
   EXPECT_EQ(options.metrics[4]->name(), "top2");
   KILN_EXPECT_ERROR(compile_options_from_training_config(R"({"loss": "mse", "optimizer_config": {"class_name": "SGD"},
-      "metrics": [{"class_name": "Precision", "config": {"thresholds": [0.3, 0.6]}}]})"),
-                    ConfigError, "one threshold");
+      "metrics": [{"class_name": "Precision", "config": {"thresholds": [0.3, 0.6], "top_k": 2}}]})"),
+                    ConfigError, "Precision with top_k=2: Kiln does not implement it");
+}
+
+TEST(ConfusionMetricsTest, PrecisionAndRecallAtSeveralThresholdsGiveOneValuePerThreshold) {
+  // The data of PrecisionAndRecallAtTheirThreshold at 0.3, 0.5, 0.8:
+  // above 0.3: rows 0 2 3 4 (tp 2, fp 2, fn 1); above 0.5: rows 0 2 3 (tp 2, fp 1, fn 1);
+  // above 0.8: row 0 (tp 1, fp 0, fn 2).
+  Tensor y = f32({5}, {1, 1, 0, 1, 0}), p = f32({5}, {0.9f, 0.2f, 0.7f, 0.6f, 0.5f});
+  Precision precision({0.3, 0.5, 0.8}, "precision");
+  Recall recall({0.3, 0.5, 0.8}, "recall");
+  precision.update_state(y, p);
+  recall.update_state(y, p);
+  const std::vector<double> pv = precision.result().to_vector<double>(), rv = recall.result().to_vector<double>();
+  ASSERT_EQ(pv.size(), 3u);
+  EXPECT_NEAR(pv[0], 0.5, 1e-6);
+  EXPECT_NEAR(pv[1], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(pv[2], 1.0, 1e-6);
+  EXPECT_NEAR(rv[0], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(rv[1], 2.0 / 3, 1e-6);
+  EXPECT_NEAR(rv[2], 1.0 / 3, 1e-6);
+  EXPECT_EQ(Precision().result().rank(), 0);  // one threshold: a scalar, as Keras's result[0]
+  KILN_EXPECT_ERROR(Recall(std::vector<double>{0.2, 1.5}, "r"), ConfigError, "threshold must be in [0, 1]");
+}
+
+TEST(BinaryAccuracyTest, ComparesAtItsThreshold) {
+  // Predictions 0.2 0.6 0.9 against labels 0 1 1: at 0.5 all right; at 0.7 the 0.6 is wrong.
+  Tensor y = f32({3, 1}, {0, 1, 1}), p = f32({3, 1}, {0.2f, 0.6f, 0.9f});
+  BinaryAccuracy half;
+  BinaryAccuracy strict("strict", 0.7);
+  half.update_state(y, p);
+  strict.update_state(y, p);
+  EXPECT_NEAR(scalar(half.result()), 1.0, 1e-6);
+  EXPECT_NEAR(scalar(strict.result()), 2.0 / 3, 1e-6);
+}
+
+TEST(MetricNamesTest, MetricObjectsAreSavedWithTheirOptionsAndReadBack) {
+  CompileOptions options{.optimizer = "sgd", .loss = "mse"};
+  options.metrics = {"accuracy",
+                     AUC({.num_thresholds = 7, .curve = "PR", .name = "pr"}),
+                     Precision({0.25, 0.75}, "p2"),
+                     Recall(0.3, "r3"),
+                     BinaryAccuracy("ba", 0.4),
+                     TopKCategoricalAccuracy(3, "top3")};
+  const std::string tc = training_config_json(options);
+  const nlohmann::json saved = nlohmann::json::parse(tc).at("metrics");
+  EXPECT_EQ(saved[0], "accuracy");  // Keras 2 saves metrics compiled by name as names
+  EXPECT_EQ(saved[1].at("class_name"), "AUC");
+  EXPECT_EQ(saved[1].at("config").at("num_thresholds"), 7);
+  EXPECT_EQ(saved[2].at("config").at("thresholds"), nlohmann::json({0.25, 0.75}));
+  EXPECT_EQ(saved[3].at("config").at("thresholds"), 0.3);
+  const CompileOptions back = compile_options_from_training_config(tc);
+  ASSERT_EQ(back.metrics.size(), options.metrics.size());
+  for (size_t i = 0; i < options.metrics.size(); ++i) {
+    EXPECT_EQ(back.metrics[i]->name(), options.metrics[i]->name());
+    EXPECT_EQ(back.metrics[i]->get_config(), options.metrics[i]->get_config());
+  }
+  EXPECT_EQ(dynamic_cast<const AUC&>(*back.metrics[1]).thresholds().size(), 7u);
+  EXPECT_EQ(dynamic_cast<const BinaryAccuracy&>(*back.metrics[4]).threshold(), 0.4);
+}
+
+TEST(MetricNamesTest, VectorResultsAreLoggedPerThreshold) {
+  Sequential model({InputLayer({.shape = {1}}), Dense(1, {.use_bias = false, .kernel_initializer = "ones"})});
+  model.compile({.optimizer = "sgd", .loss = "mse", .metrics = {Precision({0.3, 0.8}, "p")}});
+  // Predictions = x = 0.5, 0.9, 0.2 against labels 0, 1, 1: above 0.3 tp 1 fp 1; above 0.8 tp 1.
+  const Logs logs = model.evaluate(HostTensor::from_vector<float>({3, 1}, {0.5f, 0.9f, 0.2f}),
+                                   HostTensor::from_vector<float>({3, 1}, {0, 1, 1}), 3);
+  EXPECT_NEAR(logs.at("p_0"), 0.5, 1e-6);
+  EXPECT_NEAR(logs.at("p_1"), 1.0, 1e-6);
 }
 
 }  // namespace

@@ -105,6 +105,10 @@ inline std::vector<OptimizerCase> optimizer_cases() {
       {"SGDPiecewiseConstantDecay",
        [] { return OptimizerHandle(SGD({.learning_rate = PiecewiseConstantDecay({3, 4}, {0.05, 0.02, 0.01})})); }},
       {"AdamWCosineDecay", [] { return OptimizerHandle(AdamW({.learning_rate = CosineDecay(0.01, 8, 0.1)})); }},
+      // Clipping is part of the optimizer config in every format.
+      {"SGDClipnorm", [] { return OptimizerHandle(SGD({.learning_rate = 0.05, .clipnorm = 0.1})); }},
+      {"AdamGlobalClipnorm", [] { return OptimizerHandle(Adam({.learning_rate = 0.01, .global_clipnorm = 0.1})); }},
+      {"RMSpropClipvalue", [] { return OptimizerHandle(RMSprop({.learning_rate = 0.01, .clipvalue = 0.01})); }},
       // Keras 2's legacy Nadam (optimizer_v2's, with momentum_cache in .h5 files); Keras 3 lacks it.
       {"NadamLegacyScheduleDecay", [] { return OptimizerHandle(Nadam({.learning_rate = 0.01, .schedule_decay = 0.004})); },
        /*keras3=*/false},
