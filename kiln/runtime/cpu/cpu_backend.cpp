@@ -107,7 +107,7 @@ class CpuBackend : public runtime::Backend {
       CompileNested compile_nested = [this, &options, &label](const ir::Computation& c,
                                                               const std::vector<size_t>* outputs,
                                                               const std::string& name) {
-        std::unique_ptr<ir::Module> nested = ir::extract_module(c, str_cat(label, "/", name));
+        std::unique_ptr<ir::Module> nested = ir::extract_module(c, str_cat(label, ".", name));
         if (outputs != nullptr) {
           std::vector<ir::Instruction*> kept;
           for (size_t i : *outputs) kept.push_back(nested->entry()->outputs().at(i));
