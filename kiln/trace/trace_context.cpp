@@ -109,17 +109,30 @@ TraceContext::Capture& TraceContext::capture(const std::shared_ptr<VariableState
   return captures_.back();
 }
 
+void TraceContext::carry_variable(const VariableState* variable, const Tensor& value) {
+  KILN_CHECK(frames_.size() > 1, "carry_variable outside a nested computation");
+  frames_.back().carried[variable] = value;
+}
+
 Tensor TraceContext::read_variable(const std::shared_ptr<VariableState>& variable) {
+  for (size_t d = frames_.size(); d-- > 1;)
+    if (auto it = frames_[d].carried.find(variable.get()); it != frames_[d].carried.end()) return it->second;
   if (auto it = read_overrides_.find(variable.get()); it != read_overrides_.end()) return it->second;
   return capture(variable).current;
 }
 
 void TraceContext::assign_variable(const std::shared_ptr<VariableState>& variable,
                                    const Tensor& value) {
-  if (frames_.size() > 1)
+  if (frames_.size() > 1) {
+    if (auto it = frames_.back().carried.find(variable.get()); it != frames_.back().carried.end()) {
+      lower(value, "variable '" + variable->name + "'");  // checks it belongs here
+      it->second = value;
+      return;
+    }
     KILN_THROW(ValueError, "[variable '", variable->name, "'] assigned inside a while_loop/cond/scan body; "
                "the body must be a pure function of its arguments. Hint: carry the new value out of the "
                "loop and assign it after.");
+  }
   Capture& c = capture(variable);
   lower(value, "variable '" + variable->name + "'");  // checks it belongs here
   c.current = value;

@@ -56,6 +56,10 @@ class TraceContext {
   /// (captures, appended after the ones it has), so the computation stays closed.
   void push_computation(ir::Computation* computation);
   void pop_computation();
+  /// In the innermost nested computation (a loop body), reads of `variable` give `value` and
+  /// an assignment replaces it, so the loop can carry the variable: the loop reads the new
+  /// value back with read_variable and assigns the final one after the loop.
+  void carry_variable(const VariableState* variable, const Tensor& value);
   /// How many nested computations are open (0: tracing the entry).
   size_t depth() const { return frames_.size() - 1; }
   /// A value a nested computation reads from an enclosing one.
@@ -107,6 +111,7 @@ class TraceContext {
     ir::Computation* computation;
     ir::Builder builder;
     std::vector<ValueCapture> captures;
+    std::unordered_map<const VariableState*, Tensor> carried;  // carry_variable's
     // Concrete tensors used here, lowered once each (the node is kept alive so its address
     // is not reused).
     std::unordered_map<const TensorNode*, std::pair<std::shared_ptr<TensorNode>, ir::Instruction*>> constants;
