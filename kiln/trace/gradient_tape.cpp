@@ -48,13 +48,17 @@ const void* key(const Tensor& t) {
 
 bool differentiable(const Tensor& t) { return t.defined() && is_floating(t.dtype()); }
 
+// Ops are recorded by the tapes of the computation they are made in. A variable read inside a
+// loop body also goes to the tapes outside it (`enclosing_too`): the value read is then an
+// enclosing computation's (the variable's parameter), which the loop captures.
 template <typename Fn>
-void for_recording_tapes(Fn&& fn) {
+void for_recording_tapes(Fn&& fn, bool enclosing_too = false) {
   if (t_paused > 0 || t_tapes.empty()) return;
   const TraceContext* ctx = TraceContext::current();
   const size_t depth = ctx != nullptr ? ctx->depth() : 0;
   for (GradientTape::Impl* tape : t_tapes)
-    if (tape->recording && tape->context == ctx && tape->depth == depth) fn(*tape);
+    if (tape->recording && tape->context == ctx && (tape->depth == depth || (enclosing_too && tape->depth < depth)))
+      fn(*tape);
 }
 
 // Runs a composite record's VJP: every output's cotangent (zeros where none flowed) in, one
@@ -114,7 +118,8 @@ bool tapes_recording() {
 }
 
 void record_variable_read(const std::shared_ptr<VariableState>& variable, const Tensor& value) {
-  for_recording_tapes([&](GradientTape::Impl& tape) { tape.reads.emplace_back(variable.get(), value); });
+  for_recording_tapes([&](GradientTape::Impl& tape) { tape.reads.emplace_back(variable.get(), value); },
+                      /*enclosing_too=*/true);
 }
 
 const VjpEntry* find_vjp_entry(ir::Opcode op) {

@@ -15,6 +15,7 @@
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/shape.h"
+#include "kiln/trace/variable.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/finite_difference.h"
 
@@ -131,6 +132,26 @@ TEST(ScanTest, GradientsMatchFiniteDifferences) {
     };
     EXPECT_TRUE(testing::check_gradients(f, inputs(DType::kF64))) << (reverse ? "reverse" : "forward");
   }
+}
+
+TEST(ScanTest, AVariableReadInsideTheBodyGetsItsGradient) {
+  // An RNN layer reads its kernel inside the step: the tape outside the loop must see the read.
+  const std::vector<HostTensor> in = inputs(DType::kF32);
+  Variable w("w", in[2]);
+  auto loss_of = [](const ScanResult& r) { return reduce_sum(r.carry[0]) + reduce_sum(r.ys[0] * r.ys[0]); };
+  Function by_variable("by_variable", [&](const Xs& x) -> Xs {
+    GradientTape tape;
+    ScanBody body = [&](const Xs& carry, const Xs& x_t) -> std::pair<Xs, Xs> { return rnn(w.read(), x[2])(carry, x_t); };
+    return {tape.gradient(loss_of(scan(body, {x[1]}, {x[0]})), w)};
+  }, {.backend = runtime::make_reference_backend()});
+  Function by_tensor("by_tensor", [&](const Xs& x) -> Xs {
+    GradientTape tape;
+    Tensor wt = x[3];
+    return {tape.gradient(loss_of(scan(rnn(wt, x[2]), {x[1]}, {x[0]})), wt)};
+  }, {.backend = runtime::make_reference_backend()});
+  const std::vector<float> expected = by_tensor({in[0], in[1], in[3], in[2]})[0].to_vector<float>();
+  EXPECT_NE(expected, std::vector<float>(expected.size(), 0.0f));
+  EXPECT_EQ(by_variable({in[0], in[1], in[3]})[0].to_vector<float>(), expected);
 }
 
 TEST(ScanTest, TheCpuBackendAgreesWithTheReference) {
