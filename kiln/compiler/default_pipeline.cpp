@@ -6,6 +6,7 @@
 #include "kiln/compiler/passes/cse.h"
 #include "kiln/compiler/passes/dce.h"
 #include "kiln/compiler/passes/elementwise_fusion.h"
+#include "kiln/compiler/passes/loop_invariant_hoisting.h"
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/compiler/passes/reduction_fusion.h"
 
@@ -19,6 +20,7 @@ PassPipeline default_pipeline(const TargetInfo& target) {
     pipeline.add<CsePass>();
     pipeline.add<DcePass>();
   }
+  pipeline.add<LoopInvariantHoistingPass>();
   pipeline.add<OutputFusionPass>(&target);
   pipeline.add<ReductionFusionPass>(&target);
   pipeline.add<ElementwiseFusionPass>(&target);

@@ -10,12 +10,23 @@ bool operator==(const Attrs& a, const Attrs& b) {
       a.scalar != b.scalar || a.comparison != b.comparison || a.reduce_kind != b.reduce_kind ||
       !(a.dot == b.dot) || !(a.conv == b.conv) || !(a.window == b.window) ||
       a.parameter_index != b.parameter_index || a.body != b.body ||
-      a.fusion_kind != b.fusion_kind || a.literal.defined() != b.literal.defined())
+      a.fusion_kind != b.fusion_kind || a.condition != b.condition || a.trip_count != b.trip_count ||
+      a.branches != b.branches || a.tuple_index != b.tuple_index ||
+      a.literal.defined() != b.literal.defined())
     return false;
   if (!a.literal.defined()) return true;
   return a.literal.shape() == b.literal.shape() &&
          std::memcmp(a.literal.raw_data(), b.literal.raw_data(),
                      static_cast<size_t>(a.literal.byte_size())) == 0;
+}
+
+std::vector<Computation*> called_computations(const Attrs& attrs) {
+  std::vector<Computation*> out;
+  if (attrs.condition != nullptr) out.push_back(attrs.condition);
+  if (attrs.body != nullptr) out.push_back(attrs.body);
+  for (Computation* c : attrs.branches)
+    if (c != nullptr) out.push_back(c);
+  return out;
 }
 
 std::string_view comparison_name(Comparison c) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <vector>
 
 #include "kiln/core/host_tensor.h"
 #include "kiln/core/shape.h"
@@ -60,13 +61,26 @@ struct Attrs {
   int64_t parameter_index = -1;
   /// constant: the value (shared, never mutated).
   HostTensor literal;
-  /// fusion: the fused sub-computation (owned by the Module) and its kind.
+  /// fusion: the fused sub-computation (owned by the Module) and its kind; while: the loop body.
   Computation* body = nullptr;
   FusionKind fusion_kind = FusionKind::kLoop;
+  /// while: carried values -> bool[] (loop again?); owned by the Module.
+  Computation* condition = nullptr;
+  /// while: the number of iterations when the trace knows it (a scan), else -1. Informative
+  /// for the evaluator; reverse-mode autodiff needs it.
+  int64_t trip_count = -1;
+  /// conditional: with a bool predicate {true branch, false branch}; with an i32 index the
+  /// branch it picks (an index out of range picks the last, as XLA).
+  std::vector<Computation*> branches;
+  /// get_tuple_element: which result of its while/conditional operand.
+  int64_t tuple_index = -1;
 
   /// Equal when every field is equal; literals compare by shape and bytes.
   friend bool operator==(const Attrs& a, const Attrs& b);
 };
+
+/// The computations an instruction calls (fusion body, while condition and body, branches).
+std::vector<Computation*> called_computations(const Attrs& attrs);
 
 std::string_view comparison_name(Comparison c);
 std::string_view reduce_kind_name(ReduceKind k);

@@ -188,4 +188,54 @@ Instruction* Builder::all_reduce(Instruction* x, ReduceKind kind) {
   return add(Opcode::kAllReduce, {x}, std::move(a));
 }
 
+Instruction* Builder::dynamic_slice(Instruction* x, std::vector<Instruction*> starts, Dims sizes) {
+  Attrs a;
+  a.limits = std::move(sizes);
+  starts.insert(starts.begin(), x);
+  return add(Opcode::kDynamicSlice, std::move(starts), std::move(a));
+}
+
+Instruction* Builder::dynamic_update_slice(Instruction* x, Instruction* update,
+                                           std::vector<Instruction*> starts) {
+  starts.insert(starts.begin(), {x, update});
+  return add(Opcode::kDynamicUpdateSlice, std::move(starts), {});
+}
+
+Instruction* Builder::while_loop(std::vector<Instruction*> carried, Computation* condition,
+                                 Computation* body, int64_t trip_count) {
+  Attrs a;
+  a.condition = condition;
+  a.body = body;
+  a.trip_count = trip_count;
+  return add(Opcode::kWhile, std::move(carried), std::move(a));
+}
+
+Instruction* Builder::conditional(Instruction* selector, std::vector<Instruction*> operands,
+                                  std::vector<Computation*> branches) {
+  Attrs a;
+  a.branches = std::move(branches);
+  operands.insert(operands.begin(), selector);
+  return add(Opcode::kConditional, std::move(operands), std::move(a));
+}
+
+Instruction* Builder::get_tuple_element(Instruction* tuple, int64_t index) {
+  if (!is_tuple_op(tuple->opcode()))
+    KILN_THROW(ShapeError, "[get_tuple_element] reads a result of a while or conditional, received ",
+               opcode_name(tuple->opcode()), " ", tuple->shape(), ".");
+  std::vector<Shape> results = tuple_result_shapes(*tuple);
+  if (index < 0 || index >= static_cast<int64_t>(results.size()))
+    KILN_THROW(ShapeError, "[get_tuple_element] index ", index, " is out of range: the ",
+               opcode_name(tuple->opcode()), " has ", results.size(), " results.");
+  Attrs a;
+  a.tuple_index = index;
+  return add(Opcode::kGetTupleElement, {tuple}, std::move(a), &results[static_cast<size_t>(index)]);
+}
+
+std::vector<Instruction*> Builder::tuple_elements(Instruction* tuple) {
+  std::vector<Instruction*> out;
+  const size_t n = tuple_result_shapes(*tuple).size();
+  for (size_t i = 0; i < n; ++i) out.push_back(get_tuple_element(tuple, static_cast<int64_t>(i)));
+  return out;
+}
+
 }  // namespace kiln::ir

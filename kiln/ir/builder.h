@@ -46,6 +46,11 @@ class Builder {
   /// `operand` plus `updates` added at `indices` along `axis` (the gradient of gather).
   Instruction* scatter_add(Instruction* operand, Instruction* indices, Instruction* updates, int64_t axis);
 
+  /// The box of `sizes` of `x` starting at the scalar `starts` (clamped so the box fits).
+  Instruction* dynamic_slice(Instruction* x, std::vector<Instruction*> starts, Dims sizes);
+  /// `x` with `update` written at the scalar `starts` (clamped so the update fits).
+  Instruction* dynamic_update_slice(Instruction* x, Instruction* update, std::vector<Instruction*> starts);
+
   /// kReduceSum, kReduceMax or kReduceMin over sorted `axes` (which disappear).
   Instruction* reduce(Opcode op, Instruction* x, Dims axes);
   /// Index (i32) of the first maximum along `axis`, which disappears.
@@ -62,6 +67,20 @@ class Builder {
   /// Uniform random i32 bits of `dims` from a counter-based generator keyed by `key` (i64[]).
   Instruction* rng_bits(Instruction* key, Dims dims);
   Instruction* all_reduce(Instruction* x, ReduceKind kind);
+
+  /// Runs `body` while `condition` holds over `carried` (both take the carried values; the
+  /// body returns their next values). `trip_count`: iterations when known, else -1. Read the
+  /// results with get_tuple_element (or tuple_elements).
+  Instruction* while_loop(std::vector<Instruction*> carried, Computation* condition, Computation* body,
+                          int64_t trip_count = -1);
+  /// Runs branches[selector] (i32; out of range picks the last) or, for a bool selector,
+  /// branches {true, false}, on `operands`.
+  Instruction* conditional(Instruction* selector, std::vector<Instruction*> operands,
+                           std::vector<Computation*> branches);
+  /// Result `index` of a while or conditional.
+  Instruction* get_tuple_element(Instruction* tuple, int64_t index);
+  /// Every result of a while or conditional, in order.
+  std::vector<Instruction*> tuple_elements(Instruction* tuple);
 
   /// Adds an instruction after checking it with infer_shape; the general entry point.
   Instruction* add(Opcode op, std::vector<Instruction*> operands, Attrs attrs,

@@ -126,14 +126,15 @@ Computation* Module::add_computation(std::string name) {
 
 void Module::remove_unused_computations() {
   std::unordered_set<const Computation*> used{entry()};
-  // Fusion bodies may nest: keep every body referenced from a used computation.
+  // Called computations may nest: keep every one referenced from a used computation.
   bool grew = true;
   while (grew) {
     grew = false;
     for (const auto& c : computations_) {
       if (!used.count(c.get())) continue;
       for (const auto& inst : c->instructions())
-        if (inst->attrs().body != nullptr && used.insert(inst->attrs().body).second) grew = true;
+        for (Computation* callee : called_computations(inst->attrs()))
+          if (used.insert(callee).second) grew = true;
     }
   }
   std::erase_if(computations_, [&](const auto& c) { return !used.count(c.get()); });

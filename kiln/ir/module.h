@@ -29,7 +29,7 @@ class Module {
   /// Adds a computation (a fusion body) owned by this module.
   Computation* add_computation(std::string name);
   const std::vector<std::unique_ptr<Computation>>& computations() const { return computations_; }
-  /// Deletes computations no fusion instruction refers to any more.
+  /// Deletes computations no instruction calls any more (fusion, while, conditional).
   void remove_unused_computations();
 
   /// A fresh id for a new instruction.

@@ -15,7 +15,7 @@ enum class Opcode : uint8_t {
 
 enum class OpFamily : uint8_t {
   Leaf, Unary, Binary, Compare, Select, Shape, Index, Reduce, Contraction, Window, Random,
-  Collective, Fusion
+  Collective, Fusion, Control
 };
 
 inline constexpr int kNumOpcodes = 0
@@ -23,7 +23,7 @@ inline constexpr int kNumOpcodes = 0
 #include "kiln/ir/opcodes.def"
 #undef KILN_OPCODE
     ;
-static_assert(kNumOpcodes == 45, "opcodes.def changed: update kNumOpcodes users and this count");
+static_assert(kNumOpcodes == 50, "opcodes.def changed: update kNumOpcodes users and this count");
 
 std::string_view opcode_name(Opcode op);
 /// Number of operands, or -1 for variadic ops.
@@ -38,6 +38,9 @@ inline bool is_elementwise(Opcode op) {
   return f == OpFamily::Unary || f == OpFamily::Binary || f == OpFamily::Compare ||
          f == OpFamily::Select;
 }
+
+/// while and conditional: ops yielding several values, read with get_tuple_element.
+inline bool is_tuple_op(Opcode op) { return op == Opcode::kWhile || op == Opcode::kConditional; }
 
 std::ostream& operator<<(std::ostream& os, Opcode op);
 

@@ -65,6 +65,19 @@ std::string attrs_text(const Instruction& inst) {
     case Opcode::kFusion:
       return str_cat(", kind=", fusion_kind_name(a.fusion_kind), ", calls=",
                      a.body != nullptr ? a.body->name() : "?");
+    case Opcode::kDynamicSlice:
+      return str_cat(", sizes=", list(a.limits));
+    case Opcode::kWhile:
+      return str_cat(", condition=", a.condition != nullptr ? a.condition->name() : "?",
+                     ", body=", a.body != nullptr ? a.body->name() : "?",
+                     a.trip_count >= 0 ? str_cat(", trip_count=", a.trip_count) : "");
+    case Opcode::kConditional: {
+      std::vector<std::string> names;
+      for (const Computation* b : a.branches) names.push_back(b != nullptr ? b->name() : "?");
+      return str_cat(", branches={", str_join(names, ", "), "}");
+    }
+    case Opcode::kGetTupleElement:
+      return str_cat(", index=", a.tuple_index);
     default:
       return "";
   }

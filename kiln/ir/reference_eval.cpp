@@ -72,6 +72,8 @@ HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTen
       return ref::eval_gather(inst, args[0], args[1]);
     case Opcode::kScatterAdd:
       return ref::eval_scatter_add(inst, args);
+    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice:
+      return ref::eval_dynamic_slice(inst, args);
     case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
       return ref::eval_reduce(inst, args[0]);
     case Opcode::kArgmax:
@@ -90,6 +92,9 @@ HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTen
       return args[0].clone();
     case Opcode::kFusion:
       return ref::fusion(inst, args);
+    case Opcode::kWhile: case Opcode::kConditional: case Opcode::kGetTupleElement:
+      KILN_CHECK(false, opcode_name(inst.opcode()), " %", inst.id(), " has no single value: evaluate its "
+                 "while/conditional with evaluate_tuple (evaluate() does, for get_tuple_element)");
   }
   KILN_CHECK(false, "unhandled opcode ", opcode_name(inst.opcode()));
 }
@@ -114,17 +119,30 @@ std::vector<HostTensor> evaluate(const Computation& computation,
     for (const Instruction* op : inst->operands()) ++uses_left[op];
   for (const Instruction* out : computation.outputs()) ++uses_left[out];
 
+  // Results of while/conditional, read by get_tuple_element (values holds their placeholder).
+  std::unordered_map<const Instruction*, std::vector<HostTensor>> tuples;
   std::vector<HostTensor> operand_values;
   for (const Instruction* inst : computation.post_order()) {
     if (inst->opcode() == Opcode::kParameter) continue;
     operand_values.clear();
     for (const Instruction* op : inst->operands()) operand_values.push_back(values.at(op));
-    HostTensor result = evaluate_instruction(*inst, operand_values);
+    HostTensor result;
+    if (is_tuple_op(inst->opcode())) {
+      tuples[inst] = evaluate_tuple(*inst, operand_values);
+      result = HostTensor(inst->shape());
+    } else if (inst->opcode() == Opcode::kGetTupleElement) {
+      result = tuples.at(inst->operand(0)).at(static_cast<size_t>(inst->attrs().tuple_index));
+    } else {
+      result = evaluate_instruction(*inst, operand_values);
+    }
     KILN_CHECK(result.shape() == inst->shape(), "reference result of ", opcode_name(inst->opcode()),
                " is ", result.shape(), ", instruction says ", inst->shape());
     values[inst] = std::move(result);
     for (const Instruction* op : inst->operands())
-      if (--uses_left[op] == 0) values.erase(op);
+      if (--uses_left[op] == 0) {
+        values.erase(op);
+        tuples.erase(op);
+      }
   }
   std::vector<HostTensor> outputs;
   for (const Instruction* out : computation.outputs()) {

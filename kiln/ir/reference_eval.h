@@ -24,8 +24,13 @@ std::vector<HostTensor> evaluate(const Computation& computation,
 std::vector<HostTensor> evaluate(const Module& module, std::span<const HostTensor> arguments);
 
 /// Evaluates one instruction on concrete operand values (one per operand). Parameters have no
-/// value of their own and are rejected; a fusion evaluates its body.
+/// value of their own and are rejected; a fusion evaluates its body. A while or conditional
+/// yields several values: evaluate it with evaluate_tuple (get_tuple_element is evaluate()'s).
 HostTensor evaluate_instruction(const Instruction& instruction,
                                 std::span<const HostTensor> operand_values);
+
+/// The results of a while or conditional on concrete operand values (fresh storage).
+std::vector<HostTensor> evaluate_tuple(const Instruction& instruction,
+                                       std::span<const HostTensor> operand_values);
 
 }  // namespace kiln::ir

@@ -203,6 +203,7 @@ HostTensor eval_shape_op(const Instruction& inst, std::span<const HostTensor> ar
 HostTensor eval_iota(const Instruction& inst);
 HostTensor eval_gather(const Instruction& inst, const HostTensor& operand, const HostTensor& indices);
 HostTensor eval_scatter_add(const Instruction& inst, std::span<const HostTensor> args);
+HostTensor eval_dynamic_slice(const Instruction& inst, std::span<const HostTensor> args);
 HostTensor eval_reduce(const Instruction& inst, const HostTensor& x);
 HostTensor eval_argmax(const Instruction& inst, const HostTensor& x);
 HostTensor eval_dot_general(const Instruction& inst, const HostTensor& lhs, const HostTensor& rhs);

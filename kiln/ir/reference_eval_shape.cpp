@@ -177,4 +177,28 @@ HostTensor eval_scatter_add(const Instruction& inst, std::span<const HostTensor>
   });
 }
 
+// Starts clamp so the box fits (XLA): start = min(max(start, 0), dim - size).
+HostTensor eval_dynamic_slice(const Instruction& inst, std::span<const HostTensor> args) {
+  const bool update = inst.opcode() == Opcode::kDynamicUpdateSlice;
+  const HostTensor& x = args[0];
+  const Dims& xd = x.shape().dims();
+  const Dims box = update ? args[1].shape().dims() : inst.shape().dims();
+  Dims start(xd.size());
+  for (size_t d = 0; d < xd.size(); ++d)
+    start[d] = std::clamp(args[(update ? 2 : 1) + d].to_vector<int64_t>()[0], int64_t{0}, xd[d] - box[d]);
+  HostTensor out = update ? x.clone() : HostTensor(inst.shape());
+  const size_t width = size_of(inst.dtype());
+  auto* dst = static_cast<std::byte*>(out.raw_data());
+  const auto* src = static_cast<const std::byte*>(update ? args[1].raw_data() : x.raw_data());
+  const Dims x_strides = strides_of(xd);
+  for_each_index(box, [&](const Dims& index, int64_t linear) {
+    Dims at = index;
+    for (size_t d = 0; d < at.size(); ++d) at[d] += start[d];
+    const int64_t in_x = offset_of(at, x_strides);
+    const int64_t from = update ? linear : in_x, to = update ? in_x : linear;
+    std::memcpy(dst + to * static_cast<int64_t>(width), src + from * static_cast<int64_t>(width), width);
+  });
+  return out;
+}
+
 }  // namespace kiln::ir::ref

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kiln/core/check.h"
+#include "kiln/ir/computation.h"
 
 namespace kiln::ir {
 namespace {
@@ -195,6 +196,102 @@ Shape scatter_add(const Ctx& c) {
   return operand;
 }
 
+// dynamic_slice(x, starts...) and dynamic_update_slice(x, update, starts...): one scalar
+// integer start per dim of x, after the first operand (two for the update).
+Shape dynamic_slice(const Ctx& c) {
+  const bool update = c.op == Opcode::kDynamicUpdateSlice;
+  const size_t first_start = update ? 2 : 1;
+  if (c.operands.size() < first_start) c.shape_error("needs an operand (and an update).");
+  const Shape& x = c.in(0);
+  const size_t r = static_cast<size_t>(x.rank());
+  if (c.operands.size() != first_start + r)
+    c.shape_error(str_cat("needs one start index per dim of ", x, " (", r, "), received ",
+                          c.operands.size() - first_start, "."));
+  for (size_t i = first_start; i < c.operands.size(); ++i)
+    if (!is_index_type(c.in(i).dtype()) || c.in(i).rank() != 0)
+      c.dtype_error(str_cat("start indices must be i32 or i64 scalars, received ", c.in(i), "."));
+  Dims sizes = update ? c.in(1).dims() : c.attrs.limits;
+  if (update && c.in(1).dtype() != x.dtype())
+    c.dtype_error(str_cat("update must be ", x.dtype(), " like the operand, received ", c.in(1), "."));
+  if (sizes.size() != r)
+    c.shape_error(str_cat(update ? "update " : "slice sizes ", dims_to_string(sizes), " must have rank ",
+                          r, " like ", x, "."));
+  for (size_t d = 0; d < r; ++d)
+    if (sizes[d] < 0 || sizes[d] > x.dims()[d])
+      c.shape_error(str_cat(update ? "update " : "slice sizes ", dims_to_string(sizes), " do not fit in ",
+                            x, "."));
+  return update ? x : x.with_dims(sizes);
+}
+
+// Parameters of `callee` must be `shapes`, for a while's condition and body and the branches.
+void check_signature(const Ctx& c, const Computation* callee, const char* role,
+                     std::span<const Shape> shapes) {
+  if (callee == nullptr) c.shape_error(str_cat("has no ", role, " computation."));
+  const auto& params = callee->parameters();
+  if (params.size() != shapes.size())
+    c.shape_error(str_cat(role, " ", callee->name(), " takes ", params.size(), " parameters, expected ",
+                          shapes.size(), " (one per operand)."));
+  for (size_t i = 0; i < shapes.size(); ++i)
+    if (!(params[i]->shape() == shapes[i]))
+      c.shape_error(str_cat(role, " ", callee->name(), " parameter ", i, " is ", params[i]->shape(),
+                            ", the operand is ", shapes[i], "."));
+}
+
+std::vector<Shape> output_shapes(const Computation& c) {
+  std::vector<Shape> out;
+  for (const Instruction* o : c.outputs()) out.push_back(o->shape());
+  return out;
+}
+
+Shape while_loop(const Ctx& c) {
+  if (c.operands.empty()) c.shape_error("needs at least one carried value.");
+  check_signature(c, c.attrs.condition, "condition", c.operands);
+  const auto& cond_out = c.attrs.condition->outputs();
+  if (cond_out.size() != 1 || !(cond_out[0]->shape() == Shape(DType::kBool, {})))
+    c.shape_error(str_cat("condition ", c.attrs.condition->name(), " must return one bool[], returns (",
+                          str_join(output_shapes(*c.attrs.condition), ", "), ")."));
+  check_signature(c, c.attrs.body, "body", c.operands);
+  std::vector<Shape> body_out = output_shapes(*c.attrs.body);
+  if (!std::equal(body_out.begin(), body_out.end(), c.operands.begin(), c.operands.end()))
+    c.shape_error(str_cat("body ", c.attrs.body->name(), " returns (", str_join(body_out, ", "),
+                          ") but the carried values are (", str_join(c.operands, ", "),
+                          "): each iteration must return values of the carried shapes."));
+  if (c.attrs.trip_count < -1) c.shape_error(str_cat("trip_count ", c.attrs.trip_count, " is negative."));
+  return tuple_placeholder_shape();
+}
+
+Shape conditional(const Ctx& c) {
+  if (c.operands.empty()) c.shape_error("needs a predicate or branch index.");
+  const Shape& selector = c.in(0);
+  const auto& branches = c.attrs.branches;
+  if (selector == Shape(DType::kBool, {})) {
+    if (branches.size() != 2)
+      c.shape_error(str_cat("a bool predicate needs 2 branches (true, false), received ", branches.size(), "."));
+  } else if (selector == Shape(DType::kI32, {})) {
+    if (branches.empty()) c.shape_error("an i32 branch index needs at least one branch.");
+  } else {
+    c.dtype_error(str_cat("selector must be bool[] or i32[], received ", selector, "."));
+  }
+  std::span<const Shape> operands = c.operands.subspan(1);
+  std::vector<Shape> first;
+  for (size_t i = 0; i < branches.size(); ++i) {
+    check_signature(c, branches[i], "branch", operands);
+    std::vector<Shape> out = output_shapes(*branches[i]);
+    if (i == 0) first = out;
+    else if (out != first)
+      c.shape_error(str_cat("branch ", i, " returns (", str_join(out, ", "), ") but branch 0 returns (",
+                            str_join(first, ", "), "): every branch must return the same shapes."));
+  }
+  return tuple_placeholder_shape();
+}
+
+Shape get_tuple_element(const Ctx& c) {
+  if (!(c.in(0) == tuple_placeholder_shape()))
+    c.shape_error(str_cat("reads a result of a while or conditional, received a ", c.in(0), " value."));
+  if (c.attrs.tuple_index < 0) c.shape_error(str_cat("tuple_index ", c.attrs.tuple_index, " is negative."));
+  return c.need_declared();
+}
+
 Shape reduce(const Ctx& c) {
   const Shape& a = c.in(0);
   const Dims& axes = c.attrs.dims;
@@ -315,6 +412,20 @@ Shape reduce_window(const Ctx& c) {
 
 }  // namespace
 
+Shape tuple_placeholder_shape() { return Shape(DType::kU8, {0}); }
+
+std::vector<Shape> tuple_result_shapes(const Instruction& tuple) {
+  KILN_CHECK(is_tuple_op(tuple.opcode()), opcode_name(tuple.opcode()), " %", tuple.id(), " yields no tuple");
+  if (tuple.opcode() == Opcode::kWhile) {
+    std::vector<Shape> out;
+    for (const Instruction* op : tuple.operands()) out.push_back(op->shape());
+    return out;
+  }
+  KILN_CHECK(!tuple.attrs().branches.empty() && tuple.attrs().branches[0] != nullptr,
+             "conditional %", tuple.id(), " has no branches");
+  return output_shapes(*tuple.attrs().branches[0]);
+}
+
 int64_t windowed_output_size(int64_t in, int64_t window, int64_t stride, int64_t pad_low,
                              int64_t pad_high, int64_t dilation) {
   int64_t effective = (window - 1) * dilation + 1;
@@ -354,6 +465,7 @@ Shape infer_shape(Opcode op, std::span<const Shape> operands, const Attrs& attrs
     case Opcode::kPad: return pad(c);
     case Opcode::kGather: return gather_shape(c, c.in(0), c.in(1));
     case Opcode::kScatterAdd: return scatter_add(c);
+    case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice: return dynamic_slice(c);
     case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin: case Opcode::kArgmax:
       return reduce(c);
     case Opcode::kDotGeneral: return dot_general(c);
@@ -374,6 +486,9 @@ Shape infer_shape(Opcode op, std::span<const Shape> operands, const Attrs& attrs
       return c.in(0);
     case Opcode::kFusion:
       return c.need_declared();
+    case Opcode::kWhile: return while_loop(c);
+    case Opcode::kConditional: return conditional(c);
+    case Opcode::kGetTupleElement: return get_tuple_element(c);
   }
   KILN_CHECK(false, "unhandled opcode ", opcode_name(op));
 }

@@ -29,7 +29,7 @@ class Verifier {
   void run() {
     for (const auto& c : module_.computations()) verify_computation(*c);
     verify_aliases();
-    verify_no_recursive_fusion();
+    verify_no_recursive_calls();
     if (problems_.empty()) return;
     throw InternalError(str_cat("[verifier] module @", module_.name(), " is malformed (", problems_.size(),
                                 " problem", problems_.size() == 1 ? "" : "s",
@@ -77,7 +77,44 @@ class Verifier {
           std::find(user->operands().begin(), user->operands().end(), &inst) == user->operands().end())
         fail(c, label(&inst), " lists a user that does not use it");
     if (operands_ok) verify_shape(c, inst);
+    verify_callees(c, inst);
     if (inst.opcode() == Opcode::kFusion) verify_fusion(c, inst);
+    if (is_tuple_op(inst.opcode())) verify_tuple_uses(c, inst);
+    if (inst.opcode() == Opcode::kGetTupleElement && operands_ok) verify_get_tuple_element(c, inst);
+  }
+
+  void verify_callees(const Computation& c, const Instruction& inst) {
+    for (const Computation* callee : called_computations(inst.attrs())) {
+      if (!computations_.count(callee)) fail(c, label(&inst), " calls ", callee->name(), ", which this module does not own");
+      else if (callee == &c) fail(c, label(&inst), " calls its own computation");
+    }
+  }
+
+  // A while or conditional has no value of its own: only get_tuple_element may read it.
+  void verify_tuple_uses(const Computation& c, const Instruction& inst) {
+    for (const Instruction* user : inst.users())
+      if (user->opcode() != Opcode::kGetTupleElement)
+        fail(c, label(&inst), " is used by ", label(user), "; its results are read with get_tuple_element");
+    if (std::find(c.outputs().begin(), c.outputs().end(), &inst) != c.outputs().end())
+      fail(c, label(&inst), " is an output; output its get_tuple_element results instead");
+  }
+
+  void verify_get_tuple_element(const Computation& c, const Instruction& inst) {
+    const Instruction* tuple = inst.operand(0);
+    if (!is_tuple_op(tuple->opcode()))
+      return fail(c, label(&inst), " reads ", label(tuple), ", which is no while or conditional");
+    std::vector<Shape> results;
+    try {
+      results = tuple_result_shapes(*tuple);
+    } catch (const Error& e) {
+      return fail(c, label(&inst), " reads a malformed ", label(tuple), ": ", e.what());
+    }
+    const int64_t i = inst.attrs().tuple_index;
+    if (i < 0 || i >= static_cast<int64_t>(results.size()))
+      fail(c, label(&inst), " reads result ", i, " of ", label(tuple), ", which has ", results.size());
+    else if (!(results[static_cast<size_t>(i)] == inst.shape()))
+      fail(c, label(&inst), " is ", inst.shape(), " but result ", i, " of ", label(tuple), " is ",
+           results[static_cast<size_t>(i)]);
   }
 
   void verify_shape(const Computation& c, const Instruction& inst) {
@@ -95,9 +132,7 @@ class Verifier {
   void verify_fusion(const Computation& c, const Instruction& inst) {
     const Computation* body = inst.attrs().body;
     if (body == nullptr) return fail(c, label(&inst), " has no body");
-    if (!computations_.count(body))
-      return fail(c, label(&inst), " calls ", body->name(), ", which this module does not own");
-    if (body == &c) return fail(c, label(&inst), " calls its own computation");
+    if (!computations_.count(body) || body == &c) return;  // verify_callees said why
     if (body->parameters().size() != inst.operand_count())
       fail(c, label(&inst), " passes ", inst.operand_count(), " operands to ", body->name(), ", which takes ",
            body->parameters().size(), " parameters");
@@ -175,8 +210,8 @@ class Verifier {
     }
   }
 
-  // A fusion body that (indirectly) calls itself would never finish evaluating.
-  void verify_no_recursive_fusion() {
+  // A computation that (indirectly) calls itself would never finish evaluating.
+  void verify_no_recursive_calls() {
     std::unordered_set<const Computation*> on_stack, done;
     for (const auto& c : module_.computations()) visit_calls(c.get(), on_stack, done);
   }
@@ -184,12 +219,10 @@ class Verifier {
   void visit_calls(const Computation* c, std::unordered_set<const Computation*>& on_stack,
                    std::unordered_set<const Computation*>& done) {
     if (done.count(c)) return;
-    if (!on_stack.insert(c).second) return fail(*c, "fusion bodies call each other in a cycle");
-    for (const auto& inst : c->instructions()) {
-      const Computation* body = inst->attrs().body;
-      if (inst->opcode() == Opcode::kFusion && body != nullptr && body != c && computations_.count(body))
-        visit_calls(body, on_stack, done);
-    }
+    if (!on_stack.insert(c).second) return fail(*c, "computations call each other in a cycle");
+    for (const auto& inst : c->instructions())
+      for (const Computation* callee : called_computations(inst->attrs()))
+        if (callee != c && computations_.count(callee)) visit_calls(callee, on_stack, done);
     on_stack.erase(c);
     done.insert(c);
   }

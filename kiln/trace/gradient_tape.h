@@ -4,8 +4,10 @@
 // IR in the same module, and eagerly it runs op by op on concrete tensors.
 #pragma once
 
+#include <functional>
 #include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kiln/ir/attrs.h"
@@ -44,6 +46,11 @@ class GradientTape {
     return gradient_impl(target, std::vector<GradientSource>(sources.begin(), sources.end()));
   }
   Tensor gradient(const Tensor& target, const GradientSource& source);
+  /// The vector-Jacobian product: each target's cotangent starts as its output gradient (of
+  /// its shape), as tf.GradientTape.gradient's output_gradients; the sources get the sum of
+  /// what flows back from all targets.
+  std::vector<Tensor> gradient(const std::vector<Tensor>& targets, const std::vector<Tensor>& output_gradients,
+                               const std::vector<GradientSource>& sources);
 
   /// Number of ops recorded so far (for tests).
   size_t recorded_ops() const;
@@ -52,6 +59,8 @@ class GradientTape {
 
  private:
   std::vector<Tensor> gradient_impl(const Tensor& target, const std::vector<GradientSource>& sources);
+  std::vector<Tensor> vjp_impl(const std::vector<Tensor>& targets, const std::vector<Tensor>& seeds,
+                               const std::vector<GradientSource>& sources);
   std::unique_ptr<Impl> impl_;
 };
 
@@ -72,6 +81,18 @@ class PauseTapes {
 /// Called by emit() for every op: records it on the active tapes of its context.
 void record_on_tapes(ir::Opcode op, const ir::Attrs& attrs, const std::vector<Tensor>& operands,
                      const Tensor& output);
+/// The VJP of a composite op (while_loop, scan, cond): the cotangent of every output (zeros
+/// where none flowed) -> one per operand (undefined: none), for the operands `needs` marks.
+using CompositeVjp = std::function<std::vector<Tensor>(const std::vector<Tensor>& output_cotangents,
+                                                       const std::vector<bool>& needs)>;
+/// Records a composite op with several outputs on the active tapes. With a null `vjp`
+/// a gradient through it is a CompileError naming `name`.
+void record_composite_on_tapes(std::string name, const std::vector<Tensor>& operands,
+                               const std::vector<Tensor>& outputs, CompositeVjp vjp);
+/// True when a tape of the current trace (or eager) records: a composite op then keeps
+/// what its VJP needs.
+bool tapes_recording();
+
 /// Called by Variable::read(): lets tapes map the variable to the tensor read.
 void record_variable_read(const std::shared_ptr<VariableState>& variable, const Tensor& value);
 

@@ -52,8 +52,33 @@ class TraceContext {
 
   const std::string& name() const { return name_; }
   ir::Module& module() { return *module_; }
-  /// The builder of the entry computation, its source set from the current SourceScope.
+  /// The builder of the computation being traced (the entry, or the innermost open nested
+  /// computation), its source set from the current SourceScope.
   ir::Builder& builder();
+
+  /// Traces ops into `computation` (a while body or condition, a branch) until the matching
+  /// pop. Symbolic tensors of enclosing computations used there become its parameters
+  /// (captures, appended after the ones it has), so the computation stays closed.
+  void push_computation(ir::Computation* computation);
+  void pop_computation();
+  /// In the innermost nested computation (a loop body), reads of `variable` give `value` and
+  /// an assignment replaces it, so the loop can carry the variable: the loop reads the new
+  /// value back with read_variable and assigns the final one after the loop.
+  void carry_variable(const VariableState* variable, const Tensor& value);
+  /// How many nested computations are open (0: tracing the entry).
+  size_t depth() const { return frames_.size() - 1; }
+  /// A value a nested computation reads from an enclosing one.
+  struct ValueCapture {
+    ir::Instruction* origin;     // the instruction the user's tensor names (any enclosing level)
+    ir::Instruction* outer;      // its value in the directly enclosing computation (the operand)
+    ir::Instruction* parameter;  // the parameter standing for it inside
+  };
+  /// The captures of the innermost open nested computation, in parameter order.
+  const std::vector<ValueCapture>& captures() const;
+  /// The parameter of the innermost nested computation standing for `outer` (an instruction
+  /// of the enclosing computation), added if new: lets a caller share captures between
+  /// computations that must take the same parameters.
+  ir::Instruction* capture_value(ir::Instruction* outer);
 
   /// Adds an entry parameter for a function input.
   Tensor add_input(const Shape& shape, const std::string& name);
@@ -86,18 +111,26 @@ class TraceContext {
     bool assigned = false;
   };
   Capture& capture(const std::shared_ptr<VariableState>& variable);
+  // A computation being traced: the entry (frames_[0]) or a nested one.
+  struct Frame {
+    ir::Computation* computation;
+    ir::Builder builder;
+    std::vector<ValueCapture> captures;
+    std::unordered_map<const VariableState*, Tensor> carried;  // carry_variable's
+    // Concrete tensors used here, lowered once each (the node is kept alive so its address
+    // is not reused).
+    std::unordered_map<const TensorNode*, std::pair<std::shared_ptr<TensorNode>, ir::Instruction*>> constants;
+  };
+  // `inst` (of frames_[depth] or an enclosing frame) as an instruction of frames_[depth].
+  ir::Instruction* lower_into(size_t depth, ir::Instruction* inst, const std::string& where);
 
   std::string name_;
   std::unique_ptr<ir::Module> module_;
-  ir::Builder builder_;
+  std::vector<Frame> frames_;
   std::shared_ptr<const void> alive_ = std::make_shared<int>(0);
   std::vector<Capture> captures_;
   std::unordered_map<const VariableState*, size_t> capture_index_;
   std::unordered_map<const VariableState*, Tensor> read_overrides_;
-  // Concrete tensors used in this trace, lowered once each (the node is kept alive so its
-  // address is not reused).
-  std::unordered_map<const TensorNode*, std::pair<std::shared_ptr<TensorNode>, ir::Instruction*>>
-      constants_;
 };
 
 /// Makes `context` the current trace of this thread for the scope's lifetime (stacked).

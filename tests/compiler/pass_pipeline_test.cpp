@@ -165,7 +165,8 @@ TEST(PassPipelineTest, DefaultPipelineFusesAnMlpTrainStep) {
   EXPECT_EQ(pipeline.pass_names(),
             (std::vector<std::string>{"algebraic-simplify", "constant-folding", "cse", "dce",
                                       "algebraic-simplify", "constant-folding", "cse", "dce",
-                                      "output-fusion", "reduction-fusion", "elementwise-fusion", "dce"}));
+                                      "loop-invariant-hoisting", "output-fusion", "reduction-fusion",
+                                      "elementwise-fusion", "dce"}));
   pipeline.run(step.m);
   // Per step: 2 matmul+bias(+relu) calls, 3 gradient matmuls, the loss as one reduction
   // fusion, 8 loop kernels (4 SGD updates, relu gradient, softmax-minus-labels, the logit

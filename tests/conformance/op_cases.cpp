@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <tuple>
 
 #include "kiln/trace/emit.h"
 
@@ -324,6 +325,74 @@ std::vector<OpCase> make_cases() {
       return b.add(Opcode::kFusion, ps, attrs, &out);
     };
     add(c);
+  }
+  // Index ops with dynamic starts: in range, and past the end (the starts clamp).
+  {
+    auto box = [](Dims sizes) {
+      ir::Attrs a;
+      a.limits = std::move(sizes);
+      return a;
+    };
+    Operand start{.dims = {}, .role = Role::kIndex, .int_hi = 6};
+    add({.name = "dynamic_slice", .op = Opcode::kDynamicSlice, .dtypes = kAll,
+         .variants = {{.operands = {{.dims = {5, 3}}, start, start}, .attrs = box({2, 2})},
+                      {.operands = {{.dims = {4}}, start}, .attrs = box({3})},
+                      {.operands = {{.dims = {2, 0}}, start, start}, .attrs = box({1, 0})}}});
+    add({.name = "dynamic_update_slice", .op = Opcode::kDynamicUpdateSlice, .dtypes = kAll,
+         .variants = {{.operands = {{.dims = {5, 3}}, {.dims = {2, 2}}, start, start}},
+                      {.operands = {{.dims = {4}}, {.dims = {3}}, start}}}});
+  }
+
+  // Control flow over computations that move elements (valid for every dtype): a while that
+  // rotates x three times, and conditionals between a rotation and the identity.
+  {
+    auto rotate = [](ir::Module& m, const Shape& s, const char* name) {
+      ir::Computation* c = m.add_computation(str_cat(name, m.computations().size()));
+      ir::Builder cb(c);
+      ir::Instruction* x = cb.parameter(s, "x");
+      const int64_t n = s.dims()[0];
+      c->add_output(cb.concatenate({cb.slice(x, {1}, {n}, {1}), cb.slice(x, {0}, {1}, {1})}, 0));
+      c->add_output(x);
+      return c;
+    };
+    OpCase w{.name = "while", .op = Opcode::kWhile, .dtypes = kAll,
+             .variants = {{.operands = {{.dims = {5}}}}, {.operands = {{.dims = {1}}}}}};
+    w.build = [rotate](ir::Builder& b, const std::vector<ir::Instruction*>& ps, const Variant&, DType) {
+      ir::Module& m = *b.computation()->module();
+      const Shape counter(DType::kI32, {});
+      ir::Computation* body = rotate(m, ps[0]->shape(), "rotate");
+      ir::Builder bb(body);
+      ir::Instruction* bi = body->add_parameter(counter, "i");  // parameter 1; the loop is (x, i)
+      body->set_outputs({body->outputs()[0], bb.binary(Opcode::kAdd, bi, bb.scalar(1, DType::kI32))});
+      ir::Computation* cond = m.add_computation(str_cat("cond", m.computations().size()));
+      ir::Builder cb(cond);
+      cb.parameter(ps[0]->shape(), "x");
+      ir::Instruction* i = cb.parameter(counter, "i");
+      cond->add_output(cb.compare(ir::Comparison::kLt, i, cb.scalar(3, DType::kI32)));
+      ir::Instruction* loop = b.while_loop({ps[0], b.scalar(0, DType::kI32)}, cond, body, /*trip_count=*/3);
+      return b.get_tuple_element(loop, 0);
+    };
+    add(w);
+    for (auto [name, role, op] : {std::tuple{"conditional(pred)", Role::kPredicate, Opcode::kConditional},
+                                  {"conditional(index)", Role::kIndex, Opcode::kConditional},
+                                  {"get_tuple_element", Role::kPredicate, Opcode::kGetTupleElement}}) {
+      OpCase c{.name = name, .op = op, .dtypes = kAll,
+               .variants = {{.operands = {{.dims = {}, .role = role, .int_hi = 4}, {.dims = {4}}}},
+                            {.operands = {{.dims = {}, .role = role, .int_hi = 4}, {.dims = {1}}}}}};
+      const bool indexed = role == Role::kIndex;
+      const size_t result = op == Opcode::kGetTupleElement ? 1 : 0;
+      c.build = [rotate, indexed, result](ir::Builder& b, const std::vector<ir::Instruction*>& ps, const Variant&,
+                                          DType) {
+        ir::Module& m = *b.computation()->module();
+        std::vector<ir::Computation*> branches = {rotate(m, ps[1]->shape(), "rotate"), rotate(m, ps[1]->shape(), "again")};
+        // The second branch swaps its results: x, then the rotation.
+        branches[1]->set_outputs({branches[1]->parameter(0), branches[1]->outputs()[0]});
+        if (indexed) branches.push_back(rotate(m, ps[1]->shape(), "third"));
+        ir::Instruction* tuple = b.conditional(ps[0], {ps[1]}, branches);
+        return b.get_tuple_element(tuple, static_cast<int64_t>(result));
+      };
+      add(c);
+    }
   }
   return cases;
 }

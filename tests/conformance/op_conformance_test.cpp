@@ -38,6 +38,9 @@ const std::map<Opcode, std::string_view> kNonDifferentiable = {
     {Opcode::kArgmax, "integer result"},
     {Opcode::kRngBits, "integer result"},
     {Opcode::kFusion, "made by the compiler after tracing; never on a tape"},
+    {Opcode::kWhile, "on a tape as a composite (scan, while_loop); scan_test checks scan's gradient"},
+    {Opcode::kConditional, "on a tape as a composite (cond, switch_case); control_flow_test checks it"},
+    {Opcode::kGetTupleElement, "part of the composite that made its while or conditional"},
 };
 
 struct AllowedFallback {

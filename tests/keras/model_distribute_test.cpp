@@ -26,9 +26,9 @@ std::unique_ptr<Sequential> seed_model() {
       Flatten({.input_shape = {28, 28}}), Dense(128, {.activation = "relu"}), Dense(10)});
 }
 
-void compile_seed(Model& model) {
+void compile_seed(Model& model, int steps_per_execution = 1) {
   model.compile({.optimizer = Adam(), .loss = SparseCategoricalCrossentropy({.from_logits = true}),
-                 .metrics = {"accuracy"}});
+                 .metrics = {"accuracy"}, .steps_per_execution = steps_per_execution});
 }
 
 std::pair<HostTensor, HostTensor> synthetic(int64_t n) { return testing::synthetic_mnist(n, 3); }
@@ -39,7 +39,7 @@ struct SingleAndMirrored {
   std::unique_ptr<Sequential> single, mirrored;
   std::shared_ptr<distribute::Strategy> strategy;
 };
-SingleAndMirrored single_and_mirrored(const HostTensor& x) {
+SingleAndMirrored single_and_mirrored(const HostTensor& x, int mirrored_steps_per_execution = 1) {
   SingleAndMirrored m;
   m.single = seed_model();
   compile_seed(*m.single);
@@ -48,7 +48,7 @@ SingleAndMirrored single_and_mirrored(const HostTensor& x) {
   {
     auto scope = m.strategy->scope();
     m.mirrored = seed_model();
-    compile_seed(*m.mirrored);
+    compile_seed(*m.mirrored, mirrored_steps_per_execution);
   }
   m.mirrored->predict(x.slice_rows(0, 8));
   m.mirrored->set_weights(m.single->get_weights());
@@ -75,6 +75,15 @@ class DistributedFitTest : public ::testing::Test {
   void SetUp() override { config::set_logical_cpu_devices(2); }
   void TearDown() override { config::set_logical_cpu_devices(1); }
 };
+
+TEST_F(DistributedFitTest, StepsPerExecutionOnTwoReplicasTrainsLikeOneStepAtATime) {
+  // 10 batches with k = 3: three 3-step loops (each replica's shards stacked) and one step.
+  auto [x, y] = synthetic(640);
+  auto [single, mirrored, strategy] = single_and_mirrored(x, /*mirrored_steps_per_execution=*/3);
+  expect_same_training(*single, *mirrored, testing::batches(x, y, 64), 1);
+  ASSERT_NE(mirrored->multi_step_train_function(), nullptr);
+  EXPECT_EQ(mirrored->multi_step_train_function()->trace_count(), 1);
+}
 
 TEST_F(DistributedFitTest, TwoReplicasTrainLikeOneReplicaOnTheGlobalBatch) {
   auto [x, y] = synthetic(640);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "kiln/ir/printer.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
 
@@ -177,6 +178,9 @@ TEST(ModelTest, StepsPerExecutionGivesTheSameWeightsAndCallbacksSeeEveryStep) {
       // Steps 0-7 ran as two executions of one 4-step program; the last 2 as one-step calls.
       ASSERT_NE(model->multi_step_train_function(), nullptr);
       EXPECT_EQ(model->multi_step_train_function()->trace_count(), 1);
+      // Step 0 and one loop over steps 1-3, not four unrolled steps.
+      const std::string ir = ir::to_string(*model->multi_step_train_function()->last_executable()->lowered_module());
+      EXPECT_NE(ir.find("trip_count=3"), std::string::npos) << ir;
       EXPECT_EQ(model->train_function()->trace_count(), 1);
     } else {
       EXPECT_EQ(model->multi_step_train_function(), nullptr);

@@ -18,6 +18,7 @@ bool never_folded(Opcode op) {
   switch (op) {
     case Opcode::kParameter: case Opcode::kConstant: case Opcode::kIota: case Opcode::kRngBits:
     case Opcode::kAllReduce: case Opcode::kFusion: case Opcode::kBroadcastInDim:
+    case Opcode::kWhile: case Opcode::kConditional: case Opcode::kGetTupleElement:
       return true;
     default:
       return false;

@@ -9,7 +9,10 @@
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/scan.h"
+#include "kiln/trace/ops/shape.h"
 #include "kiln/trace/replica_context.h"
+#include "kiln/trace/trace_context.h"
 
 namespace kiln::keras {
 namespace {
@@ -167,18 +170,9 @@ void Model::make_step_functions() {
   });
   multi_step_train_function_.reset();
   if (const int k = compiled_.steps_per_execution; k > 1) {
-    // Inputs x_0, y_0, ..., x_{k-1}, y_{k-1}; outputs each step's metric results in order.
-    // Step j+1 reads the variables step j assigned, so this is k sequential steps.
+    // Inputs x_1..x_n, y stacked [k, ...]; outputs each metric's results stacked [k, ...].
     multi_step_train_function_ = std::make_unique<Function>(
-        str_cat("train_step_x", k), [this, k, n](const std::vector<Tensor>& in) {
-          std::vector<Tensor> out;
-          for (int j = 0; j < k; ++j) {
-            const auto first = in.begin() + j * (n + 1);
-            std::vector<Tensor> step = train_step({first, first + n}, *(first + n));
-            out.insert(out.end(), step.begin(), step.end());
-          }
-          return out;
-        });
+        str_cat("train_step_x", k), [this, k](const std::vector<Tensor>& in) { return multi_train_step(in, k); });
   }
   test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
     return test_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
@@ -223,19 +217,100 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   return update_metrics(y, y_pred, loss);
 }
 
+std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
+  const auto n = static_cast<std::ptrdiff_t>(num_inputs());
+  auto rows = [&](int64_t begin, int64_t end) {
+    std::vector<Tensor> out;
+    for (const Tensor& t : stacked) {
+      Dims start(static_cast<size_t>(t.rank()), 0), limit = t.dims();
+      start[0] = begin;
+      limit[0] = end;
+      out.push_back(slice(t, start, limit));
+    }
+    return out;
+  };
+  // Step 0 runs as itself: it creates the optimizer's slots, and names every variable a step
+  // reads or assigns. Steps 1..k-1 are one loop carrying those variables.
+  std::vector<Tensor> first;
+  for (const Tensor& t : rows(0, 1)) first.push_back(squeeze(t, 0));
+  std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, first[static_cast<size_t>(n)]);
+  trace::TraceContext& ctx = *trace::TraceContext::current();
+  const std::vector<std::shared_ptr<trace::VariableState>> vars = ctx.captured_variables();
+  std::vector<Tensor> values;
+  for (const auto& v : vars) values.push_back(ctx.read_variable(v));
+  ScanResult rest = scan(
+      [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& x) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
+        for (size_t i = 0; i < vars.size(); ++i) ctx.carry_variable(vars[i].get(), carry[i]);
+        std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, x[static_cast<size_t>(n)]);
+        std::vector<Tensor> next;
+        for (const auto& v : vars) next.push_back(ctx.read_variable(v));
+        return {next, logs};
+      },
+      values, rows(1, k));
+  for (size_t i = 0; i < vars.size(); ++i) ctx.assign_variable(vars[i], rest.carry[i]);
+  std::vector<Tensor> out;
+  for (size_t m = 0; m < first_logs.size(); ++m) out.push_back(concat({expand_dims(first_logs[m], 0), rest.ys[m]}, 0));
+  return out;
+}
+
+std::vector<std::vector<HostTensor>> Model::call_multi_step(const std::vector<data::Element>& batches) {
+  // Each replica's shard of every batch, stacked: [k, rows per replica, ...].
+  std::vector<std::vector<HostTensor>> shards;  // [batch][replica * components + c]
+  const bool split = strategy_ != nullptr && strategy_->num_replicas_in_sync() > 1;
+  size_t replicas = 1;  // local replicas
+  for (const data::Element& b : batches) {
+    std::vector<HostTensor> args = step_args(b);
+    if (!split) {
+      shards.push_back(args);
+      continue;
+    }
+    distribute::PerReplica<data::Element> parts = strategy_->split_batch(data::Element(args));
+    replicas = parts.size();
+    std::vector<HostTensor> flat;
+    for (size_t r = 0; r < replicas; ++r) flat.insert(flat.end(), parts[r].begin(), parts[r].end());
+    shards.push_back(flat);
+  }
+  const size_t components = shards[0].size() / replicas;
+  distribute::PerReplica<std::vector<HostTensor>> stacked;
+  for (size_t r = 0; r < replicas; ++r) {
+    std::vector<HostTensor> args;
+    for (size_t c = 0; c < components; ++c) {
+      const HostTensor& row0 = shards[0][r * components + c];
+      Dims dims = row0.dims();
+      dims.insert(dims.begin(), static_cast<int64_t>(batches.size()));
+      HostTensor t = HostTensor::uninitialized(row0.shape().with_dims(dims));
+      for (size_t j = 0; j < batches.size(); ++j)
+        std::memcpy(static_cast<std::byte*>(t.raw_data()) + j * static_cast<size_t>(row0.byte_size()),
+                    shards[j][r * components + c].raw_data(), static_cast<size_t>(row0.byte_size()));
+      args.push_back(std::move(t));
+    }
+    stacked.values.push_back(std::move(args));
+  }
+  std::vector<HostTensor> out = split ? std::move(strategy_->run(
+                                            [&](const std::vector<HostTensor>& a) { return (*multi_step_train_function_)(a); },
+                                            stacked)[0])
+                                      : (*multi_step_train_function_)(stacked[0]);
+  // Output m is [k, ...]: step j's logs take row j of each.
+  std::vector<std::vector<HostTensor>> per_step(batches.size());
+  for (const HostTensor& o : out) {
+    const Shape row(o.dtype(), Dims(o.dims().begin() + 1, o.dims().end()));
+    for (size_t j = 0; j < batches.size(); ++j) {
+      HostTensor r = HostTensor::uninitialized(row);
+      std::memcpy(r.raw_data(), static_cast<const std::byte*>(o.raw_data()) + j * static_cast<size_t>(row.byte_size()),
+                  static_cast<size_t>(row.byte_size()));
+      per_step[j].push_back(std::move(r));
+    }
+  }
+  return per_step;
+}
+
 std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batches) {
   std::vector<Logs> logs;
-  if (multi_step_train_function_ && static_cast<int>(batches.size()) == compiled_.steps_per_execution) {
-    std::vector<HostTensor> args;
-    for (const data::Element& b : batches) {
-      std::vector<HostTensor> step = step_args(b);
-      args.insert(args.end(), step.begin(), step.end());
-    }
-    const std::vector<HostTensor> out = call_step(*multi_step_train_function_, args);
-    const size_t per_step = out.size() / batches.size();
-    for (size_t j = 0; j < batches.size(); ++j)
-      logs.push_back(logs_from({out.begin() + static_cast<std::ptrdiff_t>(j * per_step),
-                                out.begin() + static_cast<std::ptrdiff_t>((j + 1) * per_step)}));
+  // The k-step program takes k batches of one shape (a short last batch runs on its own).
+  bool stackable = multi_step_train_function_ && static_cast<int>(batches.size()) == compiled_.steps_per_execution;
+  for (const data::Element& b : batches) stackable = stackable && b.shapes_string() == batches[0].shapes_string();
+  if (stackable) {
+    for (const std::vector<HostTensor>& step : call_multi_step(batches)) logs.push_back(logs_from(step));
     return logs;
   }
   for (const data::Element& b : batches) logs.push_back(logs_from(call_step(*train_function_, step_args(b))));

@@ -30,8 +30,9 @@ struct CompileOptions {
   OptimizerHandle optimizer = "rmsprop";  // the Keras default
   LossHandle loss = LossHandle();
   std::vector<MetricHandle> metrics = {};
-  /// Steps per host round trip (S20): fit traces k train steps into one compiled program
-  /// (unrolled: the IR has no loop op) and hands callbacks the k buffered logs afterwards.
+  /// Steps per host round trip (S20): fit runs k train steps as one compiled program (step 0,
+  /// then one while loop over the other k-1, so its size does not grow with k) and hands
+  /// callbacks the k buffered logs afterwards.
   /// An epoch's last < k batches run through the one-step program.
   int steps_per_execution = 1;
 };
@@ -214,6 +215,12 @@ class Model {
 
  private:
   std::vector<Tensor> train_step(const std::vector<Tensor>& x, const Tensor& y);
+  /// steps_per_execution = k steps over inputs stacked [k, ...]: step 0 as itself, steps
+  /// 1..k-1 as one scan carrying every variable step 0 touched; each metric output stacked
+  /// [k, ...].
+  std::vector<Tensor> multi_train_step(const std::vector<Tensor>& stacked, int k);
+  /// Runs the k-step program on `batches`: inputs stacked per replica, outputs split per step.
+  std::vector<std::vector<HostTensor>> call_multi_step(const std::vector<data::Element>& batches);
   /// Runs the compiled train steps on `batches` (one program when there are k of them) and
   /// returns one Logs per batch.
   std::vector<Logs> run_train_steps(const std::vector<data::Element>& batches);

@@ -32,8 +32,12 @@ void Model::compile_for_spec(const data::Dataset& dataset, bool train) {
     if (!train) return test_function_->compile(args);
     train_function_->compile(args);
     if (multi_step_train_function_) {
-      std::vector<Shape> k_steps;
-      for (int j = 0; j < compiled_.steps_per_execution; ++j) k_steps.insert(k_steps.end(), args.begin(), args.end());
+      std::vector<Shape> k_steps;  // each input stacked [k, ...]
+      for (const Shape& a : args) {
+        Dims dims = a.dims();
+        dims.insert(dims.begin(), compiled_.steps_per_execution);
+        k_steps.emplace_back(a.dtype(), std::move(dims));
+      }
       multi_step_train_function_->compile(k_steps);
     }
   };

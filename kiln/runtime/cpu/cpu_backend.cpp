@@ -19,6 +19,7 @@
 #include "kiln/runtime/cpu/lowering.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/compiler/ir_dump.h"
+#include "kiln/ir/clone.h"
 
 namespace kiln::cpu {
 namespace {
@@ -104,9 +105,24 @@ class CpuBackend : public runtime::Backend {
     const std::vector<std::string>& disabled = options.debug.disabled_passes;
     {
       TraceScope scope("compile", "lowering", label);
+      // A while body or branch is a program of its own, compiled (passes, plan, lowering) here.
+      CompileNested compile_nested = [this, &options, &label](const ir::Computation& c,
+                                                              const std::vector<size_t>* outputs,
+                                                              const std::string& name) {
+        std::unique_ptr<ir::Module> nested = ir::extract_module(c, str_cat(label, ".", name));
+        if (outputs != nullptr) {
+          std::vector<ir::Instruction*> kept;
+          for (size_t i : *outputs) kept.push_back(nested->entry()->outputs().at(i));
+          nested->entry()->set_outputs(std::move(kept));
+        }
+        runtime::CompileOptions nested_options = options;
+        nested_options.label = nested->name();
+        nested_options.debug.thread_governor = false;  // the enclosing step's governor decides
+        return compile(std::move(nested), nested_options);
+      };
       lower(*exe, engine_,
             horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
-            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir));
+            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir), compile_nested);
     }
     note_fallbacks(*exe);
     if (!options.debug.dump_ir_dir.empty())

@@ -87,6 +87,60 @@ void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, 
                              static_cast<float*>(out));
 }
 
+Dims BoxGeometry::clamped_starts(const void* const* starts) const {
+  Dims out(x_dims.size());
+  for (size_t d = 0; d < out.size(); ++d) {
+    const int64_t s = index_dtype == DType::kI64 ? *static_cast<const int64_t*>(starts[d])
+                                                 : *static_cast<const int32_t*>(starts[d]);
+    out[d] = std::clamp<int64_t>(s, 0, x_dims[d] - box[d]);
+  }
+  return out;
+}
+
+namespace {
+
+// Calls fn(byte offset in x, byte offset in the box, run bytes) for each run of the box along
+// its last dim, in row-major order.
+template <typename Fn>
+void for_each_box_run(const BoxGeometry& g, const Dims& starts, Fn&& fn) {
+  const size_t r = g.x_dims.size();
+  const int64_t elem = static_cast<int64_t>(g.element_size);
+  if (r == 0) return fn(int64_t{0}, int64_t{0}, elem);
+  for (int64_t d : g.box)
+    if (d == 0) return;
+  Dims x_strides(r, elem);
+  for (size_t d = r - 1; d-- > 0;) x_strides[d] = x_strides[d + 1] * g.x_dims[d + 1];
+  const int64_t run = g.box[r - 1] * elem;
+  Dims at(r, 0);  // odometer over the box, last dim fixed at 0
+  for (int64_t box_off = 0;; box_off += run) {
+    int64_t x_off = 0;
+    for (size_t d = 0; d < r; ++d) x_off += (starts[d] + at[d]) * x_strides[d];
+    fn(x_off, box_off, run);
+    size_t d = r - 1;
+    while (d-- > 0 && ++at[d] == g.box[d]) at[d] = 0;
+    if (d == static_cast<size_t>(-1)) return;
+  }
+}
+
+}  // namespace
+
+void dynamic_slice(const BoxGeometry& g, const Dims& starts, const void* x, void* out) {
+  for_each_box_run(g, starts, [&](int64_t x_off, int64_t box_off, int64_t run) {
+    std::memcpy(static_cast<std::byte*>(out) + box_off, static_cast<const std::byte*>(x) + x_off, static_cast<size_t>(run));
+  });
+}
+
+void dynamic_update_slice(const BoxGeometry& g, const Dims& starts, const void* x, const void* update, void* out) {
+  if (x != out) {
+    int64_t bytes = static_cast<int64_t>(g.element_size);
+    for (int64_t d : g.x_dims) bytes *= d;
+    std::memcpy(out, x, static_cast<size_t>(bytes));
+  }
+  for_each_box_run(g, starts, [&](int64_t x_off, int64_t box_off, int64_t run) {
+    std::memcpy(static_cast<std::byte*>(out) + x_off, static_cast<const std::byte*>(update) + box_off, static_cast<size_t>(run));
+  });
+}
+
 void rng_bits_team(int64_t key, int64_t count, void* out) {
   static const RngBitsRange range = KILN_ISA_SELECT(rng_bits_range);
   auto* o = static_cast<int32_t*>(out);

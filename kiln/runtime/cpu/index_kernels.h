@@ -24,6 +24,20 @@ void gather_team(const IndexGeometry& g, const void* operand, const void* indice
 bool scatter_add_supported(DType dtype);
 void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, const void* indices,
                       const void* updates, void* out);
+/// dynamic_slice / dynamic_update_slice: the box of `box` dims at the clamped starts of `x`.
+struct BoxGeometry {
+  Dims x_dims, box;
+  size_t element_size = 4;
+  DType index_dtype = DType::kI32;
+
+  /// Starts read from the scalar index operands, clamped so the box fits (XLA).
+  Dims clamped_starts(const void* const* starts) const;
+};
+/// out = the box of x at `starts`.
+void dynamic_slice(const BoxGeometry& g, const Dims& starts, const void* x, void* out);
+/// out = x with `update` (the box's dims) written at `starts`; x may be out.
+void dynamic_update_slice(const BoxGeometry& g, const Dims& starts, const void* x, const void* update, void* out);
+
 /// out[i] = philox_element_bits(key, i) as i32.
 void rng_bits_team(int64_t key, int64_t count, void* out);
 

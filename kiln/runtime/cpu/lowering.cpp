@@ -7,6 +7,7 @@
 #include <set>
 #include <string_view>
 #include <type_traits>
+#include <unordered_map>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -76,8 +77,10 @@ std::string fallback_key(const Instruction& inst) {
 
 class Lowerer {
  public:
-  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul)
-      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion), matmul_(matmul) {}
+  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul,
+          const CompileNested& compile_nested)
+      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion), matmul_(matmul),
+        compile_nested_(compile_nested) {}
 
   void lower_all() {
     std::vector<const Instruction*> group;  // consecutive loop fusions that run as one kernel
@@ -349,6 +352,15 @@ class Lowerer {
       case Opcode::kFusion:
         lower_fusion(inst);
         return;
+      case Opcode::kWhile: case Opcode::kConditional:
+        lower_tuple(inst);
+        return;
+      case Opcode::kGetTupleElement:
+        lower_get_tuple_element(inst);
+        return;
+      case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice:
+        if (add_dynamic_slice(inst)) return;
+        break;
       case Opcode::kReshape:
         add(inst, "copy(reshape)", copy);
         return;
@@ -431,17 +443,69 @@ class Lowerer {
     fallback(inst);
   }
 
+  // while/conditional: a step running the nested programs; get_tuple_element copies a result.
+  void lower_tuple(const Instruction& inst) {
+    if (!compile_nested_)
+      KILN_THROW(CompileError, "[cpu] ", ir::describe(inst), " needs its computations compiled, and this "
+                 "lowering was given no compiler for them.");
+    std::shared_ptr<TupleStep> t;
+    if (inst.opcode() == Opcode::kWhile) t = std::make_shared<WhileStep>(inst, compile_nested_);
+    else t = std::make_shared<ConditionalStep>(inst, compile_nested_);
+    tuples_[&inst] = t;
+    Step s = make_step(inst, str_cat(ir::opcode_name(inst.opcode()), "(nested programs)"));
+    s.run = [reads = s.reads, t](void* const* values) {
+      with_pointers(reads, {}, values, [&](const void* const* in, void* const*) { t->run(in); });
+    };
+    exe_.add_step(std::move(s));
+  }
+
+  void lower_get_tuple_element(const Instruction& inst) {
+    std::shared_ptr<TupleStep> t = tuples_.at(inst.operand(0));
+    const size_t i = static_cast<size_t>(inst.attrs().tuple_index);
+    const size_t bytes = static_cast<size_t>(inst.shape().byte_size());
+    add(inst, "get_tuple_element(copy)", [t, i, bytes](const void* const*, void* out) {
+      std::memcpy(out, t->results()[i].raw_data(), bytes);
+    });
+  }
+
+  // The starts (operands after x, and after the update) share one index dtype, else the
+  // reference evaluator runs it.
+  bool add_dynamic_slice(const Instruction& inst) {
+    const bool update = inst.opcode() == Opcode::kDynamicUpdateSlice;
+    const size_t first = update ? 2 : 1;
+    BoxGeometry g;
+    g.x_dims = inst.operand(0)->shape().dims();
+    g.box = update ? inst.operand(1)->shape().dims() : inst.shape().dims();
+    g.element_size = size_of(inst.dtype());
+    g.index_dtype = inst.operand_count() > first ? inst.operand(first)->dtype() : DType::kI32;
+    for (size_t i = first; i < inst.operand_count(); ++i)
+      if (inst.operand(i)->dtype() != g.index_dtype) return false;
+    if (update) {
+      add(inst, "dynamic_update_slice(copy)", [g](const void* const* in, void* out) {
+        dynamic_update_slice(g, g.clamped_starts(in + 2), in[0], in[1], out);
+      });
+    } else {
+      add(inst, "dynamic_slice(copy)", [g](const void* const* in, void* out) {
+        dynamic_slice(g, g.clamped_starts(in + 1), in[0], out);
+      });
+    }
+    return true;
+  }
+
   CpuExecutable& exe_;
   LoopEngine engine_;
   bool horizontal_fusion_;
   MatmulOptions matmul_;
+  CompileNested compile_nested_;
+  std::unordered_map<const Instruction*, std::shared_ptr<TupleStep>> tuples_;
   LoopJitBatch batch_;
 };
 
 }  // namespace
 
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul) {
-  Lowerer(exe, engine, horizontal_fusion, matmul).lower_all();
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul,
+           const CompileNested& compile_nested) {
+  Lowerer(exe, engine, horizontal_fusion, matmul, compile_nested).lower_all();
   exe.group_team_steps();
 }
 

@@ -3,6 +3,7 @@
 // reference evaluator for ops that have no fast kernel yet, so every op runs.
 #pragma once
 
+#include "kiln/runtime/cpu/control_flow_steps.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
@@ -13,6 +14,9 @@ namespace kiln::cpu {
 /// and reduction producers run on `engine`. With `horizontal_fusion` (the default; off with
 /// KILN_DISABLE_PASSES=horizontal-fusion) consecutive loop fusions over one index space share
 /// a kernel (loop_grouping.h). `matmul` says how bf16/f16 matmuls choose their path.
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true, const MatmulOptions& matmul = {});
+/// `compile_nested` compiles while bodies and conditions and conditional branches; without
+/// it a module holding one is a CompileError.
+void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true, const MatmulOptions& matmul = {},
+           const CompileNested& compile_nested = {});
 
 }  // namespace kiln::cpu

@@ -127,4 +127,18 @@ Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates
                      axis_attrs(x.shape().normalize_axis(axis)));
 }
 
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, Dims sizes) {
+  ir::Attrs a;
+  a.limits = std::move(sizes);
+  std::vector<Tensor> operands{x};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return trace::emit(Opcode::kDynamicSlice, operands, std::move(a));
+}
+
+Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts) {
+  std::vector<Tensor> operands{x, update};
+  operands.insert(operands.end(), starts.begin(), starts.end());
+  return trace::emit(Opcode::kDynamicUpdateSlice, operands);
+}
+
 }  // namespace kiln

@@ -35,4 +35,11 @@ Tensor gather(const Tensor& x, const Tensor& indices, int axis = 0);
 /// x with `updates` added at `indices` along `axis` (updates has take's result shape).
 Tensor scatter_add(const Tensor& x, const Tensor& indices, const Tensor& updates, int axis = 0);
 
+/// The box of `sizes` of x at the integer scalar `starts` (one per dim), clamped so the box
+/// fits (jax.lax.dynamic_slice).
+Tensor dynamic_slice(const Tensor& x, const std::vector<Tensor>& starts, Dims sizes);
+/// x with `update` written at the integer scalar `starts`, clamped so it fits
+/// (jax.lax.dynamic_update_slice).
+Tensor dynamic_update_slice(const Tensor& x, const Tensor& update, const std::vector<Tensor>& starts);
+
 }  // namespace kiln

@@ -122,6 +122,23 @@ const VjpEntry kTable[] = {
        return {a.g(), Tensor(),
                a.needs[2] ? take(a.g(), a.x(1), static_cast<int>(a.attrs.dims[0])) : Tensor()};
      }},
+    // d/dx dynamic_slice(x, s) = g written into zeros at s (the same clamped box); starts get none
+    {Opcode::kDynamicSlice,
+     [](const VjpArgs& a) -> Grads {
+       Grads grads(a.operands.size());
+       std::vector<Tensor> starts(a.operands.begin() + 1, a.operands.end());
+       grads[0] = dynamic_update_slice(zeros_like(a.x(0)), a.g(), starts);
+       return grads;
+     }},
+    // d/dx dynamic_update_slice(x, u, s) = g with the box zeroed; d/du = the box of g
+    {Opcode::kDynamicUpdateSlice,
+     [](const VjpArgs& a) -> Grads {
+       Grads grads(a.operands.size());
+       std::vector<Tensor> starts(a.operands.begin() + 2, a.operands.end());
+       if (a.needs[0]) grads[0] = dynamic_update_slice(a.g(), zeros_like(a.x(1)), starts);
+       if (a.needs[1]) grads[1] = dynamic_slice(a.g(), starts, a.x(1).dims());
+       return grads;
+     }},
 };
 
 }  // namespace

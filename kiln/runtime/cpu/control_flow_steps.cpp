@@ -1,0 +1,83 @@
+// The while and conditional steps of control_flow_steps.h.
+#include "kiln/runtime/cpu/control_flow_steps.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+#include "kiln/ir/computation.h"
+#include "kiln/ir/shape_inference.h"
+
+namespace kiln::cpu {
+namespace {
+
+void copy_into(HostTensor& dst, const void* src) {
+  std::memcpy(dst.raw_data(), src, static_cast<size_t>(dst.byte_size()));
+}
+
+}  // namespace
+
+std::vector<size_t> loop_variant_indices(const ir::Computation& body) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < body.outputs().size(); ++i)
+    if (body.outputs()[i] != body.parameter(i)) out.push_back(i);
+  return out;
+}
+
+WhileStep::WhileStep(const ir::Instruction& loop, const CompileNested& compile)
+    : variant_(loop_variant_indices(*loop.attrs().body)),
+      pred_(Shape(DType::kBool, {})),
+      trip_count_(loop.attrs().trip_count),
+      where_(str_cat("while %", loop.id(), loop.source().empty() ? "" : " (" + loop.source() + ")")) {
+  condition_ = compile(*loop.attrs().condition, nullptr, loop.attrs().condition->name());
+  // A body that changes nothing has no program: the loop either never runs or never ends.
+  if (!variant_.empty()) body_ = compile(*loop.attrs().body, &variant_, loop.attrs().body->name());
+  for (const Shape& s : ir::tuple_result_shapes(loop)) results_.push_back(HostTensor::uninitialized(s));
+  for (size_t i : variant_) next_.push_back(HostTensor::uninitialized(results_[i].shape()));
+}
+
+void WhileStep::run(const void* const* operands) {
+  for (size_t i = 0; i < results_.size(); ++i) copy_into(results_[i], operands[i]);
+  int64_t iterations = 0;
+  HostTensor pred_out[1] = {pred_};
+  while (true) {
+    condition_->run_into(results_, pred_out);
+    if (!pred_.data<bool>()[0]) break;
+    if (body_ == nullptr)
+      KILN_THROW(ValueError, "[", where_, "] the loop body changes no value and the condition holds: the loop "
+                 "would never end. Hint: update the values the condition reads in the body.");
+    std::vector<HostTensor> produced = body_->run_into(results_, next_);
+    for (size_t k = 0; k < variant_.size(); ++k) {
+      KILN_CHECK(produced[k].shares_storage_with(next_[k]), where_, ": body output ", k, " was not written in place");
+      std::swap(results_[variant_[k]], next_[k]);
+    }
+    ++iterations;
+  }
+  KILN_CHECK(trip_count_ < 0 || iterations == trip_count_, where_, " says trip_count=", trip_count_, " but ran ",
+             iterations, " iterations");
+}
+
+ConditionalStep::ConditionalStep(const ir::Instruction& conditional, const CompileNested& compile)
+    : selector_(conditional.operand(0)->dtype()) {
+  for (const ir::Computation* b : conditional.attrs().branches) branches_.push_back(compile(*b, nullptr, b->name()));
+  for (size_t i = 1; i < conditional.operand_count(); ++i) operand_shapes_.push_back(conditional.operand(i)->shape());
+  for (const Shape& s : ir::tuple_result_shapes(conditional)) results_.push_back(HostTensor::uninitialized(s));
+}
+
+void ConditionalStep::run(const void* const* operands) {
+  size_t pick = 0;
+  if (selector_ == DType::kBool) {
+    pick = *static_cast<const bool*>(operands[0]) ? 0 : 1;
+  } else {
+    const int32_t i = *static_cast<const int32_t*>(operands[0]);
+    pick = i < 0 || i >= static_cast<int32_t>(branches_.size()) ? branches_.size() - 1 : static_cast<size_t>(i);
+  }
+  // Views of the operands: a branch program has no aliases, so it only reads its arguments.
+  std::vector<HostTensor> args;
+  for (size_t i = 0; i < operand_shapes_.size(); ++i)
+    args.push_back(HostTensor::view(operand_shapes_[i], const_cast<void*>(operands[i + 1])));
+  std::vector<HostTensor> produced = branches_[pick]->run_into(args, results_);
+  for (size_t k = 0; k < results_.size(); ++k)
+    if (!produced[k].shares_storage_with(results_[k])) copy_into(results_[k], produced[k].raw_data());
+}
+
+}  // namespace kiln::cpu
