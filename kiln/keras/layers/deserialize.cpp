@@ -7,6 +7,7 @@
 #include "kiln/keras/layers/concatenate.h"
 #include "kiln/keras/layers/embedding.h"
 #include "kiln/keras/layers/layer_normalization.h"
+#include "kiln/keras/layers/masking.h"
 #include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/batch_normalization.h"
 #include "kiln/keras/layers/conv2d.h"
@@ -16,7 +17,9 @@
 #include "kiln/keras/layers/global_average_pooling2d.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/layers/pooling2d.h"
+#include "kiln/keras/layers/recurrent.h"
 #include "kiln/keras/layers/reshape.h"
+#include "kiln/keras/layers/wrappers.h"
 
 namespace kiln::keras {
 
@@ -39,10 +42,16 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "AveragePooling2D") return AveragePooling2D::from_config(config_json);
   if (class_name == "GlobalAveragePooling2D") return GlobalAveragePooling2D::from_config(config_json);
   if (class_name == "BatchNormalization") return BatchNormalization::from_config(config_json);
+  if (class_name == "SimpleRNN") return SimpleRNN::from_config(config_json);
+  if (class_name == "LSTM") return LSTM::from_config(config_json);
+  if (class_name == "GRU") return GRU::from_config(config_json);
+  if (class_name == "Masking") return Masking::from_config(config_json);
+  if (class_name == "Bidirectional") return Bidirectional::from_config(config_json);
+  if (class_name == "TimeDistributed") return TimeDistributed::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
-             "LayerNormalization, Embedding and MultiHeadAttention.");
+             "LayerNormalization, Embedding, MultiHeadAttention, SimpleRNN, LSTM, GRU, Masking, Bidirectional and TimeDistributed.");
 }
 
 }  // namespace
