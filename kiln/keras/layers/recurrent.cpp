@@ -2,6 +2,8 @@
 // part scanned over time-major steps, with Keras's mask semantics in the scan body.
 #include "kiln/keras/layers/recurrent.h"
 
+#include <cstring>
+
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
 #include "kiln/keras/layers/config_impl.h"
@@ -56,13 +58,13 @@ void Recurrent::build_weights(const Dims& input_shape) {
   if (options_.use_bias) {
     bias_ = add_weight(cell_ + "/bias", bias_dims(), options_.bias_initializer);
     if (gates_ == 4 && options_.unit_forget_bias) {
-      // Keras's unit_forget_bias: the forget gate's block starts at ones. The copy shares the
-      // variable's bytes (as steps write them).
+      // Keras's unit_forget_bias: the forget gate's block starts at ones. Written into the
+      // variable's bytes (the copy shares them), in whatever dtype it keeps.
       HostTensor storage = bias_.storage();
-      for (int64_t k = units_; k < 2 * units_; ++k) {
-        if (storage.dtype() == DType::kF64) storage.data<double>()[static_cast<size_t>(k)] = 1.0;
-        else storage.data<float>()[static_cast<size_t>(k)] = 1.0f;
-      }
+      HostTensor values = storage.astype(DType::kF64);
+      for (int64_t k = units_; k < 2 * units_; ++k) values.data<double>()[static_cast<size_t>(k)] = 1.0;
+      const HostTensor stored = values.astype(storage.dtype());
+      std::memmove(storage.raw_data(), stored.raw_data(), static_cast<size_t>(storage.shape().byte_size()));
     }
   }
 }

@@ -5,6 +5,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/models/output_mask_impl.h"
 
 namespace kiln::keras {
 
@@ -80,6 +81,7 @@ Tensor Sequential::call(const Tensor& x, bool training) {
     mask = l->compute_mask(h, mask);
     h = next;
   }
+  internal::check_output_mask(mask, name_, training);
   return h;
 }
 

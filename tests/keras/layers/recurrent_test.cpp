@@ -272,6 +272,12 @@ TEST(MaskingTest, MasksAllEqualStepsAndDenseAfterAnRnnConsumesNoMask) {
   const std::vector<float> a = model(padded).to_vector<float>(), b = model(cut).to_vector<float>();
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6);
+  // A masked sequence as the model's output: Keras would weight the loss by the mask, which
+  // Kiln does not build, so training it fails (inference runs).
+  Sequential seq({Embedding(5, 2, {.mask_zero = true}), LSTM(2, {.return_sequences = true})});
+  const Tensor ids = Tensor::from_vector<int32_t>({1, 3}, {1, 2, 0});
+  EXPECT_EQ(seq(ids).dims(), (Dims{1, 3, 2}));
+  KILN_EXPECT_ERROR(seq(ids, /*training=*/true), ValueError, "the model's output carries a mask");
 }
 
 }  // namespace
