@@ -71,6 +71,11 @@ TEST_F(RnnFixtures, LoadedModelsMatchNumpyAndRoundTrip) {
     ASSERT_EQ(got.dims(), want.dims());
     EXPECT_LT(max_abs_diff(got, want), 2e-5);
 
+    // Keras 3's .keras layout of these layers (weights in a `cell` sublayer) is not built:
+    // loading one names the class instead of misreading it.
+    const std::string archive = (tmp.path() / (name + ".keras")).string();
+    model->save(archive);
+    KILN_EXPECT_ERROR(load_model(archive, {.compile = false}), IOError, "which Kiln does not load from .keras files");
     const std::string saved = (tmp.path() / (name + ".h5")).string();
     model->save(saved);
     std::unique_ptr<Model> again = load_model(saved, {.compile = false});
