@@ -43,21 +43,7 @@ int main(int argc, char** argv) try {
   data::Dataset val = lm::windows(corpus.ids, split, corpus.ids.size(), cfg.seq_len, 16).batch(batch, true);
 
   std::unique_ptr<Functional> model = lm::build_model(static_cast<int64_t>(corpus.vocab.size()), cfg);
-  model->compile({.optimizer = Adam({.learning_rate = 2e-3}),
-                  .loss = SparseCategoricalCrossentropy({.from_logits = true}),
-                  .metrics = {"accuracy"}});
-  model->summary();
-  model->fit(train, {.epochs = epochs, .steps_per_epoch = steps_per_epoch, .validation_data = val, .verbose = 2});
-  const Logs final_logs = model->evaluate(val, {.verbose = 0});
-  std::printf("validation loss %.4f (%.3f bits per character), accuracy %.4f\n", final_logs.at("loss"),
-              final_logs.at("loss") / std::log(2.0), final_logs.at("accuracy"));
-
-  // Continue the start of the validation text, sampled at temperature 0.8 with seed 0.
-  std::vector<int32_t> prompt(corpus.ids.begin() + static_cast<std::ptrdiff_t>(split),
-                              corpus.ids.begin() + static_cast<std::ptrdiff_t>(split) + cfg.seq_len);
-  std::cout << "---- prompt ----\n" << corpus.text.substr(split, static_cast<size_t>(cfg.seq_len))
-            << "\n---- sample (temperature 0.8, seed 0) ----\n"
-            << lm::sample(*model, corpus, prompt, 300, 0.8, 0, cfg.seq_len) << "\n";
+  examples::fit_and_sample(*model, corpus, train, val, split, cfg.seq_len, epochs, steps_per_epoch, 2e-3);
   return 0;
 } catch (const kiln::Error& e) {
   std::cerr << e.what() << "\n";

@@ -6,6 +6,7 @@
 #include <functional>
 #include <numbers>
 #include <span>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -93,7 +94,35 @@ void fill_variance_scaling(std::span<float> out, Uniform01& u, double scale, con
 
 constexpr const char* kKnown =
     "glorot_uniform, glorot_normal, he_normal, he_uniform, lecun_normal, lecun_uniform, variance_scaling, "
-    "truncated_normal, zeros, ones, constant, random_normal or random_uniform";
+    "truncated_normal, orthogonal, zeros, ones, constant, random_normal or random_uniform";
+
+// Keras's Orthogonal: the Q of a QR of a normal (rows, cols) matrix (rows = the product of all
+// but the last dim), signed so R's diagonal is positive, times `gain`; transposed when
+// rows < cols so the shorter side is orthonormal. Modified Gram-Schmidt gives that Q.
+void fill_orthogonal(std::span<float> out, Uniform01& u, const Dims& dims, double gain) {
+  if (dims.size() < 2)
+    KILN_THROW(ValueError, "[initializers] orthogonal needs a shape of rank >= 2, received rank ", dims.size(), ".");
+  const int64_t cols = dims.back(), rows = static_cast<int64_t>(out.size()) / std::max<int64_t>(cols, 1);
+  const bool wide = rows < cols;
+  const int64_t n = wide ? cols : rows, k = wide ? rows : cols;  // orthonormalize k columns of length n
+  std::vector<double> a(static_cast<size_t>(n * k));
+  for (double& v : a) v = normal(u);
+  auto at = [&](int64_t i, int64_t j) -> double& { return a[static_cast<size_t>(i * k + j)]; };
+  for (int64_t j = 0; j < k; ++j) {
+    for (int64_t p = 0; p < j; ++p) {
+      double dot = 0;
+      for (int64_t i = 0; i < n; ++i) dot += at(i, p) * at(i, j);
+      for (int64_t i = 0; i < n; ++i) at(i, j) -= dot * at(i, p);
+    }
+    double norm = 0;
+    for (int64_t i = 0; i < n; ++i) norm += at(i, j) * at(i, j);
+    norm = std::sqrt(norm);
+    for (int64_t i = 0; i < n; ++i) at(i, j) /= norm;
+  }
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      out[static_cast<size_t>(r * cols + c)] = static_cast<float>(gain * (wide ? at(c, r) : at(r, c)));
+}
 
 }  // namespace
 
@@ -117,6 +146,8 @@ HostTensor Initializer::operator()(const Shape& shape, const std::string& weight
     fill([&] { return minval + (maxval - minval) * u.next(); });
   } else if (const ScalingPreset* p = preset(name)) {
     fill_variance_scaling(out, u, p->scale, p->mode, p->distribution, compute_fans(shape.dims()));
+  } else if (name == "orthogonal") {
+    fill_orthogonal(out, u, shape.dims(), scale);
   } else if (name == "variance_scaling") {
     fill_variance_scaling(out, u, scale, mode, distribution, compute_fans(shape.dims()));
   } else {
@@ -139,7 +170,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
   if (n == "uniform") n = "random_uniform";
   Initializer init(n);
   const bool known = n == "zeros" || n == "ones" || n == "constant" || n == "random_normal" ||
-                     n == "random_uniform" || n == "truncated_normal" || n == "variance_scaling" || preset(n);
+                     n == "random_uniform" || n == "truncated_normal" || n == "variance_scaling" || n == "orthogonal" || preset(n);
   if (!known)
     KILN_THROW(ConfigError, "[initializers] unknown initializer class '", class_name, "'. Hint: Kiln knows ", kKnown,
                "; replace it in the config, or build the model in C++ and call load_weights.");
@@ -176,7 +207,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
       init.maxval = number();
     } else if (key == "value") {
       init.value = number();
-    } else if (key == "scale") {
+    } else if (key == "scale" || (key == "gain" && n == "orthogonal")) {
       init.scale = number();
     } else if (key == "mode" || key == "distribution") {
       if (!v.is_string())
@@ -193,7 +224,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
       (key == "mode" ? init.mode : init.distribution) = s == "normal" ? "truncated_normal" : s;
     } else if (key != "dtype") {  // Keras 1-2.0 configs may carry a dtype; values are f32 here
       KILN_THROW(ConfigError, "[initializers] ", class_name, ": unknown config key '", key, "' = ", v.dump(),
-                 ". Hint: Kiln reads seed, mean, stddev, minval, maxval, value, scale, mode and distribution.");
+                 ". Hint: Kiln reads seed, mean, stddev, minval, maxval, value, scale, gain (orthogonal), mode and distribution.");
     }
   }
   // A VarianceScaling that is one of the named initializers becomes that name, so it draws
@@ -225,6 +256,7 @@ std::string Initializer::config_json() const {
   if (name == "constant") config = {{"value", value}};
   if (name == "truncated_normal") config = {{"mean", mean}, {"stddev", stddev}};
   if (name == "variance_scaling") config = {{"scale", scale}, {"mode", mode}, {"distribution", distribution}};
+  if (name == "orthogonal") config = {{"gain", scale}};
   if (name != "zeros" && name != "ones" && name != "constant")
     config["seed"] = seed ? nlohmann::json(*seed) : nlohmann::json(nullptr);
   return config.dump();

@@ -1,6 +1,6 @@
 // Weight initializers by Keras name: glorot_uniform (the kernel default), glorot_normal,
 // he_normal, he_uniform, lecun_normal, lecun_uniform, variance_scaling (which all of those
-// are), truncated_normal, zeros, ones, constant, random_normal, random_uniform.
+// are), truncated_normal, orthogonal (the recurrent kernels' default), zeros, ones, constant, random_normal, random_uniform.
 // Values come from Philox (core/rng.h) so they are identical on every machine; an unseeded
 // initializer derives its seed from the weight's name, which keeps runs reproducible.
 #pragma once
@@ -21,7 +21,7 @@ struct Initializer {
   double mean = 0.0, stddev = 0.05;     // random_normal
   double minval = -0.05, maxval = 0.05;  // random_uniform
   double value = 0.0;                    // constant
-  double scale = 1.0;                    // variance_scaling
+  double scale = 1.0;                    // variance_scaling; orthogonal's gain
   std::string mode = "fan_in";           // variance_scaling: fan_in, fan_out or fan_avg
   std::string distribution = "truncated_normal";  // variance_scaling: truncated_normal,
                                                   // untruncated_normal, uniform ("normal" = truncated)

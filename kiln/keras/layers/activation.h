@@ -18,6 +18,7 @@ class Activation : public Layer {
   explicit Activation(ActivationArg activation, ActivationOptions options = {});
   static Activation from_config(const std::string& config_json);
   std::string class_name() const override { return "Activation"; }
+  bool supports_masking() const override { return true; }  // per-step, as in Keras
   std::string get_config() const override;
 
  protected:

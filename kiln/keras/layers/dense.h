@@ -31,6 +31,7 @@ class Dense : public Layer {
   static Dense from_config(const std::string& config_json);
 
   std::string class_name() const override { return "Dense"; }
+  bool supports_masking() const override { return true; }  // per-step, as in Keras
   Dims compute_output_shape(const Dims& input_shape) const override;
   std::string get_config() const override;
   int64_t units() const { return units_; }

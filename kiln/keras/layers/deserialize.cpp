@@ -8,6 +8,7 @@
 #include "kiln/keras/layers/concatenate.h"
 #include "kiln/keras/layers/embedding.h"
 #include "kiln/keras/layers/layer_normalization.h"
+#include "kiln/keras/layers/masking.h"
 #include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/batch_normalization.h"
 #include "kiln/keras/layers/conv1d.h"
@@ -23,8 +24,10 @@
 #include "kiln/keras/layers/noise.h"
 #include "kiln/keras/layers/pooling1d.h"
 #include "kiln/keras/layers/pooling2d.h"
+#include "kiln/keras/layers/recurrent.h"
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/layers/reshaping.h"
+#include "kiln/keras/layers/wrappers.h"
 
 namespace kiln::keras {
 
@@ -72,13 +75,20 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "Conv2DTranspose") return Conv2DTranspose::from_config(config_json);
   if (class_name == "DepthwiseConv2D") return DepthwiseConv2D::from_config(config_json);
   if (class_name == "SeparableConv2D") return SeparableConv2D::from_config(config_json);
+  if (class_name == "SimpleRNN") return SimpleRNN::from_config(config_json);
+  if (class_name == "LSTM") return LSTM::from_config(config_json);
+  if (class_name == "GRU") return GRU::from_config(config_json);
+  if (class_name == "Masking") return Masking::from_config(config_json);
+  if (class_name == "Bidirectional") return Bidirectional::from_config(config_json);
+  if (class_name == "TimeDistributed") return TimeDistributed::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
              "LayerNormalization, Embedding, MultiHeadAttention, ZeroPadding2D, Cropping2D, UpSampling2D, Permute, ",
              "RepeatVector, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D, ReLU, LeakyReLU, ",
              "PReLU, Softmax, SpatialDropout2D, GaussianNoise, Multiply, Subtract, Average, Maximum, Minimum, Dot, ",
-             "Conv1D, Conv2DTranspose, DepthwiseConv2D and SeparableConv2D.");
+             "Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SimpleRNN, LSTM, GRU, Masking, ",
+             "Bidirectional and TimeDistributed.");
 }
 
 }  // namespace

@@ -22,6 +22,7 @@ class Dropout : public Layer {
   explicit Dropout(double rate, DropoutOptions options = {});
   static Dropout from_config(const std::string& config_json);
   std::string class_name() const override { return "Dropout"; }
+  bool supports_masking() const override { return true; }  // per-step, as in Keras
   std::string get_config() const override;
   /// The step counter (i64 scalar) mixed into the key; advanced by each training call.
   const Variable& seed_state() const { return self_as<Dropout>().counter_; }

@@ -40,22 +40,26 @@ Tensor Embedding::call(const Tensor& x, bool /*training*/) {
   return cast(take(embeddings_.read(), cast(x, DType::kI32), /*axis=*/0), compute_dtype());
 }
 
+Tensor Embedding::compute_mask(const Tensor& x, const Tensor& /*mask*/) const {
+  if (!options_.mask_zero) return Tensor();
+  return not_equal(cast(x, DType::kI32), Tensor::scalar(0, DType::kI32));
+}
+
 std::string Embedding::get_config() const {
   nlohmann::json j = internal::base_config(*this);
   j["input_dim"] = input_dim_;
   j["output_dim"] = output_dim_;
   j["embeddings_initializer"] = internal::initializer_json(options_.embeddings_initializer);
   for (const char* key : {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"}) j[key] = nullptr;
-  j["mask_zero"] = false;
+  j["mask_zero"] = options_.mask_zero;
   j["input_length"] = options_.input_shape.size() == 1 ? nlohmann::json(options_.input_shape[0]) : nlohmann::json(nullptr);
   return j.dump();
 }
 
 Embedding Embedding::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Embedding.from_config");
-  if (j.value("mask_zero", false))
-    KILN_THROW(ConfigError, "[Embedding.from_config] mask_zero=true is not supported (Kiln has no masks).");
   EmbeddingOptions o;
+  o.mask_zero = internal::guarded("Embedding.from_config", [&] { return j.value("mask_zero", false); });
   if (j.contains("embeddings_initializer")) o.embeddings_initializer = internal::initializer_from_json(j["embeddings_initializer"]);
   o.input_shape = internal::input_shape_from(j);
   if (o.input_shape.empty() && j.contains("input_length") && j["input_length"].is_number_integer())

@@ -7,6 +7,8 @@ namespace kiln::keras {
 
 struct EmbeddingOptions {
   Initializer embeddings_initializer = Initializer("random_uniform");  // uniform(-0.05, 0.05)
+  /// Id 0 is padding: the output carries the mask ids != 0 for the recurrent layers after it.
+  bool mask_zero = false;
   Dims input_shape = {};  // Keras input_length as a shape, e.g. {64}
   std::string name = "";
   /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
@@ -22,6 +24,8 @@ class Embedding : public Layer {
   static Embedding from_config(const std::string& config_json);
   std::string class_name() const override { return "Embedding"; }
   Dims compute_output_shape(const Dims& input_shape) const override;
+  /// ids != 0 with mask_zero, else none.
+  Tensor compute_mask(const Tensor& x, const Tensor& mask) const override;
   std::string get_config() const override;
   const Variable& embeddings() const { return self_as<Embedding>().embeddings_; }
 

@@ -56,8 +56,10 @@ void Layer::set_dtype_policy(const mixed_precision::Policy& policy) {
   policy_ = policy;
 }
 
-Tensor Layer::operator()(const Tensor& input, bool training) {
-  if (body_) return (*body_)(input, training);
+Tensor Layer::operator()(const Tensor& input, bool training) { return call_with_mask(input, Tensor(), training); }
+
+Tensor Layer::call_with_mask(const Tensor& input, const Tensor& mask, bool training) {
+  if (body_) return body_->call_with_mask(input, mask, training);
   if (name_.empty()) name_ = to_snake_case(class_name());
   SourceScope scope(name_);
   const Tensor x = autocast_input(input, *this);
@@ -66,7 +68,19 @@ Tensor Layer::operator()(const Tensor& input, bool training) {
     KILN_THROW(ShapeError, "[", name_, "] expected a batched input (batch first), received ",
                x.shape(), ". Hint: batch the dataset (Dataset::batch).");
   if (!built_) build(Dims(x.dims().begin() + 1, x.dims().end()));
-  return with_activity_loss(call(x, training));
+  if (!mask.defined()) return with_activity_loss(call(x, training));
+  if (mask.dtype() != DType::kBool || mask.rank() != 2 || x.rank() < 2 || mask.dim(0) != x.dim(0) ||
+      mask.dim(1) != x.dim(1))
+    KILN_THROW(ShapeError, "[", name_, "] expected a bool (batch, time) mask matching the input ", x.shape(),
+               ", received ", mask.shape(), ".");
+  return with_activity_loss(call_masked(x, mask, training));
+}
+
+Tensor Layer::compute_mask(const Tensor& x, const Tensor& mask) const {
+  if (!mask.defined() || supports_masking()) return mask;
+  KILN_THROW(ValueError, "[", name(), "] ", class_name(), " does not support masking, but its input ", x.shape(),
+             " carries a mask (from Embedding(mask_zero=true) or Masking). Hint: consume the mask first with a ",
+             "recurrent layer (return_sequences=false), as Keras requires.");
 }
 
 Tensor Layer::operator()(const std::vector<Tensor>& inputs, bool training, const CallFlags& flags) {
@@ -182,6 +196,10 @@ Variable Layer::add_weight(const std::string& name, const Dims& shape, const Ini
   if (regularizer) regularizers_.emplace_back(v, *regularizer);
   if (constraint) constraints_.emplace_back(v, *constraint);
   return v;
+}
+
+void Layer::track_weights(const Layer& inner) {
+  for (const Variable& v : inner.weights()) weights_.push_back(v);
 }
 
 std::vector<Tensor> Layer::regularization_losses() const {

@@ -56,6 +56,17 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// Applies the layer to x (batch first). Builds on the first call from x's shape.
   /// `training` switches Dropout-like layers on.
   Tensor operator()(const Tensor& x, bool training = false);
+  /// Applies the layer to x with a Keras mask: a bool (batch, time) tensor, false at padded
+  /// steps (undefined: none). Layers that read masks (the recurrent ones) skip those steps;
+  /// the rest compute as operator()(x, training) does.
+  Tensor call_with_mask(const Tensor& x, const Tensor& mask, bool training = false);
+  /// Keras's compute_mask: the mask this layer's output carries for input x carrying `mask`.
+  /// The default passes it on when supports_masking() and fails when not (Keras's "does not
+  /// support masking" TypeError); undefined in, undefined out.
+  virtual Tensor compute_mask(const Tensor& x, const Tensor& mask) const;
+  /// Whether the output keeps the input's time steps, so the input's mask applies to it
+  /// (Keras's supports_masking).
+  virtual bool supports_masking() const { return false; }
   /// Applies a layer that takes several inputs (Add, Concatenate; MultiHeadAttention's query,
   /// value, key) with its call flags. A single-input layer accepts a list of one.
   Tensor operator()(const std::vector<Tensor>& inputs, bool training = false, const CallFlags& flags = {});
@@ -153,6 +164,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual void build_weights(const Dims& /*input_shape*/) {}
   /// The forward computation on a batch (x: (batch, *input_shape)).
   virtual Tensor call(const Tensor& x, bool training) = 0;
+  /// The computation on a masked batch; the default ignores the mask (layers that only pass
+  /// it on compute each step alike).
+  virtual Tensor call_masked(const Tensor& x, const Tensor& /*mask*/, bool training) { return call(x, training); }
   /// Multi-input layers override these two; the defaults accept exactly one input (and no
   /// flags) and forward to build_weights / call.
   virtual void build_weights_multi(const std::vector<Dims>& input_shapes);
@@ -169,6 +183,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   void set_activity_regularizer(std::optional<Regularizer> regularizer) {
     activity_regularizer_ = std::move(regularizer);
   }
+  /// Lists `inner`'s weights (built) as this layer's too: wrappers (Bidirectional,
+  /// TimeDistributed) compute with their inner layers, and models save and train these lists.
+  void track_weights(const Layer& inner);
   /// The object holding the layer's state, as class D: subclass accessors read their members
   /// through it, so a forwarding object answers with the shared layer's weights.
   template <typename D>

@@ -34,6 +34,7 @@ class LayerNormalization : public Layer {
       : LayerNormalization(with_axis(axis, std::move(options))) {}
   static LayerNormalization from_config(const std::string& config_json);
   std::string class_name() const override { return "LayerNormalization"; }
+  bool supports_masking() const override { return true; }  // per-step, as in Keras
   std::string get_config() const override;
   const Variable& gamma() const { return self_as<LayerNormalization>().gamma_; }
   const Variable& beta() const { return self_as<LayerNormalization>().beta_; }

@@ -8,6 +8,7 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/models/output_mask_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 
 namespace kiln::keras {
@@ -151,12 +152,23 @@ Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) 
                  shape_json(spec.shape()).dump(), " (batch first), received ", x.shape(), ".");
     values[spec.node().get()] = cast(x, spec.dtype());  // Keras casts inputs to the Input dtype
   }
+  std::map<const KerasNode*, Tensor> masks;  // Keras's _keras_mask of each node's output
   for (const auto& n : nodes_) {
     if (n->inputs.empty()) continue;
     std::vector<Tensor> xs;
     for (const KerasTensor& in : n->inputs) xs.push_back(values.at(in.node().get()));
-    values[n.get()] = (*n->layer)(xs, training, n->flags);
+    const Tensor mask = n->inputs.size() == 1 ? masks[n->inputs[0].node().get()] : Tensor();
+    for (const KerasTensor& in : n->inputs)
+      if (n->inputs.size() > 1 && masks[in.node().get()].defined())
+        KILN_THROW(ValueError, "[", n->layer->name(), "] an input of this ", n->layer->class_name(),
+                   " carries a mask; Kiln propagates masks through single-input layers only. Hint: consume the ",
+                   "mask with a recurrent layer (return_sequences=false) before merging.");
+    if (mask.defined() && !n->flags.empty())
+      KILN_THROW(ValueError, "[", n->layer->name(), "] a masked input with call arguments is not supported.");
+    values[n.get()] = mask.defined() ? n->layer->call_with_mask(xs[0], mask, training) : (*n->layer)(xs, training, n->flags);
+    masks[n.get()] = n->layer->compute_mask(xs[0], mask);
   }
+  internal::check_output_mask(masks[output_.node().get()], name_, training);
   return values.at(output_.node().get());
 }
 

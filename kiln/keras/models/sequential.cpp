@@ -5,6 +5,7 @@
 #include "kiln/core/logging.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
+#include "kiln/keras/models/output_mask_impl.h"
 
 namespace kiln::keras {
 
@@ -71,8 +72,16 @@ Tensor Sequential::call(const Tensor& x, bool training) {
                                     " for its input, but it was called on an input with incompatible shape ",
                                     batch_dims_text(example), "."));
   }
-  Tensor h = x;
-  for (LayerHandle& l : layers_) h = (*l)(h, training);
+  // Keras's mask propagation: Embedding(mask_zero) and Masking start a mask, each layer's
+  // compute_mask passes it on, and a recurrent layer reads it (and drops it unless it
+  // returns sequences).
+  Tensor h = x, mask;
+  for (LayerHandle& l : layers_) {
+    Tensor next = l->call_with_mask(h, mask, training);
+    mask = l->compute_mask(h, mask);
+    h = next;
+  }
+  internal::check_output_mask(mask, name_, training);
   return h;
 }
 

@@ -1,0 +1,312 @@
+// Recurrent layers: x @ kernel for every step at once (one matmul), then the cell's recurrent
+// part scanned over time-major steps, with Keras's mask semantics in the scan body.
+#include "kiln/keras/layers/recurrent.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
+#include "kiln/keras/layers/config_impl.h"
+#include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/nn.h"
+#include "kiln/trace/ops/reduce.h"
+#include "kiln/trace/ops/scan.h"
+#include "kiln/trace/ops/shape.h"
+
+namespace kiln::keras {
+
+Recurrent::Recurrent(int64_t units, RecurrentOptions options, int gates, const char* cell)
+    : Layer(options.name, options.input_shape, options.dtype),
+      units_(units),
+      options_(std::move(options)),
+      gates_(gates),
+      cell_(cell) {
+  if (units <= 0) KILN_THROW(ValueError, "[", class_name_of(cell), "] expected units > 0, received units=", units, ".");
+  activations::get(options_.activation);  // unknown names fail at construction, as in Keras
+  activations::get(options_.recurrent_activation);
+}
+
+std::string Recurrent::class_name_of(const std::string& cell) {
+  if (cell == "lstm_cell") return "LSTM";
+  if (cell == "gru_cell") return "GRU";
+  return "SimpleRNN";
+}
+
+Dims Recurrent::compute_output_shape(const Dims& input_shape) const {
+  if (input_shape.size() != 2)
+    KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, features), received per-example ",
+               "dims of rank ", input_shape.size(), ".");
+  return options_.return_sequences ? Dims{input_shape[0], units_} : Dims{units_};
+}
+
+Dims Recurrent::compute_output_shape_multi(const std::vector<Dims>& input_shapes) const {
+  return compute_output_shape(input_shapes.at(0));
+}
+
+Tensor Recurrent::compute_mask(const Tensor& /*x*/, const Tensor& mask) const {
+  return options_.return_sequences ? mask : Tensor();
+}
+
+void Recurrent::build_weights_multi(const std::vector<Dims>& input_shapes) { build_weights(input_shapes.at(0)); }
+
+void Recurrent::build_weights(const Dims& input_shape) {
+  if (input_shape.size() != 2)
+    KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, features), received per-example ",
+               "dims of rank ", input_shape.size(), ". Hint: a recurrent layer reads sequences; reshape or embed first.");
+  kernel_ = add_weight(cell_ + "/kernel", {input_shape[1], gates_ * units_}, options_.kernel_initializer);
+  recurrent_kernel_ = add_weight(cell_ + "/recurrent_kernel", {units_, gates_ * units_}, options_.recurrent_initializer);
+  if (options_.use_bias) {
+    bias_ = add_weight(cell_ + "/bias", bias_dims(), options_.bias_initializer);
+    if (gates_ == 4 && options_.unit_forget_bias) {
+      // Keras's unit_forget_bias: the forget gate's block starts at ones. Written into the
+      // variable's bytes (the copy shares them), in whatever dtype it keeps.
+      HostTensor storage = bias_.storage();
+      HostTensor values = storage.astype(DType::kF64);
+      for (int64_t k = units_; k < 2 * units_; ++k) values.data<double>()[static_cast<size_t>(k)] = 1.0;
+      const HostTensor stored = values.astype(storage.dtype());
+      std::memmove(storage.raw_data(), stored.raw_data(), static_cast<size_t>(storage.shape().byte_size()));
+    }
+  }
+}
+
+Tensor Recurrent::gate(const Tensor& t, int k) const {
+  Dims starts(static_cast<size_t>(t.rank()), 0), limits = t.dims();
+  starts.back() = k * units_;
+  limits.back() = (k + 1) * units_;
+  return slice(t, starts, limits);
+}
+
+Tensor Recurrent::call(const Tensor& x, bool /*training*/) { return call_masked(x, Tensor(), false); }
+
+Tensor Recurrent::call_masked(const Tensor& x, const Tensor& mask, bool /*training*/) {
+  std::vector<Tensor> out = run(x, mask, {});
+  return out[0];
+}
+
+Tensor Recurrent::call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool /*training*/) {
+  const bool has_mask = flags.count("mask") && flags.at("mask");
+  for (const auto& [flag, on] : flags)
+    if (flag != "mask")
+      KILN_THROW(ValueError, "[", name(), "] ", class_name(), " takes the call flag 'mask' only, received '", flag, "'.");
+  const size_t first_state = has_mask ? 2 : 1;
+  std::vector<Tensor> states(inputs.begin() + static_cast<std::ptrdiff_t>(std::min(first_state, inputs.size())),
+                             inputs.end());
+  return run(inputs.at(0), has_mask ? inputs.at(1) : Tensor(), std::move(states))[0];
+}
+
+std::vector<Tensor> Recurrent::call_with_state(const Tensor& x, const Tensor& mask,
+                                               const std::vector<Tensor>& initial_state, bool training) {
+  std::vector<Tensor> inputs{x};
+  CallFlags flags;
+  if (mask.defined()) {
+    inputs.push_back(mask);
+    flags["mask"] = true;
+  }
+  inputs.insert(inputs.end(), initial_state.begin(), initial_state.end());
+  std::vector<Tensor> out{(*this)(inputs, training, flags)};
+  const std::vector<Tensor>& states = self_as<Recurrent>().last_states_;
+  out.insert(out.end(), states.begin(), states.end());
+  return out;
+}
+
+std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states) const {
+  const int64_t features = kernel_.shape().dim(0);
+  if (x.rank() != 3 || x.dim(2) != features)
+    KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, ", features, "), received ",
+               x.shape(), ".");
+  const int64_t batch = x.dim(0), steps = x.dim(1);
+  if (mask.defined() && (mask.dtype() != DType::kBool || mask.dims() != Dims{batch, steps}))
+    KILN_THROW(ShapeError, "[", name(), "] expected a bool mask of dims (", batch, ", ", steps, "), received ",
+               mask.shape(), ".");
+  const Shape state_shape(x.dtype(), {batch, units_});
+  if (states.empty())
+    for (int k = 0; k < num_states(); ++k) states.push_back(zeros(state_shape));
+  if (static_cast<int>(states.size()) != num_states())
+    KILN_THROW(ValueError, "[", name(), "] ", class_name(), " takes ", num_states(), " initial state tensor(s), received ",
+               states.size(), ".");
+  for (const Tensor& s : states)
+    if (s.shape() != state_shape)
+      KILN_THROW(ShapeError, "[", name(), "] expected initial states of shape ", state_shape, ", received ", s.shape(), ".");
+
+  // Time-major for scan: x @ kernel for all steps in one matmul, the recurrence per step.
+  Tensor x_proj = matmul(transpose(x, {1, 0, 2}), kernel_);
+  if (options_.use_bias) x_proj = x_proj + input_bias();
+  std::vector<Tensor> scanned{x_proj};
+  if (mask.defined()) scanned.push_back(transpose(mask, {1, 0}));
+  // Masked steps repeat the previous output, which the carry then holds after the states
+  // (zeros at first: backend.rnn's zero output).
+  const bool repeat_output = mask.defined() && !zero_output_for_mask_;
+  std::vector<Tensor> init = states;
+  if (repeat_output) init.push_back(zeros(state_shape));
+  const Tensor u = recurrent_kernel_;
+  const size_t n = states.size();
+  auto body = [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& x_t) {
+    const std::vector<Tensor> prev(carry.begin(), carry.begin() + static_cast<std::ptrdiff_t>(n));
+    std::vector<Tensor> next = step(x_t[0], prev, u);
+    Tensor out = next[0];
+    if (x_t.size() > 1) {
+      const Tensor keep = broadcast_to(expand_dims(x_t[1], 1), {batch, units_});
+      for (size_t k = 0; k < n; ++k) next[k] = where(keep, next[k], prev[k]);
+      out = repeat_output ? where(keep, out, carry.back()) : where(keep, out, 0.0);
+      if (repeat_output) next.push_back(out);
+    }
+    return std::pair<std::vector<Tensor>, std::vector<Tensor>>{next, {out}};
+  };
+  ScanResult r = scan(body, init, scanned, options_.go_backwards);
+  r.carry.resize(n);
+  last_states_ = r.carry;
+
+  Tensor seq = r.ys[0];  // (time, batch, units) in input order
+  Tensor output;
+  if (options_.return_sequences) {
+    if (options_.go_backwards) {  // Keras returns the outputs in the order it walked
+      std::vector<int32_t> reversed(static_cast<size_t>(steps));
+      for (int64_t t = 0; t < steps; ++t) reversed[static_cast<size_t>(t)] = static_cast<int32_t>(steps - 1 - t);
+      seq = take(seq, Tensor::from_vector<int32_t>({steps}, reversed), 0);
+    }
+    output = transpose(seq, {1, 0, 2});
+  } else {
+    const int64_t last = options_.go_backwards ? 0 : steps - 1;
+    output = squeeze(slice(seq, {last, 0, 0}, {last + 1, batch, units_}), 0);
+  }
+  std::vector<Tensor> result{output};
+  result.insert(result.end(), r.carry.begin(), r.carry.end());
+  return result;
+}
+
+// ---- cells ---------------------------------------------------------------------------------
+
+SimpleRNN::SimpleRNN(int64_t units, RecurrentOptions options) : Recurrent(units, std::move(options), 1, "simple_rnn_cell") {}
+
+std::vector<Tensor> SimpleRNN::step(const Tensor& x_proj, const std::vector<Tensor>& states,
+                                    const Tensor& recurrent_kernel) const {
+  return {activations::get(options_.activation)(x_proj + matmul(states[0], recurrent_kernel))};
+}
+
+LSTM::LSTM(int64_t units, RecurrentOptions options) : Recurrent(units, std::move(options), 4, "lstm_cell") {}
+
+std::vector<Tensor> LSTM::step(const Tensor& x_proj, const std::vector<Tensor>& states,
+                               const Tensor& recurrent_kernel) const {
+  const auto act = activations::get(options_.activation);
+  const auto rec = activations::get(options_.recurrent_activation);
+  const Tensor z = x_proj + matmul(states[0], recurrent_kernel);
+  const Tensor i = rec(gate(z, 0)), f = rec(gate(z, 1)), o = rec(gate(z, 3));
+  const Tensor c = f * states[1] + i * act(gate(z, 2));
+  return {o * act(c), c};
+}
+
+GRU::GRU(int64_t units, RecurrentOptions options) : Recurrent(units, std::move(options), 3, "gru_cell") {}
+
+Dims GRU::bias_dims() const { return options_.reset_after ? Dims{2, 3 * units_} : Dims{3 * units_}; }
+
+Tensor GRU::input_bias() const {
+  if (!options_.reset_after) return bias_;
+  return squeeze(slice(bias_, {0, 0}, {1, 3 * units_}), 0);
+}
+
+std::vector<Tensor> GRU::step(const Tensor& x_proj, const std::vector<Tensor>& states,
+                              const Tensor& recurrent_kernel) const {
+  const auto act = activations::get(options_.activation);
+  const auto rec = activations::get(options_.recurrent_activation);
+  const Tensor& h = states[0];
+  Tensor hh;
+  Tensor z, r;
+  if (options_.reset_after) {
+    Tensor inner = matmul(h, recurrent_kernel);
+    if (options_.use_bias) inner = inner + squeeze(slice(bias_, {1, 0}, {2, 3 * units_}), 0);
+    z = rec(gate(x_proj, 0) + gate(inner, 0));
+    r = rec(gate(x_proj, 1) + gate(inner, 1));
+    hh = act(gate(x_proj, 2) + r * gate(inner, 2));
+  } else {
+    z = rec(gate(x_proj, 0) + matmul(h, gate(recurrent_kernel, 0)));
+    r = rec(gate(x_proj, 1) + matmul(h, gate(recurrent_kernel, 1)));
+    hh = act(gate(x_proj, 2) + matmul(r * h, gate(recurrent_kernel, 2)));
+  }
+  return {z * h + (1.0 - z) * hh};
+}
+
+// ---- configs ---------------------------------------------------------------------------------
+
+std::string Recurrent::get_config() const {
+  const RecurrentOptions& o = options_;
+  nlohmann::json j = internal::base_config(*this);
+  j["return_sequences"] = o.return_sequences;
+  j["return_state"] = o.return_state;
+  j["go_backwards"] = o.go_backwards;
+  j["stateful"] = false;
+  j["unroll"] = o.unroll;
+  j["time_major"] = false;
+  j["units"] = units_;
+  j["activation"] = o.activation.empty() ? "linear" : o.activation;
+  if (gates_ > 1) j["recurrent_activation"] = o.recurrent_activation.empty() ? "linear" : o.recurrent_activation;
+  j["use_bias"] = o.use_bias;
+  j["kernel_initializer"] = internal::initializer_json(o.kernel_initializer);
+  j["recurrent_initializer"] = internal::initializer_json(o.recurrent_initializer);
+  j["bias_initializer"] = internal::initializer_json(o.bias_initializer);
+  if (gates_ == 4) j["unit_forget_bias"] = o.unit_forget_bias;
+  for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    j[key] = nullptr;
+  j["dropout"] = 0.0;
+  j["recurrent_dropout"] = 0.0;
+  if (gates_ > 1) j["implementation"] = 2;
+  if (gates_ == 3) j["reset_after"] = o.reset_after;
+  return j.dump();
+}
+
+namespace {
+
+// The options every recurrent class reads; ConfigError for what Kiln does not build.
+RecurrentOptions recurrent_options(const nlohmann::json& j, const char* cls) {
+  RecurrentOptions o;
+  o.name = j.value("name", "");
+  const std::string who = o.name.empty() ? cls : o.name;
+  o.activation = j.contains("activation") ? internal::activation_from_json(j["activation"]) : "tanh";
+  if (j.contains("recurrent_activation"))
+    o.recurrent_activation = internal::activation_from_json(j["recurrent_activation"]);
+  o.use_bias = j.value("use_bias", true);
+  for (auto [key, field] : {std::pair{"kernel_initializer", &o.kernel_initializer},
+                            std::pair{"recurrent_initializer", &o.recurrent_initializer},
+                            std::pair{"bias_initializer", &o.bias_initializer}})
+    if (j.contains(key) && !j[key].is_null()) *field = internal::initializer_from_json(j[key]);
+  o.unit_forget_bias = j.value("unit_forget_bias", true);
+  o.reset_after = j.value("reset_after", true);
+  o.return_sequences = j.value("return_sequences", false);
+  o.return_state = j.value("return_state", false);
+  o.go_backwards = j.value("go_backwards", false);
+  o.unroll = j.value("unroll", false);
+  for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
+                          "kernel_constraint", "recurrent_constraint", "bias_constraint"})
+    internal::require_null(j, key, who,
+                           "Kiln's recurrent layers build no regularizers or constraints; remove it from the config "
+                           "(it changes training only) to load the model.");
+  for (const char* key : {"dropout", "recurrent_dropout"})
+    if (j.contains(key) && j[key].is_number() && j[key].get<double>() != 0.0)
+      KILN_THROW(ConfigError, "[", who, "] ", key, "=", j[key].dump(), " is not built in Kiln's recurrent layers. ",
+                 "Hint: set it to 0 (it changes training only) or put a Dropout layer before the layer.");
+  if (j.value("stateful", false))
+    KILN_THROW(ConfigError, "[", who, "] stateful=true is not built in Kiln (states do not carry across batches). ",
+               "Hint: pass the states explicitly with call_with_state.");
+  if (j.value("time_major", false))
+    KILN_THROW(ConfigError, "[", who, "] time_major=true is not built in Kiln; inputs are (batch, time, features).");
+  o.input_shape = internal::input_shape_from(j);
+  return o;
+}
+
+template <typename L>
+L recurrent_from_config(const std::string& config_json, const char* cls) {
+  nlohmann::json j = internal::parse(config_json, cls);
+  L layer = internal::guarded(cls, [&] { return L(internal::int_field(j, "units", cls), recurrent_options(j, cls)); });
+  layer.set_trainable(j.value("trainable", true));
+  return layer;
+}
+
+}  // namespace
+
+SimpleRNN SimpleRNN::from_config(const std::string& config_json) {
+  return recurrent_from_config<SimpleRNN>(config_json, "SimpleRNN");
+}
+LSTM LSTM::from_config(const std::string& config_json) { return recurrent_from_config<LSTM>(config_json, "LSTM"); }
+GRU GRU::from_config(const std::string& config_json) { return recurrent_from_config<GRU>(config_json, "GRU"); }
+
+}  // namespace kiln::keras

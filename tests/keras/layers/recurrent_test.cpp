@@ -1,0 +1,289 @@
+// SimpleRNN, LSTM, GRU and Masking / Embedding(mask_zero): outputs of Keras 2 .h5 models
+// against the numpy forward pass of tests/fixtures/keras/make_rnn_fixtures.py (Keras's cell
+// equations and backend.rnn masking), .h5 and config round trips, gradients of whole layers
+// against f64 central differences, return_state and the errors.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "kiln/trace/ops/elementwise.h"
+#include "tests/keras/keras_testing.h"
+#include "tests/testing/expect_error.h"
+#include "tests/testing/finite_difference.h"
+#include "tests/testing/temp_dir.h"
+
+namespace kiln::keras {
+namespace {
+
+namespace fs = std::filesystem;
+using kiln::testing::check_gradients;
+using kiln::testing::random_f64;
+using nlohmann::json;
+
+HostTensor read_f32(const std::string& path, Dims dims) {
+  HostTensor t(Shape(DType::kF32, std::move(dims)));
+  std::ifstream in(path, std::ios::binary);
+  auto v = t.data<float>();
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+  EXPECT_TRUE(in.good()) << path;
+  return t;
+}
+
+double max_abs_diff(const HostTensor& a, const HostTensor& b) {
+  const std::vector<double> x = a.to_vector<double>(), y = b.to_vector<double>();
+  EXPECT_EQ(x.size(), y.size());
+  double worst = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) worst = std::max(worst, std::abs(x[i] - y[i]));
+  return worst;
+}
+
+class RnnFixtures : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("KILN_RNN_FIXTURES");
+    dir_ = dir ? dir : "";
+    ASSERT_TRUE(!dir_.empty() && fs::exists(dir_ + "/manifest.json"))
+        << "no fixtures at KILN_RNN_FIXTURES='" << dir_ << "' (ctest runs RnnFixtures.Generate first)";
+    std::ifstream in(dir_ + "/manifest.json");
+    manifest_ = json::parse(in);
+  }
+  Dims dims(const json& j) const { return j.get<Dims>(); }
+  std::string dir_;
+  json manifest_;
+};
+
+// Every fixture: the loaded model's output equals numpy's; saved again by Kiln and reloaded,
+// the weights (names included) and outputs are the same, and every layer's config round-trips.
+TEST_F(RnnFixtures, LoadedModelsMatchNumpyAndRoundTrip) {
+  ASSERT_GE(manifest_.size(), 11u);
+  kiln::testing::TempDir tmp;
+  for (const json& fx : manifest_) {
+    const std::string name = fx["name"];
+    SCOPED_TRACE(name);
+    const HostTensor x = read_f32(dir_ + "/" + name + ".x.bin", dims(fx["x_shape"]));
+    const HostTensor want = read_f32(dir_ + "/" + name + ".y.bin", dims(fx["y_shape"]));
+    std::unique_ptr<Model> model = load_model(dir_ + "/" + fx["file"].get<std::string>(), {.compile = false});
+    const HostTensor got = model->predict(x);
+    ASSERT_EQ(got.dims(), want.dims());
+    EXPECT_LT(max_abs_diff(got, want), 2e-5);
+
+    // Keras 3's .keras layout of these layers (weights in a `cell` sublayer) is not built:
+    // loading one names the class instead of misreading it.
+    const std::string archive = (tmp.path() / (name + ".keras")).string();
+    model->save(archive);
+    KILN_EXPECT_ERROR(load_model(archive, {.compile = false}), IOError, "which Kiln does not load from .keras files");
+    const std::string saved = (tmp.path() / (name + ".h5")).string();
+    model->save(saved);
+    std::unique_ptr<Model> again = load_model(saved, {.compile = false});
+    EXPECT_EQ(max_abs_diff(again->predict(x), got), 0.0);
+    ASSERT_EQ(again->layers().size(), model->layers().size());
+    for (size_t i = 0; i < model->layers().size(); ++i) {
+      // Kiln's writer records the input shape in the first layer (as tf.keras does).
+      json a_config = json::parse(again->layers()[i]->get_config()), b_config = json::parse(model->layers()[i]->get_config());
+      for (const char* key : {"batch_input_shape", "input_length"}) a_config.erase(key), b_config.erase(key);
+      EXPECT_EQ(a_config, b_config);
+      const std::vector<Variable> a = model->layers()[i]->weights(), b = again->layers()[i]->weights();
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t k = 0; k < a.size(); ++k) EXPECT_EQ(a[k].name(), b[k].name());
+    }
+  }
+}
+
+TEST(RecurrentTest, WeightsAreNamedAndShapedAsKeras2) {
+  LSTM lstm(4);
+  lstm.build(Dims{7, 3});
+  ASSERT_EQ(lstm.weights().size(), 3u);
+  EXPECT_EQ(lstm.weights()[0].name(), "lstm/lstm_cell/kernel");
+  EXPECT_EQ(lstm.weights()[1].name(), "lstm/lstm_cell/recurrent_kernel");
+  EXPECT_EQ(lstm.weights()[2].name(), "lstm/lstm_cell/bias");
+  EXPECT_EQ(lstm.kernel().shape().dims(), (Dims{3, 16}));
+  EXPECT_EQ(lstm.recurrent_kernel().shape().dims(), (Dims{4, 16}));
+  // unit_forget_bias: the forget block (units 4..7) starts at one, the rest at zero.
+  const std::vector<float> bias = lstm.bias().storage().to_vector<float>();
+  for (size_t k = 0; k < 16; ++k) EXPECT_EQ(bias[k], k >= 4 && k < 8 ? 1.0f : 0.0f) << k;
+  // The recurrent kernel is orthogonal (Keras's default initializer): U^T U = I on 4 x 16.
+  const std::vector<float> u = lstm.recurrent_kernel().storage().to_vector<float>();
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      double dot = 0;
+      for (int k = 0; k < 16; ++k) dot += double(u[size_t(a * 16 + k)]) * u[size_t(b * 16 + k)];
+      EXPECT_NEAR(dot, a == b ? 1.0 : 0.0, 1e-5);
+    }
+  GRU gru(2);
+  gru.build(Dims{5, 3});
+  EXPECT_EQ(gru.bias().shape().dims(), (Dims{2, 6}));
+  EXPECT_EQ(gru.weights()[0].name(), "gru/gru_cell/kernel");
+  GRU before(2, {.reset_after = false});
+  before.build(Dims{5, 3});
+  EXPECT_EQ(before.bias().shape().dims(), (Dims{6}));
+  SimpleRNN rnn(3, {.return_sequences = true});
+  EXPECT_EQ(rnn.compute_output_shape({5, 2}), (Dims{5, 3}));
+  rnn.build(Dims{5, 2});
+  EXPECT_EQ(rnn.weights()[1].name(), "simple_rnn/simple_rnn_cell/recurrent_kernel");
+}
+
+// d(layer(x))/dx and d/d(each weight) against central differences, in float64 layers.
+::testing::AssertionResult check_rnn_gradients(Layer& layer, const HostTensor& x, const HostTensor& mask = {}) {
+  layer.build(Dims(x.dims().begin() + 1, x.dims().end()));
+  const std::vector<Variable> weights = layer.trainable_weights();
+  std::vector<HostTensor> inputs{x};
+  for (const Variable& w : weights) inputs.push_back(random_f64(w.shape().dims(), 11u + uint32_t(inputs.size()), -0.6, 0.6));
+  if (mask.defined()) inputs.push_back(mask);
+  auto f = [&](const std::vector<Tensor>& xs) {
+    for (size_t i = 0; i < weights.size(); ++i) weights[i].assign(xs[i + 1]);
+    return layer.call_with_mask(xs[0], mask.defined() ? xs.back() : Tensor());
+  };
+  return check_gradients(f, inputs, {.rtol = 1e-6, .atol = 1e-8});
+}
+
+HostTensor step_mask() {  // rows: kept, padded at the end, padded at the start and middle
+  return HostTensor::from_vector<bool>({3, 4}, {true, true, true, true, true, true, false, false,
+                                                false, true, false, true});
+}
+
+TEST(RecurrentTest, GradientsOfWholeLayersMatchFiniteDifferences) {
+  const RecurrentOptions f64{.dtype = mixed_precision::Policy("float64")};
+  auto with = [&](auto change) {
+    RecurrentOptions o = f64;
+    change(o);
+    return o;
+  };
+  const HostTensor x = random_f64({3, 4, 2}, 5);
+  SimpleRNN rnn(3, with([](RecurrentOptions& o) { o.return_sequences = true; }));
+  EXPECT_TRUE(check_rnn_gradients(rnn, x));
+  LSTM lstm(3, f64);
+  EXPECT_TRUE(check_rnn_gradients(lstm, x));
+  LSTM lstm_back(2, with([](RecurrentOptions& o) { o.return_sequences = true, o.go_backwards = true; }));
+  EXPECT_TRUE(check_rnn_gradients(lstm_back, x, step_mask()));
+  GRU gru(3, with([](RecurrentOptions& o) { o.return_sequences = true; }));
+  EXPECT_TRUE(check_rnn_gradients(gru, x, step_mask()));
+  GRU gru_before(2, with([](RecurrentOptions& o) { o.reset_after = false; }));
+  EXPECT_TRUE(check_rnn_gradients(gru_before, x));
+  SimpleRNN masked_last(2, f64);
+  EXPECT_TRUE(check_rnn_gradients(masked_last, x, step_mask()));
+}
+
+TEST(RecurrentTest, ReturnStateGivesTheFinalStatesAndTakesInitialOnes) {
+  LSTM lstm(2, {.return_sequences = true, .return_state = true});
+  const HostTensor x = random_f64({2, 3, 2}, 3).astype(DType::kF32);
+  std::vector<Tensor> out = lstm.call_with_state(Tensor(x));
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].dims(), (Dims{2, 3, 2}));
+  // h is the last output; c differs from h.
+  const std::vector<float> seq = out[0].to_vector<float>(), h = out[1].to_vector<float>(), c = out[2].to_vector<float>();
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t k = 0; k < 2; ++k) EXPECT_EQ(h[b * 2 + k], seq[b * 6 + 4 + k]);
+  EXPECT_NE(h, c);
+  // Starting from the final states of the first two steps equals running all three.
+  LSTM two(2, {.return_state = true});
+  two.build(Dims{2, 2});
+  for (size_t i = 0; i < 3; ++i) two.weights()[i].assign(lstm.weights()[i].read());
+  std::vector<float> xv = x.to_vector<float>(), head, tail;
+  for (size_t b = 0; b < 2; ++b)
+    for (size_t t = 0; t < 3; ++t)
+      for (size_t f = 0; f < 2; ++f) (t < 2 ? head : tail).push_back(xv[b * 6 + t * 2 + f]);
+  std::vector<Tensor> s = two.call_with_state(Tensor::from_vector<float>({2, 2, 2}, head));
+  std::vector<Tensor> rest = two.call_with_state(Tensor::from_vector<float>({2, 1, 2}, tail), Tensor(), {s[1], s[2]});
+  const std::vector<float> resumed = rest[1].to_vector<float>();
+  for (size_t i = 0; i < 4; ++i) EXPECT_NEAR(resumed[i], h[i], 1e-6);
+  KILN_EXPECT_ERROR(two.call_with_state(Tensor(x), Tensor(), {s[1]}), ValueError, "takes 2 initial state tensor(s)");
+}
+
+TEST(RecurrentTest, ConfigsRoundTripAndUnbuiltFeaturesFailLoudly) {
+  GRU gru(5, {.recurrent_activation = "hard_sigmoid", .reset_after = false, .return_sequences = true,
+              .go_backwards = true, .name = "g"});
+  gru.build(Dims{4, 3});
+  const std::string config = gru.get_config();
+  for (const char* part : {"\"units\":5", "\"reset_after\":false", "\"recurrent_activation\":\"hard_sigmoid\"",
+                           "\"go_backwards\":true", "\"return_sequences\":true", "\"class_name\":\"Orthogonal\""})
+    EXPECT_NE(config.find(part), std::string::npos) << part << " not in " << config;
+  GRU copy = GRU::from_config(config);
+  EXPECT_EQ(copy.get_config(), config);
+  LSTM lstm(3, {.unit_forget_bias = false, .name = "l"});
+  EXPECT_EQ(LSTM::from_config(lstm.get_config()).get_config(), lstm.get_config());
+  SimpleRNN rnn(2, {.activation = "relu", .use_bias = false, .name = "s"});
+  EXPECT_EQ(SimpleRNN::from_config(rnn.get_config()).get_config(), rnn.get_config());
+  EXPECT_EQ(rnn.get_config().find("recurrent_activation"), std::string::npos);
+  Masking masking({.mask_value = -1.5, .name = "m"});
+  EXPECT_EQ(Masking::from_config(masking.get_config()).get_config(), masking.get_config());
+  Embedding emb(5, 2, {.mask_zero = true, .name = "e"});
+  EXPECT_NE(emb.get_config().find("\"mask_zero\":true"), std::string::npos);
+  EXPECT_EQ(Embedding::from_config(emb.get_config()).get_config(), emb.get_config());
+
+  KILN_EXPECT_ERROR(LSTM::from_config(R"({"units": 3, "dropout": 0.2})"), ConfigError, "dropout=0.2 is not built");
+  KILN_EXPECT_ERROR(GRU::from_config(R"({"units": 3, "stateful": true})"), ConfigError, "stateful=true is not built");
+  KILN_EXPECT_ERROR(SimpleRNN(0), ValueError, "[SimpleRNN] expected units > 0");
+  LSTM bad(2, {.name = "l2"});
+  KILN_EXPECT_ERROR(bad(Tensor::from_vector<float>({1, 3}, {1, 2, 3})), ShapeError, "(batch, time, features)");
+}
+
+TEST(WrappersTest, BidirectionalNamesWeightsAsKerasAndDifferentiates) {
+  Bidirectional bi(LSTM(2, {.return_sequences = true}), {.merge_mode = "concat"});
+  bi.build(Dims{4, 3});
+  ASSERT_EQ(bi.weights().size(), 6u);
+  EXPECT_EQ(bi.weights()[0].name(), "bidirectional/forward_lstm/lstm_cell/kernel");
+  EXPECT_EQ(bi.weights()[5].name(), "bidirectional/backward_lstm/lstm_cell/bias");
+  EXPECT_EQ(bi.compute_output_shape({4, 3}), (Dims{4, 4}));
+  EXPECT_TRUE(bi.backward_layer().options().go_backwards);
+  const std::string config = bi.get_config();
+  EXPECT_NE(config.find("\"layer\":{\"class_name\":\"LSTM\""), std::string::npos) << config;
+  EXPECT_EQ(Bidirectional::from_config(config).get_config(), config);
+  KILN_EXPECT_ERROR(Bidirectional(GRU(2), {.merge_mode = "max"}), ValueError, "merge_mode 'max' is not built");
+
+  const mixed_precision::Policy f64("float64");
+  for (const char* mode : {"concat", "ave"}) {
+    Bidirectional b(GRU(2, {.return_sequences = true, .dtype = f64}), {.merge_mode = mode, .dtype = f64});
+    EXPECT_TRUE(check_rnn_gradients(b, random_f64({3, 4, 2}, 9), step_mask())) << mode;
+  }
+  Bidirectional last(SimpleRNN(2, {.dtype = f64}), {.merge_mode = "mul", .dtype = f64});
+  EXPECT_TRUE(check_rnn_gradients(last, random_f64({3, 4, 2}, 10), step_mask()));
+}
+
+TEST(WrappersTest, TimeDistributedAppliesTheLayerPerStep) {
+  TimeDistributed td(Dense(2, {.activation = "relu"}));
+  const Tensor x = Tensor::from_vector<float>({2, 3, 4}, std::vector<float>(24, 0.5f));
+  EXPECT_EQ(td(x).dims(), (Dims{2, 3, 2}));
+  ASSERT_EQ(td.weights().size(), 2u);
+  EXPECT_EQ(td.weights()[0].name(), "time_distributed/kernel");
+  EXPECT_EQ(td.compute_output_shape({3, 4}), (Dims{3, 2}));
+  const std::string config = td.get_config();
+  EXPECT_NE(config.find("\"class_name\":\"Dense\""), std::string::npos) << config;
+  EXPECT_EQ(TimeDistributed::from_config(config).get_config(), config);
+  TimeDistributed f64(Dense(3, {.activation = "tanh", .dtype = mixed_precision::Policy("float64")}),
+                      {.dtype = mixed_precision::Policy("float64")});
+  EXPECT_TRUE(check_rnn_gradients(f64, random_f64({2, 3, 4}, 12)));
+}
+
+TEST(MaskingTest, MasksAllEqualStepsAndDenseAfterAnRnnConsumesNoMask) {
+  Masking m({.mask_value = 2.0});  // the (0, 0) step is kept: not every feature is 2
+  const Tensor x = Tensor::from_vector<float>({1, 3, 2}, {2, 2, 1, 2, 0, 0});
+  EXPECT_EQ(m(x).to_vector<float>(), (std::vector<float>{0, 0, 1, 2, 0, 0}));
+  EXPECT_EQ(cast(m.compute_mask(x, Tensor()), DType::kF32).to_vector<float>(), (std::vector<float>{0, 1, 1}));
+  Embedding emb(4, 2, {.mask_zero = true});
+  EXPECT_EQ(cast(emb.compute_mask(Tensor::from_vector<int32_t>({1, 3}, {3, 0, 1}), Tensor()), DType::kF32)
+                .to_vector<float>(),
+            (std::vector<float>{1, 0, 1}));
+  // A masked sequence into Flatten fails as Keras's "does not support masking" does.
+  Sequential bad({Masking(), Flatten()});
+  KILN_EXPECT_ERROR(bad(x), ValueError, "does not support masking");
+  // Dense keeps the mask per step; the LSTM consumes it: the padded last step changes nothing.
+  Sequential model({Masking(), Dense(3), LSTM(2)});
+  const Tensor padded = Tensor::from_vector<float>({1, 3, 2}, {1, 2, -1, 0.5, 0, 0});
+  const Tensor cut = Tensor::from_vector<float>({1, 2, 2}, {1, 2, -1, 0.5});
+  const std::vector<float> a = model(padded).to_vector<float>(), b = model(cut).to_vector<float>();
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-6);
+  // A masked sequence as the model's output: Keras would weight the loss by the mask, which
+  // Kiln does not build, so training it fails (inference runs).
+  Sequential seq({Embedding(5, 2, {.mask_zero = true}), LSTM(2, {.return_sequences = true})});
+  const Tensor ids = Tensor::from_vector<int32_t>({1, 3}, {1, 2, 0});
+  EXPECT_EQ(seq(ids).dims(), (Dims{1, 3, 2}));
+  KILN_EXPECT_ERROR(seq(ids, /*training=*/true), ValueError, "the model's output carries a mask");
+}
+
+}  // namespace
+}  // namespace kiln::keras
