@@ -15,6 +15,7 @@ Conv1D::Conv1D(int64_t filters, int64_t kernel_size, Conv1DOptions options)
       filters_(filters),
       kernel_size_(kernel_size),
       options_(std::move(options)) {
+  set_activity_regularizer(options_.activity_regularizer);
   const std::string at = where();
   if (filters <= 0) KILN_THROW(ValueError, "[", at, "] expected filters > 0, received filters=", filters, ".");
   if (kernel_size <= 0 || options_.strides <= 0 || options_.dilation_rate <= 0)

@@ -21,6 +21,8 @@ struct Conv1DOptions {
   Initializer bias_initializer = "zeros";
   std::optional<Regularizer> kernel_regularizer = std::nullopt;
   std::optional<Regularizer> bias_regularizer = std::nullopt;
+  /// A penalty on the layer's output, divided by the batch size (Layer::set_activity_regularizer).
+  std::optional<Regularizer> activity_regularizer = std::nullopt;
   std::optional<Constraint> kernel_constraint = std::nullopt;
   std::optional<Constraint> bias_constraint = std::nullopt;
   Dims input_shape = {};

@@ -29,6 +29,7 @@ Conv2DTranspose::Conv2DTranspose(int64_t filters, Dims kernel_size, Conv2DTransp
       filters_(filters),
       kernel_size_(std::move(kernel_size)),
       options_(std::move(options)) {
+  set_activity_regularizer(options_.activity_regularizer);
   const std::string at = where();
   if (filters <= 0) KILN_THROW(ValueError, "[", at, "] expected filters > 0, received filters=", filters, ".");
   internal::check_conv2d_args(at, kernel_size_, options_.strides, options_.dilation_rate, options_.padding,
