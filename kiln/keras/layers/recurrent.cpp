@@ -140,7 +140,9 @@ std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vec
   if (repeat_output) init.push_back(zeros(state_shape));
   const Tensor u = recurrent_kernel_;
   const size_t n = states.size();
-  auto body = [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& x_t) {
+  // By value: scan's gradient calls the body again (recomputing each step from its saved
+  // carry) after this function has returned.
+  auto body = [this, n, u, batch, repeat_output](const std::vector<Tensor>& carry, const std::vector<Tensor>& x_t) {
     const std::vector<Tensor> prev(carry.begin(), carry.begin() + static_cast<std::ptrdiff_t>(n));
     std::vector<Tensor> next = step(x_t[0], prev, u);
     Tensor out = next[0];
