@@ -155,12 +155,10 @@ class CpuBackend : public runtime::Backend {
 
 }  // namespace
 
-int64_t physical_memory_bytes() { return runtime::host_memory_bytes(); }
-
 std::unique_ptr<runtime::Backend> make_cpu_backend(int64_t memory_limit, std::optional<LoopEngine> engine,
                                                    bool horizontal_fusion) {
   if (memory_limit <= 0) memory_limit = DebugOptions::global().cpu_memory_limit;
-  if (memory_limit <= 0) memory_limit = physical_memory_bytes();
+  if (memory_limit <= 0) memory_limit = runtime::host_memory_bytes();
   return std::make_unique<CpuBackend>(memory_limit, engine.value_or(default_loop_engine()), horizontal_fusion);
 }
 

@@ -10,9 +10,6 @@
 
 namespace kiln::cpu {
 
-/// Physical memory of this host in bytes.
-int64_t physical_memory_bytes();
-
 /// How fused loops run (loop_kernel.h): generated code or the interpreter.
 enum class LoopEngine;
 
