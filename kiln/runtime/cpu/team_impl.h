@@ -13,15 +13,18 @@ namespace kiln::cpu {
 /// Below this many elements a kernel runs on one thread: a fork/join costs more than it saves.
 inline constexpr int64_t kParallelThreshold = int64_t{1} << 15;
 
-/// Runs `work` on the current team if one is active, else on a new team (or on this thread
-/// alone when `parallel` is false).
+/// Runs `work` on the current team if one is active, else on a new team, or on this thread
+/// alone (no team at all) when `parallel` is false or only one thread is allowed: orphaned
+/// `omp for`/`single` outside a region cost nothing, while a team of one still runs libgomp's
+/// barriers, and every barrier's last thread makes a futex_wake system call whether or not
+/// anyone sleeps (about 40 per seed MLP step, ~2 us each on a virtual machine).
 template <typename Fn>
 void run_on_team(bool parallel, Fn&& work) {
-  if (omp_in_parallel()) {
+  if (omp_in_parallel() || !parallel || omp_get_max_threads() == 1) {
     work();
     return;
   }
-#pragma omp parallel if (parallel)
+#pragma omp parallel
   work();
 }
 
