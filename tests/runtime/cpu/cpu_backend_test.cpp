@@ -105,6 +105,24 @@ TEST(CpuBackendTest, ReductionsOverEveryAxisCombination) {
     }
 }
 
+// Rows shorter than half a block are read a block of rows at a time (a softmax's [batch,
+// classes]); row counts that do not fill the last block, one-element rows, and rows just past
+// the limit (the row-by-row path) must all match the reference, on one thread and on two alike.
+TEST(CpuBackendTest, ShortRowReductionsMatchTheReferenceOnAnyThreadCount) {
+  const int saved = omp_get_max_threads();
+  for (const Dims& dims : std::vector<Dims>{{300, 10}, {1000, 3}, {5, 1}, {70000, 2}, {9, 513}})
+    for (int threads : {1, 2})
+      for (Opcode op : {Opcode::kReduceSum, Opcode::kReduceMax}) {
+        SCOPED_TRACE(str_cat(ir::opcode_name(op), " ", dims_to_string(dims), " on ", threads, " threads"));
+        omp_set_num_threads(threads);
+        expect_matches_reference({Shape(DType::kF32, dims)}, [&](Builder& b, auto& p) {
+          auto* e = b.unary(Opcode::kExp, p[0]);
+          return std::vector<Instruction*>{b.reduce(op, e, {1}), b.reduce(op, p[0], {1})};
+        });
+      }
+  omp_set_num_threads(saved);
+}
+
 TEST(CpuBackendTest, ArgmaxGatherPadAndConcatenate) {
   // Verify that pad (negative padding crops) and concatenate run on kernels of their own.
   Shape x(DType::kF32, {8, 10}), table(DType::kF32, {20, 4}), cube(DType::kBF16, {3, 4, 5});
