@@ -130,15 +130,22 @@ Function::Compiled Function::trace_and_compile(const std::vector<Shape>& args,
 
 Function::Compiled& Function::compiled_for(const std::vector<Shape>& args) {
   check_signature(args);
-  std::string signature = signature_text(args);
   const trace::ReplicaContext* replica = trace::current_replica_context();
   const int replica_id = replica != nullptr ? replica->replica_id : 0;
   std::lock_guard<std::mutex> lock(*mutex_);
-  const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
-  auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
-  if (replica_id == 0) last_executable_ = it->second.executable.get();
-  return it->second;  // std::map entries never move
+  Compiled* compiled = nullptr;
+  for (const CacheEntryRef& e : entries_by_shapes_)
+    if (e.replica_id == replica_id && e.shapes == args) compiled = e.compiled;
+  if (compiled == nullptr) {
+    std::string signature = signature_text(args);
+    const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
+    auto it = cache_.find(key);
+    if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
+    compiled = &it->second;  // std::map entries never move
+    entries_by_shapes_.push_back({args, replica_id, compiled});
+  }
+  if (replica_id == 0) last_executable_ = compiled->executable.get();
+  return *compiled;
 }
 
 void Function::compile(const std::vector<Shape>& signature) { compiled_for(signature); }

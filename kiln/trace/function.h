@@ -84,6 +84,14 @@ class Function {
   Fn fn_;
   FunctionOptions options_;
   std::map<std::string, Compiled> cache_;  // key: signature, plus "@replica r" under a strategy
+  // Every call looks its entry up by shapes first: formatting the signature text took a few
+  // microseconds per step.
+  struct CacheEntryRef {
+    std::vector<Shape> shapes;
+    int replica_id;
+    Compiled* compiled;
+  };
+  std::vector<CacheEntryRef> entries_by_shapes_;
   // Replicas of a strategy call concurrently; they trace one at a time (a pointer keeps
   // Function movable).
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
