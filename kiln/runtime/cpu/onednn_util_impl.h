@@ -17,6 +17,8 @@
 
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/core/host_tensor.h"
+#include "kiln/core/logging.h"
+#include "kiln/core/str_cat.h"
 
 namespace kiln::cpu::onednn {
 
@@ -24,38 +26,47 @@ namespace kiln::cpu::onednn {
 /// their work for the thread count at creation (omp_get_max_threads() then) and open a team of
 /// that size whatever omp_set_num_threads says later, so a step that the thread governor or a
 /// logical device's share runs on fewer threads still ran them on all (issue 19: the
-/// governor's one-thread probe of the convnet ran its convolutions on two, and lost). `make`
-/// creates the primitive for the current team size, the first time each size runs. One per
-/// kernel, and an executable runs one step at a time: no locking.
+/// governor's one-thread probe of the convnet ran its convolutions on two, and lost). So each
+/// team size gets its own primitive, created the first time that size runs. One per kernel, and
+/// an executable runs one step at a time: no locking.
 class TeamPrimitive {
  public:
   using Make = std::function<dnnl::primitive()>;
   TeamPrimitive() = default;
-  explicit TeamPrimitive(Make make) : make_(std::move(make)) { for_team(); }
+  /// `current`: the primitive for the current team size; `make` creates one for another.
+  TeamPrimitive(dnnl::primitive current, Make make) : make_(std::move(make)) {
+    by_threads_.emplace(omp_get_max_threads(), std::move(current));
+  }
 
   /// The primitive of `pd` (created for the current team size); for another size, the same
   /// operation created again, except where oneDNN would pick another implementation or other
   /// layouts for it (the memories bound around it are the creation-time ones): then `pd`'s.
   /// `hint` is the forward primitive a backward one was created against.
   static TeamPrimitive of(const dnnl::primitive_desc_base& pd, const dnnl::primitive_desc_base& hint = {}) {
-    return TeamPrimitive([pd, hint, own = dnnl::primitive(pd.get())] {
+    const dnnl::primitive own(pd.get());
+    return TeamPrimitive(own, [pd, hint, own] {
       const_dnnl_op_desc_t op = nullptr;
       dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd.get(), dnnl_query_op_d, 0, &op),
                               "could not query an operation descriptor");
       const dnnl::primitive_attr attr = pd.get_primitive_attr();
       dnnl::primitive_desc again(op, &attr, pd.get_engine(), hint ? hint.get() : nullptr, /*allow_empty=*/true);
-      if (!again) return own;
-      do {
-        if (std::string(again.impl_info_str()) == pd.impl_info_str())
-          return same_layouts(again, pd) ? dnnl::primitive(again.get()) : own;
-      } while (again.next_impl());
+      if (again) {
+        do {
+          if (std::string(again.impl_info_str()) != pd.impl_info_str()) continue;
+          if (same_layouts(again, pd)) return dnnl::primitive(again.get());
+          break;
+        } while (again.next_impl());
+      }
+      log(LogLevel::kDebug, str_cat("cpu: oneDNN has no ", pd.impl_info_str(), " primitive with the same layouts for ",
+                                    omp_get_max_threads(), " threads; the one for another team size runs"));
       return own;
     });
   }
 
   /// A reorder from `from`'s layout to `to`'s (run with DNNL_ARG_FROM and DNNL_ARG_TO).
   static TeamPrimitive reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const dnnl::engine& e) {
-    return TeamPrimitive([from, to, e] { return dnnl::reorder(dnnl::reorder::primitive_desc(e, from, e, to)); });
+    auto make = [from, to, e]() -> dnnl::primitive { return dnnl::reorder(dnnl::reorder::primitive_desc(e, from, e, to)); };
+    return TeamPrimitive(make(), make);
   }
 
   /// The primitive for omp_get_max_threads() threads.
