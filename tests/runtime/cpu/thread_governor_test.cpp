@@ -36,9 +36,17 @@ double two_cores(int threads, bool busy) {
 TEST(ThreadGovernorTest, AQuietMachineKeepsEveryThreadAfterTheFirstProbe) {
   ThreadGovernor g(2, true);
   std::vector<int> used = simulate(g, 5000, [](int t, int) { return two_cores(t, false); });
-  EXPECT_EQ(count(used, 1), ThreadGovernor::kSettleRuns + ThreadGovernor::kWindow);  // the one probe at the start
+  // The one probe at the start, ended after kEarlyRuns: one thread is 1.6x slower.
+  EXPECT_EQ(count(used, 1), ThreadGovernor::kSettleRuns + ThreadGovernor::kEarlyRuns);
   EXPECT_EQ(count(used, 2, 100), 4900);
   EXPECT_DOUBLE_EQ(g.baseline_seconds(), 1.0e-3);
+}
+
+TEST(ThreadGovernorTest, AProbeThatIsNotClearlyWorseRunsItsWholeWindow) {
+  // 1.3x slower on one thread: not enough to end the probe early, a window decides.
+  ThreadGovernor g(2, true);
+  std::vector<int> used = simulate(g, 2000, [](int t, int) { return t == 1 ? 1.3e-3 : 1.0e-3; });
+  EXPECT_EQ(count(used, 1), ThreadGovernor::kSettleRuns + ThreadGovernor::kWindow);
 }
 
 TEST(ThreadGovernorTest, AnotherProcessMovesTheStepToOneThreadAndItsEndMovesItBack) {
