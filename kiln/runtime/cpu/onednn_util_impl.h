@@ -69,12 +69,20 @@ class TeamPrimitive {
     return TeamPrimitive(make(), make);
   }
 
-  /// The primitive for omp_get_max_threads() threads.
+  /// The primitive for omp_get_max_threads() threads. Should oneDNN fail to create it, the
+  /// one made for another team size runs (on that team): a team size is a speed choice, never
+  /// an error.
   const dnnl::primitive& for_team() {
     const int threads = omp_get_max_threads();
     auto it = by_threads_.find(threads);
-    if (it == by_threads_.end()) it = by_threads_.emplace(threads, make_()).first;
-    return it->second;
+    if (it != by_threads_.end()) return it->second;
+    dnnl::primitive p = by_threads_.begin()->second;
+    try {
+      p = make_();
+    } catch (const dnnl::error& e) {
+      log(LogLevel::kDebug, str_cat("cpu: oneDNN cannot create a primitive for ", threads, " threads: ", e.what()));
+    }
+    return by_threads_.emplace(threads, std::move(p)).first->second;
   }
 
  private:
