@@ -92,7 +92,7 @@ class TeamPrimitive {
           a.diff_src_desc(i) != b.diff_src_desc(i) || a.diff_weights_desc(i) != b.diff_weights_desc(i) ||
           a.diff_dst_desc(i) != b.diff_dst_desc(i))
         return false;
-    return true;
+    return a.workspace_desc() == b.workspace_desc();
   }
 
   Make make_;
