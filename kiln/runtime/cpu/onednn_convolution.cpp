@@ -47,7 +47,7 @@ class ConvolutionImpl {
  public:
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  dnnl::primitive primitive;
+  onednn::TeamPrimitive primitive;
   std::vector<onednn::BoundArg> inputs;  // in operand order
   std::optional<onednn::BoundArg> output;
   std::string label;
@@ -66,7 +66,7 @@ class ConvolutionImpl {
     std::unordered_map<int, memory> args;
     for (size_t i = 0; i < inputs.size(); ++i) onednn::bind_input(inputs[i], in[i], stream, &keep[i], args);
     onednn::bind_output(*output, out, &wide, args);
-    primitive.execute(stream, args);
+    primitive.for_team().execute(stream, args);
     onednn::finish_output(*output, out, wide, stream);
   }
 
@@ -181,7 +181,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
     std::string impl_name;
     switch (op) {
       case Opcode::kConvolution:
-        impl->primitive = dnnl::convolution_forward(fwd);
+        impl->primitive = onednn::TeamPrimitive::of(fwd);
         impl->inputs.emplace_back(DNNL_ARG_SRC, an, x_md, fwd.src_desc(), eng, false);
         impl->inputs.emplace_back(DNNL_ARG_WEIGHTS, bn, w_md, fwd.weights_desc(), eng, false);
         if (epilogue.has_bias) {
@@ -195,7 +195,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
         dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(direct, x_md, w_any, y_md, strides, dilates, pad_l, pad_r), eng,
             fwd);
-        impl->primitive = dnnl::convolution_backward_data(pd);
+        impl->primitive = onednn::TeamPrimitive::of(pd, fwd);
         impl->inputs.emplace_back(DNNL_ARG_DIFF_DST, an, y_md, pd.diff_dst_desc(), eng, false);
         impl->inputs.emplace_back(DNNL_ARG_WEIGHTS, bn, w_md, pd.weights_desc(), eng, false);
         impl->output.emplace(DNNL_ARG_DIFF_SRC, rn, x_md, pd.diff_src_desc(), eng, true);
@@ -206,7 +206,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
         dnnl::convolution_backward_weights::primitive_desc pd(
             dnnl::convolution_backward_weights::desc(direct, x_md, w_any, y_md, strides, dilates, pad_l, pad_r),
             eng, fwd);
-        impl->primitive = dnnl::convolution_backward_weights(pd);
+        impl->primitive = onednn::TeamPrimitive::of(pd, fwd);
         impl->inputs.emplace_back(DNNL_ARG_SRC, an, x_md, pd.src_desc(), eng, false);
         impl->inputs.emplace_back(DNNL_ARG_DIFF_DST, bn, y_md, pd.diff_dst_desc(), eng, false);
         impl->output.emplace(DNNL_ARG_DIFF_WEIGHTS, rn, w_md, pd.diff_weights_desc(), eng, true);

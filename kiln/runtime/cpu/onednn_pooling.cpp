@@ -132,7 +132,7 @@ class PoolingImpl {
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   // oneDNN paths: the forward (operand x) or the mean gradient (operand dy, at index 1).
-  dnnl::primitive primitive;
+  onednn::TeamPrimitive primitive;
   std::optional<onednn::BoundArg> input, output;
   // The max gradient loop.
   bool max_grad = false;
@@ -184,7 +184,7 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l,
                                       pad_r),
           eng);
-      impl->primitive = dnnl::pooling_forward(pd);
+      impl->primitive = onednn::TeamPrimitive::of(pd);
       impl->input.emplace(DNNL_ARG_SRC, x, x_md, pd.src_desc(), eng, false);
       impl->output.emplace(DNNL_ARG_DST, inst.shape(), y_md, pd.dst_desc(), eng, true);
       impl->isa = pd.impl_info_str();
@@ -196,7 +196,7 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
           eng);
       dnnl::pooling_backward::primitive_desc pd(
           dnnl::pooling_backward::desc(alg, x_md, y_md, strides, kernel, pad_l, pad_r), eng, hint);
-      impl->primitive = dnnl::pooling_backward(pd);
+      impl->primitive = onednn::TeamPrimitive::of(pd, hint);
       impl->input.emplace(DNNL_ARG_DIFF_DST, y, y_md, pd.diff_dst_desc(), eng, false);
       impl->output.emplace(DNNL_ARG_DIFF_SRC, inst.shape(), x_md, pd.diff_src_desc(), eng, true);
       impl->isa = pd.impl_info_str();
@@ -250,7 +250,7 @@ void PoolingKernel::run(const void* const* in, void* out) const {
   // The forward reads x (operand 0); the mean gradient reads only dy (operand 1).
   onednn::bind_input(*p.input, p.input->arg == DNNL_ARG_SRC ? in[0] : in[1], p.stream, &keep, args);
   onednn::bind_output(*p.output, out, &wide, args);
-  p.primitive.execute(p.stream, args);
+  p.primitive.for_team().execute(p.stream, args);
   onednn::finish_output(*p.output, out, wide, p.stream);
 }
 

@@ -5,8 +5,11 @@
 #pragma once
 
 #include <dnnl.hpp>
+#include <omp.h>
 
 #include <cstring>
+#include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -14,8 +17,87 @@
 
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/core/host_tensor.h"
+#include "kiln/core/logging.h"
+#include "kiln/core/str_cat.h"
 
 namespace kiln::cpu::onednn {
+
+/// A primitive for the OpenMP team size of each run. oneDNN's convolutions and reorders split
+/// their work for the thread count at creation (omp_get_max_threads() then) and open a team of
+/// that size whatever omp_set_num_threads says later, so a step that the thread governor or a
+/// logical device's share runs on fewer threads still ran them on all (issue 19: the
+/// governor's one-thread probe of the convnet ran its convolutions on two, and lost). So each
+/// team size gets its own primitive, created the first time that size runs. One per kernel, and
+/// an executable runs one step at a time: no locking.
+class TeamPrimitive {
+ public:
+  using Make = std::function<dnnl::primitive()>;
+  TeamPrimitive() = default;
+  /// `current`: the primitive for the current team size; `make` creates one for another.
+  TeamPrimitive(dnnl::primitive current, Make make) : make_(std::move(make)) {
+    by_threads_.emplace(omp_get_max_threads(), std::move(current));
+  }
+
+  /// The primitive of `pd` (created for the current team size); for another size, the same
+  /// operation created again, except where oneDNN would pick another implementation or other
+  /// layouts for it (the memories bound around it are the creation-time ones): then `pd`'s.
+  /// `hint` is the forward primitive a backward one was created against.
+  static TeamPrimitive of(const dnnl::primitive_desc_base& pd, const dnnl::primitive_desc_base& hint = {}) {
+    const dnnl::primitive own(pd.get());
+    return TeamPrimitive(own, [pd, hint, own] {
+      const_dnnl_op_desc_t op = nullptr;
+      dnnl::error::wrap_c_api(dnnl_primitive_desc_query(pd.get(), dnnl_query_op_d, 0, &op),
+                              "could not query an operation descriptor");
+      const dnnl::primitive_attr attr = pd.get_primitive_attr();
+      dnnl::primitive_desc again(op, &attr, pd.get_engine(), hint ? hint.get() : nullptr, /*allow_empty=*/true);
+      if (again) {
+        do {
+          if (std::string(again.impl_info_str()) != pd.impl_info_str()) continue;
+          if (same_layouts(again, pd)) return dnnl::primitive(again.get());
+          break;
+        } while (again.next_impl());
+      }
+      log(LogLevel::kDebug, str_cat("cpu: oneDNN has no ", pd.impl_info_str(), " primitive with the same layouts for ",
+                                    omp_get_max_threads(), " threads; the one for another team size runs"));
+      return own;
+    });
+  }
+
+  /// A reorder from `from`'s layout to `to`'s (run with DNNL_ARG_FROM and DNNL_ARG_TO).
+  static TeamPrimitive reorder(const dnnl::memory::desc& from, const dnnl::memory::desc& to, const dnnl::engine& e) {
+    auto make = [from, to, e]() -> dnnl::primitive { return dnnl::reorder(dnnl::reorder::primitive_desc(e, from, e, to)); };
+    return TeamPrimitive(make(), make);
+  }
+
+  /// The primitive for omp_get_max_threads() threads. Should oneDNN fail to create it, the
+  /// one made for another team size runs (on that team): a team size is a speed choice, never
+  /// an error.
+  const dnnl::primitive& for_team() {
+    const int threads = omp_get_max_threads();
+    auto it = by_threads_.find(threads);
+    if (it != by_threads_.end()) return it->second;
+    dnnl::primitive p = by_threads_.begin()->second;
+    try {
+      p = make_();
+    } catch (const dnnl::error& e) {
+      log(LogLevel::kDebug, str_cat("cpu: oneDNN cannot create a primitive for ", threads, " threads: ", e.what()));
+    }
+    return by_threads_.emplace(threads, std::move(p)).first->second;
+  }
+
+ private:
+  static bool same_layouts(const dnnl::primitive_desc_base& a, const dnnl::primitive_desc_base& b) {
+    for (int i = 0; i < 2; ++i)
+      if (a.src_desc(i) != b.src_desc(i) || a.weights_desc(i) != b.weights_desc(i) || a.dst_desc(i) != b.dst_desc(i) ||
+          a.diff_src_desc(i) != b.diff_src_desc(i) || a.diff_weights_desc(i) != b.diff_weights_desc(i) ||
+          a.diff_dst_desc(i) != b.diff_dst_desc(i))
+        return false;
+    return a.workspace_desc() == b.workspace_desc();
+  }
+
+  Make make_;
+  std::map<int, dnnl::primitive> by_threads_;
+};
 
 /// One primitive argument. `user` views Kiln's buffer (handle set per run); `inner` is the
 /// layout the primitive chose, equal to `user` when no reorder is needed.
@@ -24,7 +106,7 @@ struct BoundArg {
   Shape shape;  // the Kiln value
   bool widen = false;  // a 16-bit value the primitive sees as f32 (user_md is f32)
   dnnl::memory user, inner;
-  dnnl::reorder reorder;  // user -> inner for inputs, inner -> user for the output
+  TeamPrimitive reorder;  // user -> inner for inputs, inner -> user for the output
   bool reordered = false;
 
   /// `user_md` is Kiln's layout; `want_md` the primitive's. Reorders are built here, once.
@@ -38,7 +120,7 @@ struct BoundArg {
       return;
     }
     inner = dnnl::memory(want_md, engine);  // oneDNN owns this buffer
-    reorder = is_output ? dnnl::reorder(inner, user) : dnnl::reorder(user, inner);
+    reorder = is_output ? TeamPrimitive::reorder(want_md, user_md, engine) : TeamPrimitive::reorder(user_md, want_md, engine);
   }
 };
 
@@ -83,7 +165,7 @@ inline void* as_f32(const void* p, const Shape& s, HostTensor* keep) {
 inline void bind_input(BoundArg& a, const void* p, dnnl::stream& stream, HostTensor* keep,
                        std::unordered_map<int, dnnl::memory>& args) {
   a.user.set_data_handle(a.widen ? as_f32(p, a.shape, keep) : const_cast<void*>(p));
-  if (a.reordered) a.reorder.execute(stream, a.user, a.inner);
+  if (a.reordered) a.reorder.for_team().execute(stream, {{DNNL_ARG_FROM, a.user}, {DNNL_ARG_TO, a.inner}});
   args.insert({a.arg, a.inner});
 }
 
@@ -96,7 +178,7 @@ inline void bind_output(BoundArg& a, void* out, HostTensor* wide, std::unordered
 
 /// After the primitive ran: reorders the output back and narrows a widened result into `out`.
 inline void finish_output(BoundArg& a, void* out, const HostTensor& wide, dnnl::stream& stream) {
-  if (a.reordered) a.reorder.execute(stream, a.inner, a.user);
+  if (a.reordered) a.reorder.for_team().execute(stream, {{DNNL_ARG_FROM, a.inner}, {DNNL_ARG_TO, a.user}});
   stream.wait();
   if (a.widen) {
     HostTensor narrowed = wide.astype(a.shape.dtype());

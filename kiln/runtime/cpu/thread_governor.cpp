@@ -19,9 +19,12 @@ void ThreadGovernor::record(double seconds) {
     return;
   }
   window_.push_back(seconds);
-  if (static_cast<int>(window_.size()) < kWindow) return;
-  std::nth_element(window_.begin(), window_.begin() + kWindow / 2, window_.end());
-  const double median = window_[kWindow / 2];
+  const int runs = static_cast<int>(window_.size());
+  // The upper median (the order of a window's runs does not matter).
+  std::nth_element(window_.begin(), window_.begin() + runs / 2, window_.end());
+  const double median = window_[static_cast<size_t>(runs / 2)];
+  const bool lost_early = probing_ && runs == kEarlyRuns && median > kClearlyWorse * current_median_;
+  if (runs < kWindow && !lost_early) return;
   window_.clear();
   const int before = threads();
   end_window(median);

@@ -33,6 +33,11 @@ class ThreadGovernor {
   static constexpr double kBetter = 0.95;
   static constexpr double kFewerIsWorth = 1.05;
   static constexpr int kSettleRuns = 2;
+  /// A probe whose first kEarlyRuns runs have a median above kClearlyWorse x the current
+  /// median ends there, lost: a step that scales (the convnet, 2x slower on one thread) pays a
+  /// few slow runs for each probe instead of a window's worth, quiet or busy.
+  static constexpr int kEarlyRuns = 4;
+  static constexpr double kClearlyWorse = 1.5;
 
   /// `max_threads`: the team size when quiet (the process's or the logical device's share).
   ThreadGovernor(int max_threads, bool enabled);

@@ -4,8 +4,18 @@
 #include "kiln/runtime/cpu/onednn_convolution.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <thread>
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
@@ -152,6 +162,94 @@ TEST(OnednnConvolutionTest, TheTimedChoiceIsRecordedAndReused) {
   EXPECT_EQ(decisions.stats().timed, before.timed + (has_native ? 1 : 0));
   EXPECT_EQ(decisions.stats().memory_hits, before.memory_hits + (has_native ? 1 : 0));
   std::printf("bf16 convolution runs: %s\n", again->label().c_str());
+}
+
+// CPU time, in clock ticks, that this process's threads other than the calling one (OpenMP's
+// workers) have used: /proc/self/task/<tid>/stat's utime + stime.
+long other_threads_ticks() {
+  long ticks = 0;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    if (task.path().filename() == std::to_string(gettid())) continue;
+    std::ifstream in(task.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3, the state
+    std::string field;
+    for (int i = 3; i <= 15 && fields >> field; ++i)
+      if (i >= 14) ticks += std::stol(field);
+  }
+  return ticks;
+}
+
+double thread_cpu_seconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// oneDNN sizes a convolution's team when the primitive is created and ignored
+// omp_set_num_threads after: a step the thread governor ran on one thread still ran its
+// convolutions on two (issue 19). A kernel created for two threads and run while one thread is
+// the team size must leave the other OpenMP thread idle, and give the same results.
+TEST(OnednnConvolutionTest, EachRunUsesTheTeamSizeOfThatRun) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy != nullptr && std::string(policy) == "active")
+    GTEST_SKIP() << "OMP_WAIT_POLICY=active: idle OpenMP workers never stop spinning";
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  ir::Module m("m");
+  Builder b(m.entry());
+  const ConvDims conv{.padding_low = {1, 1}, .padding_high = {1, 1}};
+  const Shape xs(DType::kF32, {16, 20, 20, 16}), ws(DType::kF32, {3, 3, 16, 32}), ys(DType::kF32, {16, 20, 20, 32});
+  Instruction* x = b.parameter(xs, "x");
+  Instruction* w = b.parameter(ws, "w");
+  Instruction* dy = b.parameter(ys, "dy");
+  const std::vector<Instruction*> ops = {b.convolution(x, w, conv), b.conv_backward_input(dy, w, xs, conv),
+                                         b.conv_backward_filter(x, dy, ws, conv)};
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::vector<float>> operands;
+  for (const Shape& s : {xs, ws, ys}) {
+    operands.emplace_back(static_cast<size_t>(s.num_elements()));
+    for (float& v : operands.back()) v = u(rng);
+  }
+  const std::vector<std::vector<const void*>> ins = {{operands[0].data(), operands[1].data()},
+                                                     {operands[2].data(), operands[1].data()},
+                                                     {operands[0].data(), operands[2].data()}};
+  std::vector<std::unique_ptr<ConvolutionKernel>> kernels;
+  for (Instruction* op : ops) {
+    kernels.push_back(ConvolutionKernel::create(*op));
+    ASSERT_NE(kernels.back(), nullptr) << ir::opcode_name(op->opcode());
+  }
+  auto run_all = [&](std::vector<std::vector<float>>& outs) {
+    outs.resize(ops.size());
+    for (size_t k = 0; k < ops.size(); ++k) {
+      outs[k].resize(static_cast<size_t>(ops[k]->shape().num_elements()));
+      kernels[k]->run(ins[k].data(), outs[k].data());
+    }
+  };
+  // The workers' CPU time while this thread spends `seconds` of its own running the kernels;
+  // first the workers go idle: libgomp spins a bounded while (GOMP_SPINCOUNT), then sleeps.
+  auto worker_ticks_while_running = [&](double seconds) {
+    std::vector<std::vector<float>> outs;
+    run_all(outs);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const long before = other_threads_ticks();
+    for (const double until = thread_cpu_seconds() + seconds; thread_cpu_seconds() < until;) run_all(outs);
+    return other_threads_ticks() - before;
+  };
+
+  std::vector<std::vector<float>> two, one;
+  run_all(two);
+  // The measure sees a worker's work: on two threads it does about half of it.
+  EXPECT_GT(worker_ticks_while_running(0.3), 5);
+  omp_set_num_threads(1);
+  run_all(one);
+  EXPECT_LE(worker_ticks_while_running(0.3), 1);
+  omp_set_num_threads(saved);
+  for (size_t k = 0; k < ops.size(); ++k)
+    for (size_t i = 0; i < one[k].size(); ++i)
+      ASSERT_NEAR(one[k][i], two[k][i], 1e-4 * (1 + std::abs(two[k][i]))) << ir::opcode_name(ops[k]->opcode()) << " " << i;
 }
 
 TEST(OnednnConvolutionTest, CreateRejectsOtherOps) {
