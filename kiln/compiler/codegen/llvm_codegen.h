@@ -59,11 +59,23 @@ struct LoopUnit {
   bool read = false;
 };
 
+enum class ReductionOp { kSum, kMax, kMin };
+
+/// A GPU reduction kernel named `name`: `void(ptr src, ptr dst, i64 outer, i64 r, i64 inner)`,
+/// src viewed as [outer, r, inner] (row-major) and dst as [outer, inner]: thread t < outer *
+/// inner folds its r elements in order. NVPTX only.
+struct ReductionUnit {
+  std::string name;
+  ReductionOp op = ReductionOp::kSum;
+  DType input = DType::kF32, output = DType::kF32;
+};
+
 /// Compiles the units into one object (CPU) or one PTX module, so LLVM's fixed costs are paid
 /// once per program, not per kernel. `with_text` also returns the IR and assembly
 /// (KILN_DUMP_IR). Throws CompileError when LLVM cannot compile for the target. For NVPTX,
 /// `libdevice` is the path of CUDA's libdevice bitcode, linked in for the math functions.
+/// `reductions` (NVPTX only) join the same module.
 GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
-                                 const std::string& libdevice = "");
+                                 const std::string& libdevice = "", const std::vector<ReductionUnit>& reductions = {});
 
 }  // namespace kiln::codegen

@@ -9,6 +9,7 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <limits>
 #include <vector>
 
 #include "kiln/core/check.h"
@@ -166,6 +167,8 @@ class StageEmitter {
 
   // Converts register values to `dt` and stores them at element `index` of `out`.
   void store(Value* out, DType dt, Value* index, Value* v, int w) { store_as(out, dt, index, v, w); }
+  // Load k's element `index` of `src`, in the register type (a scalar).
+  Value* load_element(Value* src, size_t k, Value* index) { return load_scalar(src, k, index); }
   // Stores register values unconverted (the read function).
   void store_register(Value* out, Value* index, Value* v) {
     b_.CreateAlignedStore(v, b_.CreateGEP(reg_, out, index), llvm::Align(reg_->getScalarSizeInBits() / 8));
@@ -472,6 +475,9 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   b.CreateRetVoid();
 }
 
+Value* thread_index(IRBuilder<>& b);
+void mark_kernel(llvm::Function* f, llvm::Module& m);
+
 // One NVPTX kernel per stage: thread i < n computes element i. Loads are kernel parameters.
 void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string& name, llvm::Module& m) {
   llvm::LLVMContext& c = m.getContext();
@@ -486,12 +492,7 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   std::vector<Value*> srcs;
   for (size_t k = 0; k < st.loads.size(); ++k) srcs.push_back(f->getArg(static_cast<unsigned>(k)));
   Value* n = f->getArg(static_cast<unsigned>(st.loads.size() + st.results.size()));
-  auto sreg = [&](llvm::Intrinsic::ID id) {
-    return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64);
-  };
-  Value* i = b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-                         sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  Value* i = thread_index(b);
   auto* work = llvm::BasicBlock::Create(c, "work", f);
   auto* exit = llvm::BasicBlock::Create(c, "exit", f);
   b.CreateCondBr(b.CreateICmpSLT(i, n), work, exit);
@@ -506,13 +507,80 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   b.CreateBr(exit);
   b.SetInsertPoint(exit);
   b.CreateRetVoid();
-  // Mark it a kernel (nvvm.annotations).
+  mark_kernel(f, m);
+}
+
+// The element index a GPU thread computes: ctaid.x * ntid.x + tid.x.
+Value* thread_index(IRBuilder<>& b) {
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty()); };
+  return b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+}
+
+void mark_kernel(llvm::Function* f, llvm::Module& m) {  // nvvm.annotations
+  llvm::LLVMContext& c = m.getContext();
   llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, "kernel"),
                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(Type::getInt32Ty(c), 1))};
   m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(c, md));
 }
 
 }  // namespace
+
+// One thread per result element, folding its r inputs in order (the reference evaluator's
+// order) in the register type a loop over these dtypes would use; loads and the store convert
+// as a loop stage does (a one-load stage stands for the input).
+void emit_nvptx_reduction(const ReductionUnit& unit, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  LoopIr ir;
+  ir.use_double = needs_double_registers(unit.input) || needs_double_registers(unit.output);
+  LoopStage st;
+  st.shape = Shape(unit.output, {1});
+  st.loads.push_back({LoopLoad::kParameter, 0, unit.input, {1}, true});
+  Type* ptr = llvm::PointerType::get(c, 1);
+  Type* i64 = Type::getInt64Ty(c);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), {ptr, ptr, i64, i64, i64}, false),
+                                   llvm::Function::ExternalLinkage, unit.name, m);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  StageEmitter e(b, ir, st, KernelTarget::kNvptx);
+  Value *src = f->getArg(0), *dst = f->getArg(1), *outer = f->getArg(2), *r = f->getArg(3), *inner = f->getArg(4);
+  Value* t = thread_index(b);
+  auto* work = llvm::BasicBlock::Create(c, "work", f);
+  auto* loop = llvm::BasicBlock::Create(c, "loop", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateCondBr(b.CreateICmpSLT(t, b.CreateMul(outer, inner)), work, exit);
+  b.SetInsertPoint(work);
+  Value* base = b.CreateAdd(b.CreateMul(b.CreateMul(b.CreateUDiv(t, inner), r), inner), b.CreateURem(t, inner));
+  const double inf = std::numeric_limits<double>::infinity();
+  Value* init = e.fconst(unit.op == ReductionOp::kSum ? 0.0 : unit.op == ReductionOp::kMax ? -inf : inf, 1);
+  b.CreateCondBr(b.CreateICmpSGT(r, e.iconst(0)), loop, done);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* j = b.CreatePHI(i64, 2);
+  llvm::PHINode* acc = b.CreatePHI(e.reg_type(), 2);
+  j->addIncoming(e.iconst(0), work);
+  acc->addIncoming(init, work);
+  Value* x = e.load_element(src, 0, b.CreateAdd(base, b.CreateMul(j, inner)));
+  Value* next = nullptr;
+  if (unit.op == ReductionOp::kSum) {
+    next = b.CreateFAdd(acc, x);
+  } else {  // NaN wins, as in the reference (nan_max, nan_min)
+    Value* better = unit.op == ReductionOp::kMax ? b.CreateFCmpOGT(x, acc) : b.CreateFCmpOLT(x, acc);
+    next = b.CreateSelect(b.CreateOr(better, b.CreateFCmpUNO(x, x)), x, acc);
+  }
+  Value* j1 = b.CreateAdd(j, e.iconst(1));
+  j->addIncoming(j1, loop);
+  acc->addIncoming(next, loop);
+  b.CreateCondBr(b.CreateICmpSLT(j1, r), loop, done);
+  b.SetInsertPoint(done);
+  llvm::PHINode* result = b.CreatePHI(e.reg_type(), 2);
+  result->addIncoming(init, work);
+  result->addIncoming(next, loop);
+  e.store(dst, unit.output, t, result, 1);
+  b.CreateBr(exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  mark_kernel(f, m);
+}
 
 std::string stage_symbol(const std::string& prefix, size_t stage) { return str_cat(prefix, "_s", stage); }
 std::string read_symbol(const std::string& prefix) { return str_cat(prefix, "_read"); }
