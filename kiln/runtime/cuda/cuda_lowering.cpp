@@ -31,6 +31,12 @@ struct KernelRef {
   CUfunction function = nullptr;
 };
 
+// `threads` threads of `kernel` in blocks of kBlock, on `stream`.
+void launch(const KernelRef& kernel, int64_t threads, void** params, CUstream stream) {
+  const unsigned grid = static_cast<unsigned>((threads + kBlock - 1) / kBlock);
+  check(driver().cuLaunchKernel(kernel.function, grid, 1, 1, kBlock, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel");
+}
+
 class Lowerer {
  public:
   /// `device` null: a dry run (no GPU touched) that only decides the steps and generates the
@@ -195,9 +201,7 @@ class Lowerer {
                      CUdeviceptr src = in[0], dst = out[0];
                      int64_t o = outer, rr = r, i = inner;
                      void* params[] = {&src, &dst, &o, &rr, &i};
-                     const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-                     check(driver().cuLaunchKernel(kernel->function, grid, 1, 1, kBlock, 1, 1, 0, stream, params, nullptr),
-                           "cuLaunchKernel");
+                     launch(*kernel, n, params, stream);
                    }});
     return true;
   }
@@ -241,9 +245,7 @@ class Lowerer {
         int64_t count = n;
         for (size_t k = 0; k <= loads; ++k) params[k] = &args[k];
         params[loads + 1] = &count;
-        const unsigned grid = static_cast<unsigned>((n + kBlock - 1) / kBlock);
-        check(driver().cuLaunchKernel(kernel->function, grid, 1, 1, kBlock, 1, 1, 0, stream, params, nullptr),
-              "cuLaunchKernel");
+        launch(*kernel, n, params, stream);
       };
       exe_.add_step(std::move(step));
     }
