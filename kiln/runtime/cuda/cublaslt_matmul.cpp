@@ -33,7 +33,8 @@ void* open_cublaslt(std::string& why) {
 }
 
 const CublasLt& cublaslt() {
-  static const auto loaded = [] {
+  // Leaked on purpose, as the driver: plans destroyed at exit still reach cuBLASLt.
+  static const auto* const loaded = new std::pair<CublasLt, std::string>([] {
     std::pair<CublasLt, std::string> l;
     void* lib = open_cublaslt(l.second);
     if (lib == nullptr) {
@@ -52,9 +53,9 @@ const CublasLt& cublaslt() {
     if (cublasStatus_t s = l.first.cublasLtCreate(&l.first.handle); s != CUBLAS_STATUS_SUCCESS)
       l.second = str_cat("[cuda] cublasLtCreate failed: ", l.first.cublasLtGetStatusString(s), ".");
     return l;
-  }();
-  if (!loaded.second.empty()) throw ConfigError(loaded.second);
-  return loaded.first;
+  }());
+  if (!loaded->second.empty()) throw ConfigError(loaded->second);
+  return loaded->first;
 }
 
 void check_lt(cublasStatus_t s, const char* what) {

@@ -47,9 +47,10 @@ Loaded load() {
 }  // namespace
 
 const Driver& driver() {
-  static const Loaded loaded = load();
-  if (!loaded.error.empty()) throw ConfigError(loaded.error);
-  return loaded.driver;
+  // Leaked on purpose: buffers freed by static destructors at exit still reach the driver.
+  static const Loaded* const loaded = new Loaded(load());
+  if (!loaded->error.empty()) throw ConfigError(loaded->error);
+  return loaded->driver;
 }
 
 std::string error_text(CUresult result) {
