@@ -9,6 +9,8 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <algorithm>
+#include <iterator>
 #include <limits>
 #include <vector>
 
@@ -529,7 +531,7 @@ void mark_kernel(llvm::Function* f, llvm::Module& m) {  // nvvm.annotations
 // One thread per result element, folding its r inputs in order (the reference evaluator's
 // order) in the register type a loop over these dtypes would use; loads and the store convert
 // as a loop stage does (a one-load stage stands for the input).
-void emit_nvptx_reduction(const ReductionUnit& unit, llvm::Module& m) {
+void emit_nvptx_reduction(const GpuKernelUnit& unit, llvm::Module& m) {
   llvm::LLVMContext& c = m.getContext();
   LoopIr ir;
   ir.use_double = needs_double_registers(unit.input) || needs_double_registers(unit.output);
@@ -552,7 +554,7 @@ void emit_nvptx_reduction(const ReductionUnit& unit, llvm::Module& m) {
   b.SetInsertPoint(work);
   Value* base = b.CreateAdd(b.CreateMul(b.CreateMul(b.CreateUDiv(t, inner), r), inner), b.CreateURem(t, inner));
   const double inf = std::numeric_limits<double>::infinity();
-  Value* init = e.fconst(unit.op == ReductionOp::kSum ? 0.0 : unit.op == ReductionOp::kMax ? -inf : inf, 1);
+  Value* init = e.fconst(unit.op == GpuKernelOp::kSum ? 0.0 : unit.op == GpuKernelOp::kMax ? -inf : inf, 1);
   b.CreateCondBr(b.CreateICmpSGT(r, e.iconst(0)), loop, done);
   b.SetInsertPoint(loop);
   llvm::PHINode* j = b.CreatePHI(i64, 2);
@@ -561,10 +563,10 @@ void emit_nvptx_reduction(const ReductionUnit& unit, llvm::Module& m) {
   acc->addIncoming(init, work);
   Value* x = e.load_element(src, 0, b.CreateAdd(base, b.CreateMul(j, inner)));
   Value* next = nullptr;
-  if (unit.op == ReductionOp::kSum) {
+  if (unit.op == GpuKernelOp::kSum) {
     next = b.CreateFAdd(acc, x);
   } else {  // NaN wins, as in the reference (nan_max, nan_min)
-    Value* better = unit.op == ReductionOp::kMax ? b.CreateFCmpOGT(x, acc) : b.CreateFCmpOLT(x, acc);
+    Value* better = unit.op == GpuKernelOp::kMax ? b.CreateFCmpOGT(x, acc) : b.CreateFCmpOLT(x, acc);
     next = b.CreateSelect(b.CreateOr(better, b.CreateFCmpUNO(x, x)), x, acc);
   }
   Value* j1 = b.CreateAdd(j, e.iconst(1));
@@ -576,6 +578,45 @@ void emit_nvptx_reduction(const ReductionUnit& unit, llvm::Module& m) {
   result->addIncoming(init, work);
   result->addIncoming(next, loop);
   e.store(dst, unit.output, t, result, 1);
+  b.CreateBr(exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  mark_kernel(f, m);
+}
+
+// Thread i < n: Philox-4x32-10 of counter {lo(i), hi(i), 0, 0} and key {lo(key), hi(key)},
+// word 0 (kiln/core/rng.h's philox_element_bits, which the CPU and the reference call).
+void emit_nvptx_rng_bits(const std::string& name, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  Type* ptr = llvm::PointerType::get(c, 1);
+  Type* i32 = Type::getInt32Ty(c);
+  Type* i64 = Type::getInt64Ty(c);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), {ptr, ptr, i64}, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  Value* i = thread_index(b);
+  auto* work = llvm::BasicBlock::Create(c, "work", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateCondBr(b.CreateICmpSLT(i, f->getArg(2)), work, exit);
+  b.SetInsertPoint(work);
+  Value* key = b.CreateAlignedLoad(i64, f->getArg(0), llvm::Align(8));
+  auto lo = [&](Value* v) { return b.CreateTrunc(v, i32); };
+  auto hi = [&](Value* v) { return b.CreateTrunc(b.CreateLShr(v, 32), i32); };
+  auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  Value* ctr[4] = {lo(i), hi(i), k32(0), k32(0)};
+  Value* k[2] = {lo(key), hi(key)};
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k[0] = b.CreateAdd(k[0], k32(0x9E3779B9u));
+      k[1] = b.CreateAdd(k[1], k32(0xBB67AE85u));
+    }
+    Value* p0 = b.CreateMul(llvm::ConstantInt::get(i64, 0xD2511F53u), b.CreateZExt(ctr[0], i64));
+    Value* p1 = b.CreateMul(llvm::ConstantInt::get(i64, 0xCD9E8D57u), b.CreateZExt(ctr[2], i64));
+    Value* next[4] = {b.CreateXor(b.CreateXor(hi(p1), ctr[1]), k[0]), lo(p1),
+                      b.CreateXor(b.CreateXor(hi(p0), ctr[3]), k[1]), lo(p0)};
+    std::copy(std::begin(next), std::end(next), std::begin(ctr));
+  }
+  b.CreateAlignedStore(ctr[0], b.CreateGEP(i32, f->getArg(1), i), llvm::Align(4));
   b.CreateBr(exit);
   b.SetInsertPoint(exit);
   b.CreateRetVoid();

@@ -117,6 +117,8 @@ class Lowerer {
       }
       case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
         return add_reduction(inst, inst);
+      case Opcode::kRngBits:
+        return add_rng_bits(inst);
       default:
         return add_loop(inst, *wrap(inst)->outputs()[0]);  // elementwise, broadcast, slice, ...
     }
@@ -188,9 +190,9 @@ class Lowerer {
       if (!add_loop(operand_values(inst), input, source, str_cat("k", inst.id(), "_in"))) return false;
     }
     const std::string name = str_cat("r", inst.id());
-    reductions_.push_back({name, op == Opcode::kReduceSum ? codegen::ReductionOp::kSum
-                                 : op == Opcode::kReduceMax ? codegen::ReductionOp::kMax
-                                                            : codegen::ReductionOp::kMin,
+    gpu_kernels_.push_back({name, op == Opcode::kReduceSum ? codegen::GpuKernelOp::kSum
+                                  : op == Opcode::kReduceMax ? codegen::GpuKernelOp::kMax
+                                                             : codegen::GpuKernelOp::kMin,
                            input.dtype(), inst.dtype()});
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
     exe_.add_step({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},
@@ -201,6 +203,25 @@ class Lowerer {
                      CUdeviceptr src = in[0], dst = out[0];
                      int64_t o = outer, rr = r, i = inner;
                      void* params[] = {&src, &dst, &o, &rr, &i};
+                     launch(*kernel, n, params, stream);
+                   }});
+    return true;
+  }
+
+  // The CPU's Philox stream (kiln/core/rng.h): element i of the result is the same 32 bits on
+  // every backend, so dropout masks match.
+  bool add_rng_bits(const Instruction& inst) {
+    if (size_of(inst.dtype()) != 4) return false;
+    const std::string name = str_cat("rng", inst.id());
+    gpu_kernels_.push_back({name, codegen::GpuKernelOp::kRngBits, inst.operand(0)->dtype(), inst.dtype()});
+    auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
+    const int64_t n = inst.shape().num_elements();
+    exe_.add_step({str_cat("rng_bits kernel ", name, " (", n, " elements)"), operand_values(inst), {value_.at(&inst)},
+                   [kernel, n](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     if (n == 0) return;
+                     CUdeviceptr key = in[0], dst = out[0];
+                     int64_t count = n;
+                     void* params[] = {&key, &dst, &count};
                      launch(*kernel, n, params, stream);
                    }});
     return true;
@@ -255,16 +276,16 @@ class Lowerer {
   // Generates (or reads from the kernel cache) one PTX module for every loop of the program
   // and finds each kernel in it.
   void load_kernels() {
-    if (units_.empty() && reductions_.empty()) return;
+    if (units_.empty() && gpu_kernels_.empty()) return;
     const codegen::CodegenTarget target = codegen::CodegenTarget::nvptx(compute_capability_);
     std::string key;
     for (const codegen::LoopUnit& u : units_) key += str_cat(u.prefix, "\n", u.ir->key(), "\n");
-    for (const codegen::ReductionUnit& u : reductions_)
+    for (const codegen::GpuKernelUnit& u : gpu_kernels_)
       key += str_cat(u.name, " ", static_cast<int>(u.op), " ", name(u.input), " ", name(u.output), "\n");
     codegen::KernelCache cache(options_.debug.kernel_cache_dir, target.cache_tag());
     std::optional<std::string> ptx = cache.enabled() ? cache.load(key) : std::nullopt;
     if (!ptx) {
-      ptx = codegen::generate_loop_code(units_, target, false, KILN_CUDA_LIBDEVICE, reductions_).binary;
+      ptx = codegen::generate_loop_code(units_, target, false, KILN_CUDA_LIBDEVICE, gpu_kernels_).binary;
       if (cache.enabled()) cache.store(key, *ptx);
     }
     ptx_ = *ptx;
@@ -285,7 +306,7 @@ class Lowerer {
   std::unordered_map<const Instruction*, int> value_;
   std::deque<codegen::LoopIr> irs_;  // stable addresses for units_
   std::vector<codegen::LoopUnit> units_;
-  std::vector<codegen::ReductionUnit> reductions_;
+  std::vector<codegen::GpuKernelUnit> gpu_kernels_;
   std::vector<std::shared_ptr<KernelRef>> kernels_;
   std::string ptx_;
 };

@@ -135,6 +135,24 @@ TEST(CudaBackendTest, ReductionsMatchTheReference) {
   EXPECT_NE(steps.find("reduce_sum kernel"), std::string::npos) << steps;
 }
 
+// Dropout masks match the CPU's only if the bits do: Philox, element by element.
+TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto make = [] {
+    auto m = std::make_unique<ir::Module>("rng");
+    Builder b(m->entry());
+    m->entry()->set_outputs({b.rng_bits(b.parameter(Shape(DType::kI64, {}), "key"), {77, 131})});
+    return m;
+  };
+  for (int64_t key : {int64_t{0}, int64_t{12345}, int64_t{-3} << 40}) {
+    std::vector<HostTensor> args = {HostTensor::scalar<int64_t>(key)};
+    const HostTensor expected = ir::evaluate(*make(), args)[0];
+    const HostTensor actual = backend->compile(make(), {})->run(args)[0];
+    ASSERT_EQ(actual.byte_size(), expected.byte_size());
+    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), static_cast<size_t>(actual.byte_size())), 0) << key;
+  }
+}
+
 TEST(CudaBackendTest, OpsWithoutAGpuKernelAreACompileErrorNamingThem) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
   auto m = std::make_unique<ir::Module>("needs_a_convolution");
