@@ -3,9 +3,11 @@
 # machine (an H200, through the session's `device` tool), in a few minutes.
 #
 # The device image has CUDA, PyTorch and CMake but not Kiln's Debian dependencies (oneDNN,
-# HDF5, LLVM 15), so the GPU code is made here first and carried:
-#   bash scripts/pack_device_check.sh    # here: device_cases/ and device_bin.tar.xz
-#   device run: bash scripts/device_check.sh device_cases   (carry: device_cases, device_bin.tar.xz)
+# HDF5, LLVM 15), so Kiln's binaries are built here and carried with their libraries:
+#   bash scripts/pack_device_check.sh    # here: device_bin.tar.xz
+#   device run: bash scripts/device_check.sh device_cases   (carry: device_bin.tar.xz)
+# The PTX cases are made on the device by the carried make_ptx_cases when device_cases/ is not
+# there (carrying them, 15 MiB of random inputs, would not fit beside the libraries).
 # What it runs:
 #   1. the machine: GPU, driver, CUDA, PyTorch;
 #   2. run_ptx_cases (CUDA driver API only, built here with the toolkit's g++/nvcc): the code
@@ -28,9 +30,20 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
 command -v nvcc >/dev/null && nvcc --version | tail -n 2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' || true
 
+# Kiln's binaries and the libraries they need (pack_device_check.sh).
+bin=""
+if [ -f device_bin.tar.xz ]; then
+  bin=$(mktemp -d)
+  tar -C "$bin" -xJf device_bin.tar.xz
+fi
+run_carried() { LD_LIBRARY_PATH="$bin/device_bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+
 echo "== generated PTX against the CPU interpreter"
+if [ ! -f "$cases/case_0/meta.txt" ] && [ -n "$bin" ]; then
+  run_carried "$bin/device_bin/make_ptx_cases" "$cases" 60 || status=1
+fi
 if [ ! -f "$cases/case_0/meta.txt" ]; then
-  echo "device_check: no cases in $cases (make them here with build/tests/runtime/make_ptx_cases $cases)" >&2
+  echo "device_check: no cases in $cases (make them with build/tests/runtime/make_ptx_cases $cases, or carry device_bin.tar.xz)" >&2
   exit 2
 fi
 cxx=$(command -v g++ || command -v c++ || true)
@@ -43,15 +56,12 @@ fi || { echo "device_check: cannot build run_ptx_cases" >&2; exit 2; }
 "$out/run_ptx_cases" "$cases" | tee "$out/ptx_cases.jsonl" || status=1
 
 echo "== the CUDA backend's tests (label cuda)"
-if [ -f device_bin.tar.xz ]; then
-  bin=$(mktemp -d)
-  tar -C "$bin" -xJf device_bin.tar.xz
+if [ -n "$bin" ]; then
   # gtest's own JSON per binary, and one summary line over them; a failed, skipped or
   # unstartable test fails the check.
   for t in "$bin"/device_bin/kiln_*_tests; do
     name=$(basename "$t")
-    LD_LIBRARY_PATH="$bin/device_bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" timeout 300 \
-      "$t" --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1 || status=1
+    run_carried timeout 300 "$t" --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1 || status=1
     tail -n 20 "$out/$name.log"
   done
   python3 - "$out"/kiln_*_tests.json <<'EOF' || status=1
