@@ -59,12 +59,12 @@ struct LoopUnit {
   bool read = false;
 };
 
-enum class GpuKernelOp { kSum, kMax, kMin, kRngBits };
+enum class GpuKernelOp { kSum, kMax, kMin, kArgmax, kRngBits };
 
 /// A GPU kernel besides the fused loops, named `name` (NVPTX only):
-/// - kSum, kMax, kMin: `void(ptr src, ptr dst, i64 outer, i64 r, i64 inner)`, src (`input`)
-///   viewed as [outer, r, inner] (row-major) and dst (`output`) as [outer, inner]: thread
-///   t < outer * inner folds its r elements in order;
+/// - kSum, kMax, kMin, kArgmax: `void(ptr src, ptr dst, i64 outer, i64 r, i64 inner)`, src
+///   (`input`) viewed as [outer, r, inner] (row-major) and dst (`output`; i32 for kArgmax) as
+///   [outer, inner]: thread t < outer * inner folds its r elements in order;
 /// - kRngBits: `void(ptr key, ptr dst, i64 n)`, key an i64 scalar: dst[i] =
 ///   philox_element_bits(*key, i) as i32 (kiln/core/rng.h), the CPU's and the reference's bits.
 struct GpuKernelUnit {

@@ -554,17 +554,24 @@ void emit_nvptx_reduction(const GpuKernelUnit& unit, llvm::Module& m) {
   b.SetInsertPoint(work);
   Value* base = b.CreateAdd(b.CreateMul(b.CreateMul(b.CreateUDiv(t, inner), r), inner), b.CreateURem(t, inner));
   const double inf = std::numeric_limits<double>::infinity();
-  Value* init = e.fconst(unit.op == GpuKernelOp::kSum ? 0.0 : unit.op == GpuKernelOp::kMax ? -inf : inf, 1);
+  const bool argmax = unit.op == GpuKernelOp::kArgmax;
+  Value* init = e.fconst(unit.op == GpuKernelOp::kSum ? 0.0 : unit.op == GpuKernelOp::kMin ? inf : -inf, 1);
   b.CreateCondBr(b.CreateICmpSGT(r, e.iconst(0)), loop, done);
   b.SetInsertPoint(loop);
   llvm::PHINode* j = b.CreatePHI(i64, 2);
   llvm::PHINode* acc = b.CreatePHI(e.reg_type(), 2);
+  llvm::PHINode* at = argmax ? b.CreatePHI(i64, 2) : nullptr;  // where acc was found
   j->addIncoming(e.iconst(0), work);
   acc->addIncoming(init, work);
+  if (argmax) at->addIncoming(e.iconst(0), work);
   Value* x = e.load_element(src, 0, b.CreateAdd(base, b.CreateMul(j, inner)));
-  Value* next = nullptr;
+  Value *next = nullptr, *next_at = nullptr;
   if (unit.op == GpuKernelOp::kSum) {
     next = b.CreateFAdd(acc, x);
+  } else if (argmax) {  // the first maximum; the first NaN beats everything (eval_argmax)
+    Value* better = b.CreateOr(b.CreateFCmpOGT(x, acc), b.CreateAnd(b.CreateFCmpUNO(x, x), b.CreateFCmpORD(acc, acc)));
+    next = b.CreateSelect(better, x, acc);
+    next_at = b.CreateSelect(better, j, at);
   } else {  // NaN wins, as in the reference (nan_max, nan_min)
     Value* better = unit.op == GpuKernelOp::kMax ? b.CreateFCmpOGT(x, acc) : b.CreateFCmpOLT(x, acc);
     next = b.CreateSelect(b.CreateOr(better, b.CreateFCmpUNO(x, x)), x, acc);
@@ -572,12 +579,21 @@ void emit_nvptx_reduction(const GpuKernelUnit& unit, llvm::Module& m) {
   Value* j1 = b.CreateAdd(j, e.iconst(1));
   j->addIncoming(j1, loop);
   acc->addIncoming(next, loop);
+  if (argmax) at->addIncoming(next_at, loop);
   b.CreateCondBr(b.CreateICmpSLT(j1, r), loop, done);
   b.SetInsertPoint(done);
-  llvm::PHINode* result = b.CreatePHI(e.reg_type(), 2);
-  result->addIncoming(init, work);
-  result->addIncoming(next, loop);
-  e.store(dst, unit.output, t, result, 1);
+  if (argmax) {  // an i32 index (an empty axis gives 0)
+    llvm::PHINode* index = b.CreatePHI(i64, 2);
+    index->addIncoming(e.iconst(0), work);
+    index->addIncoming(next_at, loop);
+    Type* i32 = Type::getInt32Ty(c);
+    b.CreateAlignedStore(b.CreateTrunc(index, i32), b.CreateGEP(i32, dst, t), llvm::Align(4));
+  } else {
+    llvm::PHINode* result = b.CreatePHI(e.reg_type(), 2);
+    result->addIncoming(init, work);
+    result->addIncoming(next, loop);
+    e.store(dst, unit.output, t, result, 1);
+  }
   b.CreateBr(exit);
   b.SetInsertPoint(exit);
   b.CreateRetVoid();

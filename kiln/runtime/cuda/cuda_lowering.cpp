@@ -115,7 +115,7 @@ class Lowerer {
         }
         return body.outputs().size() == 1 && add_reduction(inst, *body.outputs()[0]);
       }
-      case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin:
+      case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin: case Opcode::kArgmax:
         return add_reduction(inst, inst);
       case Opcode::kRngBits:
         return add_rng_bits(inst);
@@ -168,7 +168,8 @@ class Lowerer {
   // over the axes, which must be consecutive (the input viewed as [outer, r, inner]).
   bool add_reduction(const Instruction& inst, const Instruction& reduce) {
     const Opcode op = reduce.opcode();
-    if (op != Opcode::kReduceSum && op != Opcode::kReduceMax && op != Opcode::kReduceMin) return false;
+    if (op != Opcode::kReduceSum && op != Opcode::kReduceMax && op != Opcode::kReduceMin && op != Opcode::kArgmax)
+      return false;
     const Instruction& input = *reduce.operand(0);
     const Dims& dims = input.shape().dims();
     Dims axes = reduce.attrs().dims;
@@ -192,7 +193,8 @@ class Lowerer {
     const std::string name = str_cat("r", inst.id());
     gpu_kernels_.push_back({name, op == Opcode::kReduceSum ? codegen::GpuKernelOp::kSum
                                   : op == Opcode::kReduceMax ? codegen::GpuKernelOp::kMax
-                                                             : codegen::GpuKernelOp::kMin,
+                                  : op == Opcode::kReduceMin ? codegen::GpuKernelOp::kMin
+                                                             : codegen::GpuKernelOp::kArgmax,
                            input.dtype(), inst.dtype()});
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
     exe_.add_step({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},

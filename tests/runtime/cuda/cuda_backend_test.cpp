@@ -122,14 +122,15 @@ TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
 TEST(CudaBackendTest, ReductionsMatchTheReference) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
   std::string steps;
-  // Fused producers (exp, square), each axis position, and all axes (a loss mean).
+  // Fused producers (exp, square), each axis position, all axes (a loss mean), and argmax.
   testing::expect_matches_reference(
       {Shape(DType::kF32, {16, 24, 5})},
       [](Builder& b, auto& p) {
         Instruction* e = b.unary(Opcode::kExp, p[0]);
         return std::vector<Instruction*>{b.reduce(Opcode::kReduceSum, e, {0}), b.reduce(Opcode::kReduceMax, p[0], {1, 2}),
                                          b.reduce(Opcode::kReduceMin, p[0], {1}),
-                                         b.reduce(Opcode::kReduceSum, b.binary(Opcode::kMul, p[0], p[0]), {0, 1, 2})};
+                                         b.reduce(Opcode::kReduceSum, b.binary(Opcode::kMul, p[0], p[0]), {0, 1, 2}),
+                                         b.argmax(p[0], 1), b.argmax(p[0], 2)};
       },
       {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
   EXPECT_NE(steps.find("reduce_sum kernel"), std::string::npos) << steps;

@@ -32,11 +32,13 @@ TEST(CudaCodegenTest, PtxasAcceptsLoopReductionAndRngBitsKernels) {
       {"max_bf16", codegen::GpuKernelOp::kMax, DType::kBF16, DType::kBF16},
       {"min_f64", codegen::GpuKernelOp::kMin, DType::kF64, DType::kF64},
       {"sum_i32", codegen::GpuKernelOp::kSum, DType::kI32, DType::kI32},
+      {"argmax_f32", codegen::GpuKernelOp::kArgmax, DType::kF32, DType::kI32},
       {"rng", codegen::GpuKernelOp::kRngBits, DType::kI64, DType::kI32},
   };
   const codegen::GeneratedCode ptx = codegen::generate_loop_code({{&*loop, "k", false}}, codegen::CodegenTarget::nvptx(90),
                                                                  false, KILN_CUDA_LIBDEVICE, kernels);
-  for (const char* entry : {".entry k_s0", ".entry sum_f32", ".entry max_bf16", ".entry min_f64", ".entry sum_i32", ".entry rng"})
+  for (const char* entry : {".entry k_s0", ".entry sum_f32", ".entry max_bf16", ".entry min_f64", ".entry sum_i32", ".entry argmax_f32",
+                            ".entry rng"})
     EXPECT_NE(ptx.binary.find(entry), std::string::npos) << entry;
   std::string log;
   EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
