@@ -7,6 +7,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kiln/runtime/backend_registry.h"
 
 namespace kiln::runtime {
