@@ -6,7 +6,7 @@ option(KILN_WERROR "Treat warnings as errors (ON in CI)" OFF)
 # ON means address;undefined; "thread" gives ThreadSanitizer; empty or OFF disables.
 set(KILN_SANITIZE "" CACHE STRING "Sanitizers: ON (address;undefined), thread, or a ;-list")
 set(KILN_MPI "AUTO" CACHE STRING "Build the MPI collectives: AUTO, ON or OFF")
-set(KILN_CUDA "OFF" CACHE STRING "Build the CUDA backend: AUTO, ON or OFF")
+set(KILN_CUDA "AUTO" CACHE STRING "Build the CUDA backend: AUTO (when the toolkit is found), ON or OFF")
 # Target CPU. The default build runs on any x86-64-v3 CPU (Haswell, Zen 1 and later: AVX2, FMA,
 # BMI2), so binaries move between machines; Kiln's own hot loops (loop fusions, reductions,
 # rng_bits) also carry x86-64-v4 (AVX-512) variants that are chosen at run time

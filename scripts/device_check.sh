@@ -3,15 +3,19 @@
 # machine (an H200, through the session's `device` tool), in a few minutes.
 #
 # The device image has CUDA, PyTorch and CMake but not Kiln's Debian dependencies (oneDNN,
-# HDF5, LLVM 15), so the GPU code is made here first and carried:
-#   build/tests/runtime/make_ptx_cases device_cases 60     # here: PTX + inputs + CPU outputs
-#   device run: bash scripts/device_check.sh device_cases   (carry: device_cases)
+# HDF5, LLVM 15), so Kiln's binaries are built here and carried with their libraries:
+#   bash scripts/pack_device_check.sh    # here: device_bin.tar.xz
+#   device run: bash scripts/device_check.sh device_cases   (carry: device_bin.tar.xz)
+# The PTX cases are made on the device by the carried make_ptx_cases when device_cases/ is not
+# there (carrying them, 15 MiB of random inputs, would not fit beside the libraries).
 # What it runs:
 #   1. the machine: GPU, driver, CUDA, PyTorch;
 #   2. run_ptx_cases (CUDA driver API only, built here with the toolkit's g++/nvcc): the code
 #      generator's PTX for random fused loops against the CPU interpreter's outputs (exact
 #      cases bit for bit), and GB/s on the large cases;
-#   3. PyTorch's bandwidth on the same GPU (a copy and a fused-free elementwise chain), the
+#   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests and kiln_e2e_cuda_tests,
+#      built here and carried in device_bin.tar.xz with the libraries they need), one summary line;
+#   4. PyTorch's bandwidth on the same GPU (a copy and a fused-free elementwise chain), the
 #      figure the generated kernels are compared with.
 # Output: JSON lines; files under $OUT when set. Exit status: non-zero if a case failed.
 set -uo pipefail
@@ -26,9 +30,20 @@ nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv
 command -v nvcc >/dev/null && nvcc --version | tail -n 2
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "gpu", torch.cuda.is_available())' || true
 
+# Kiln's binaries and the libraries they need (pack_device_check.sh).
+bin=""
+if [ -f device_bin.tar.xz ]; then
+  bin=$(mktemp -d)
+  tar -C "$bin" -xJf device_bin.tar.xz
+fi
+run_carried() { LD_LIBRARY_PATH="$bin/device_bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+
 echo "== generated PTX against the CPU interpreter"
+if [ ! -f "$cases/case_0/meta.txt" ] && [ -n "$bin" ]; then
+  run_carried "$bin/device_bin/make_ptx_cases" "$cases" 60 || status=1
+fi
 if [ ! -f "$cases/case_0/meta.txt" ]; then
-  echo "device_check: no cases in $cases (make them here with build/tests/runtime/make_ptx_cases $cases)" >&2
+  echo "device_check: no cases in $cases (make them with build/tests/runtime/make_ptx_cases $cases, or carry device_bin.tar.xz)" >&2
   exit 2
 fi
 cxx=$(command -v g++ || command -v c++ || true)
@@ -39,6 +54,35 @@ else
   nvcc -O2 -std=c++17 tests/runtime/cuda/run_ptx_cases.cpp -lcuda -o "$out/run_ptx_cases"
 fi || { echo "device_check: cannot build run_ptx_cases" >&2; exit 2; }
 "$out/run_ptx_cases" "$cases" | tee "$out/ptx_cases.jsonl" || status=1
+
+echo "== the CUDA backend's tests (label cuda)"
+if [ -n "$bin" ]; then
+  # gtest's own JSON per binary, and one summary line over them; a failed, skipped or
+  # unstartable test fails the check.
+  for t in "$bin"/device_bin/kiln_*_tests; do
+    name=$(basename "$t")
+    run_carried timeout 300 "$t" --gtest_output="json:$out/$name.json" > "$out/$name.log" 2>&1 || status=1
+    tail -n 20 "$out/$name.log"
+  done
+  python3 - "$out"/kiln_*_tests.json <<'EOF' || status=1
+import json, sys
+tests = []
+for path in sys.argv[1:]:
+    try:
+        r = json.load(open(path))
+    except Exception as e:
+        print(json.dumps({"bench": "cuda_tests", "error": "no gtest report %s: %s" % (path, e)})); sys.exit(1)
+    tests += [t for s in r["testsuites"] for t in s["testsuite"]]
+skipped = [t["name"] for t in tests if t.get("result") == "SKIPPED"]
+failed = [t["name"] for t in tests if "failures" in t]
+print(json.dumps({"bench": "cuda_tests", "tests": len(tests), "failed": len(failed), "skipped": len(skipped),
+                  "failed_names": failed, "skipped_names": skipped}))
+sys.exit(1 if failed or skipped or not tests else 0)
+EOF
+else
+  echo "device_check: no device_bin.tar.xz (make it here with scripts/pack_device_check.sh)" >&2
+  status=1
+fi
 
 echo "== PyTorch on the same GPU (bandwidth reference)"
 python3 - <<'EOF' | tee "$out/torch.jsonl" || true

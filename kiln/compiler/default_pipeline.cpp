@@ -2,6 +2,7 @@
 #include "kiln/compiler/default_pipeline.h"
 
 #include "kiln/compiler/passes/algebraic_simplify.h"
+#include "kiln/compiler/passes/backend_legality.h"
 #include "kiln/compiler/passes/constant_folding.h"
 #include "kiln/compiler/passes/cse.h"
 #include "kiln/compiler/passes/dce.h"
@@ -26,6 +27,14 @@ PassPipeline default_pipeline(const TargetInfo& target) {
   pipeline.add<ElementwiseFusionPass>(&target);
   pipeline.add<DcePass>();
   return pipeline;
+}
+
+void check_and_optimize(ir::Module& module, const TargetInfo& target, const DebugOptions& debug,
+                        const std::string& label) {
+  check_legality(module, target);
+  PipelineOptions options = PipelineOptions::from_debug_options(debug);
+  options.label = label;
+  default_pipeline(target).run(module, options);
 }
 
 }  // namespace kiln::compiler

@@ -13,4 +13,9 @@ namespace kiln::compiler {
 /// outlive the pipeline.
 PassPipeline default_pipeline(const TargetInfo& target);
 
+/// What every backend's compile() does first: check_legality, then the default pipeline under
+/// `debug`'s options, with `label` naming the program in dumps.
+void check_and_optimize(ir::Module& module, const TargetInfo& target, const DebugOptions& debug,
+                        const std::string& label);
+
 }  // namespace kiln::compiler

@@ -31,4 +31,22 @@ class TargetInfo {
   virtual bool wants_output_fusion() const { return true; }
 };
 
+/// A target whose legality check accepts every op, for backends that run every op (the CPU,
+/// with reference kernels where it has no fast one) or name what they cannot run when they
+/// lower (CUDA).
+class AcceptAllTarget : public TargetInfo {
+ public:
+  AcceptAllTarget(std::string name, int64_t memory_limit, int64_t alignment = 64)
+      : name_(std::move(name)), limit_(memory_limit), alignment_(alignment) {}
+  std::string name() const override { return name_; }
+  Decision supports(const ir::Instruction&) const override { return Decision::yes(); }
+  int64_t memory_limit_bytes() const override { return limit_; }
+  int64_t alignment() const override { return alignment_; }
+
+ private:
+  std::string name_;
+  int64_t limit_;
+  int64_t alignment_;
+};
+
 }  // namespace kiln::compiler

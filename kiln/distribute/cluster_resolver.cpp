@@ -15,7 +15,8 @@ ClusterInfo detect_cluster() {
   ClusterInfo info;
   info.mpi_world_size = mpi::launched_world_size();
   info.mpi_built = mpi::built_with_mpi();
-  info.gpus = 0;  // TODO(#6): count CUDA devices once runtime/cuda exists
+  info.gpu_survey = runtime::find_gpus();
+  info.gpus = static_cast<int>(info.gpu_survey.gpus.size());
   // A bad KILN_CPU_DEVICES is a ConfigError here (docs/env_vars.md), not one device.
   info.logical_cpu_devices = config::logical_cpu_devices();
   info.host_threads = host_threads();
@@ -35,7 +36,10 @@ std::string describe_cluster(const ClusterInfo& info) {
     os << "  (" << n << " logical CPU devices over " << info.host_threads << " threads, " << info.host_memory_mib
        << " MiB host memory)\n";
   }
-  os << "  GPU: none (this build has no CUDA backend)\n";
+  for (const runtime::GpuInfo& g : info.gpu_survey.gpus)
+    os << "  " << g.device << "  " << g.model << ", " << g.memory_bytes / (1 << 20) << " MiB, compute capability "
+       << g.compute_capability / 10 << "." << g.compute_capability % 10 << "\n";
+  if (info.gpus == 0) os << "  GPU: none (" << info.gpu_survey.none_because << ")\n";
   os << "  MPI: ";
   if (info.mpi_world_size > 1)
     os << "the environment announces " << info.mpi_world_size << " processes (" << mpi::launched_world_size_variable()
@@ -72,6 +76,9 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
         say << "MultiWorkerMirroredStrategy unavailable: " << e.what() << "\n";
       }
     }
+    if (!chosen && info.gpus > 0)
+      say << "MirroredStrategy over GPUs unavailable: strategies place replicas on CPU devices only so far; "
+             "compile programs for a GPU with runtime::make_backend(\"cuda\")\n";
     if (!chosen && info.logical_cpu_devices > 1) {
       try {
         chosen = std::make_shared<MirroredStrategy>();
@@ -80,7 +87,10 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
         say << "MirroredStrategy unavailable: " << e.what() << "\n";
       }
     }
-    if (!chosen) why = "no accelerator found and one CPU device: the default CPU strategy";
+    if (!chosen)
+      why = info.gpus > 0 ? str_cat(info.gpus, " GPU", info.gpus == 1 ? "" : "s", " found but not usable by a strategy yet, ",
+                                    "and one CPU device: the default CPU strategy")
+                          : "no accelerator found and one CPU device: the default CPU strategy";
   } catch (const ConfigError&) {
     throw;  // a setting the user got wrong (KILN_CPU_DEVICES=abc) is theirs to fix, not a fallback
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
 // The cluster resolver (seed S1-S4): finds what this process can use and picks a strategy.
-// MPI world > 1 -> MultiWorkerMirroredStrategy; GPUs -> MirroredStrategy over them (none yet:
-// this build has no CUDA backend); more than one logical CPU device -> MirroredStrategy over
+// MPI world > 1 -> MultiWorkerMirroredStrategy; GPUs -> MirroredStrategy over them (not yet:
+// strategies place replicas on CPU devices only, so GPUs found are reported and the CPU
+// strategy is chosen, saying so); more than one logical CPU device -> MirroredStrategy over
 // them; otherwise DefaultStrategy. It says what it found and why it chose, and never throws.
 #pragma once
 
@@ -9,6 +10,7 @@
 #include <string>
 
 #include "kiln/distribute/strategy.h"
+#include "kiln/runtime/gpus.h"
 
 namespace kiln::distribute {
 
@@ -16,7 +18,8 @@ namespace kiln::distribute {
 struct ClusterInfo {
   int mpi_world_size = 1;    // from the launcher's environment (mpirun)
   bool mpi_built = false;    // this build has the MPI collectives
-  int gpus = 0;              // CUDA devices (0 until the CUDA backend exists)
+  int gpus = 0;              // CUDA devices
+  runtime::GpuSurvey gpu_survey;  // each GPU's name and memory, or why there is none
   int logical_cpu_devices = 1;
   int host_threads = 1;
   int64_t host_memory_mib = 0;

@@ -4,17 +4,27 @@
 #include "kiln/core/check.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/reference/reference_backend.h"
+#if KILN_HAVE_CUDA
+#include "kiln/runtime/cuda/cuda_backend.h"
+#endif
 
 namespace kiln::runtime {
 
-std::vector<std::string> available_backends() { return {"cpu", "reference"}; }
+std::vector<std::string> available_backends() {
+  if (KILN_HAVE_CUDA) return {"cpu", "reference", "cuda"};
+  return {"cpu", "reference"};
+}
 
 std::shared_ptr<Backend> make_backend(std::string_view name) {
   if (name == "cpu") return cpu::make_cpu_backend();
   if (name == "reference") return make_reference_backend();
+#if KILN_HAVE_CUDA
+  if (name == "cuda") return cuda::make_cuda_backend(0);  // ConfigError without a driver or GPU
+#else
   if (name == "cuda")
-    KILN_THROW(ConfigError, "[make_backend] Kiln has no CUDA backend yet (issue 17); the backends are ",
-               str_join(available_backends(), ", "), ".");
+    KILN_THROW(ConfigError, "[make_backend] this build has no CUDA backend: configure with -DKILN_CUDA=ON on a machine "
+               "with the CUDA toolkit. The backends are ", str_join(available_backends(), ", "), ".");
+#endif
   KILN_THROW(ConfigError, "[make_backend] unknown backend '", name, "'. Hint: use one of ",
              str_join(available_backends(), ", "), ".");
 }

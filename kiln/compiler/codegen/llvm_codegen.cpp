@@ -151,7 +151,7 @@ std::string CodegenTarget::cache_tag() const {
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
-                                 const std::string& libdevice) {
+                                 const std::string& libdevice, const std::vector<GpuKernelUnit>& gpu_kernels) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(target);
   llvm::LLVMContext context;
   llvm::Module module("kiln_kernels", context);
@@ -159,6 +159,11 @@ GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const Codeg
   module.setDataLayout(tm->createDataLayout());
   const bool gpu = is_nvptx(target);
   for (const LoopUnit& unit : units) emit_loop_ir(unit, gpu ? KernelTarget::kNvptx : KernelTarget::kCpu, module);
+  if (!gpu_kernels.empty() && !gpu) KILN_THROW(CompileError, "[codegen] reduction and rng_bits kernels are generated for NVPTX only");
+  for (const GpuKernelUnit& unit : gpu_kernels) {
+    if (unit.op == GpuKernelOp::kRngBits) emit_nvptx_rng_bits(unit.name, module);
+    else emit_nvptx_reduction(unit, module);
+  }
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(module, &problem_stream))

@@ -59,11 +59,26 @@ struct LoopUnit {
   bool read = false;
 };
 
+enum class GpuKernelOp { kSum, kMax, kMin, kArgmax, kRngBits };
+
+/// A GPU kernel besides the fused loops, named `name` (NVPTX only):
+/// - kSum, kMax, kMin, kArgmax: `void(ptr src, ptr dst, i64 outer, i64 r, i64 inner)`, src
+///   (`input`) viewed as [outer, r, inner] (row-major) and dst (`output`; i32 for kArgmax) as
+///   [outer, inner]: thread t < outer * inner folds its r elements in order;
+/// - kRngBits: `void(ptr key, ptr dst, i64 n)`, key an i64 scalar: dst[i] =
+///   philox_element_bits(*key, i) as i32 (kiln/core/rng.h), the CPU's and the reference's bits.
+struct GpuKernelUnit {
+  std::string name;
+  GpuKernelOp op = GpuKernelOp::kSum;
+  DType input = DType::kF32, output = DType::kF32;
+};
+
 /// Compiles the units into one object (CPU) or one PTX module, so LLVM's fixed costs are paid
 /// once per program, not per kernel. `with_text` also returns the IR and assembly
 /// (KILN_DUMP_IR). Throws CompileError when LLVM cannot compile for the target. For NVPTX,
 /// `libdevice` is the path of CUDA's libdevice bitcode, linked in for the math functions.
+/// `gpu_kernels` (NVPTX only) join the same module.
 GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
-                                 const std::string& libdevice = "");
+                                 const std::string& libdevice = "", const std::vector<GpuKernelUnit>& gpu_kernels = {});
 
 }  // namespace kiln::codegen

@@ -9,6 +9,9 @@
 #include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/IntrinsicsNVPTX.h>
 
+#include <algorithm>
+#include <iterator>
+#include <limits>
 #include <vector>
 
 #include "kiln/core/check.h"
@@ -166,6 +169,8 @@ class StageEmitter {
 
   // Converts register values to `dt` and stores them at element `index` of `out`.
   void store(Value* out, DType dt, Value* index, Value* v, int w) { store_as(out, dt, index, v, w); }
+  // Load k's element `index` of `src`, in the register type (a scalar).
+  Value* load_element(Value* src, size_t k, Value* index) { return load_scalar(src, k, index); }
   // Stores register values unconverted (the read function).
   void store_register(Value* out, Value* index, Value* v) {
     b_.CreateAlignedStore(v, b_.CreateGEP(reg_, out, index), llvm::Align(reg_->getScalarSizeInBits() / 8));
@@ -472,6 +477,9 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   b.CreateRetVoid();
 }
 
+Value* thread_index(IRBuilder<>& b);
+void mark_kernel(llvm::Function* f, llvm::Module& m);
+
 // One NVPTX kernel per stage: thread i < n computes element i. Loads are kernel parameters.
 void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string& name, llvm::Module& m) {
   llvm::LLVMContext& c = m.getContext();
@@ -486,12 +494,7 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   std::vector<Value*> srcs;
   for (size_t k = 0; k < st.loads.size(); ++k) srcs.push_back(f->getArg(static_cast<unsigned>(k)));
   Value* n = f->getArg(static_cast<unsigned>(st.loads.size() + st.results.size()));
-  auto sreg = [&](llvm::Intrinsic::ID id) {
-    return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), i64);
-  };
-  Value* i = b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x),
-                                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
-                         sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+  Value* i = thread_index(b);
   auto* work = llvm::BasicBlock::Create(c, "work", f);
   auto* exit = llvm::BasicBlock::Create(c, "exit", f);
   b.CreateCondBr(b.CreateICmpSLT(i, n), work, exit);
@@ -506,13 +509,135 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   b.CreateBr(exit);
   b.SetInsertPoint(exit);
   b.CreateRetVoid();
-  // Mark it a kernel (nvvm.annotations).
+  mark_kernel(f, m);
+}
+
+// The element index a GPU thread computes: ctaid.x * ntid.x + tid.x.
+Value* thread_index(IRBuilder<>& b) {
+  auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty()); };
+  return b.CreateAdd(b.CreateMul(sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x), sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_ntid_x)),
+                     sreg(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x));
+}
+
+void mark_kernel(llvm::Function* f, llvm::Module& m) {  // nvvm.annotations
+  llvm::LLVMContext& c = m.getContext();
   llvm::Metadata* md[] = {llvm::ValueAsMetadata::get(f), llvm::MDString::get(c, "kernel"),
                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(Type::getInt32Ty(c), 1))};
   m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(c, md));
 }
 
 }  // namespace
+
+// One thread per result element, folding its r inputs in order (the reference evaluator's
+// order) in the register type a loop over these dtypes would use; loads and the store convert
+// as a loop stage does (a one-load stage stands for the input).
+void emit_nvptx_reduction(const GpuKernelUnit& unit, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  LoopIr ir;
+  ir.use_double = needs_double_registers(unit.input) || needs_double_registers(unit.output);
+  LoopStage st;
+  st.shape = Shape(unit.output, {1});
+  st.loads.push_back({LoopLoad::kParameter, 0, unit.input, {1}, true});
+  Type* ptr = llvm::PointerType::get(c, 1);
+  Type* i64 = Type::getInt64Ty(c);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), {ptr, ptr, i64, i64, i64}, false),
+                                   llvm::Function::ExternalLinkage, unit.name, m);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  StageEmitter e(b, ir, st, KernelTarget::kNvptx);
+  Value *src = f->getArg(0), *dst = f->getArg(1), *outer = f->getArg(2), *r = f->getArg(3), *inner = f->getArg(4);
+  Value* t = thread_index(b);
+  auto* work = llvm::BasicBlock::Create(c, "work", f);
+  auto* loop = llvm::BasicBlock::Create(c, "loop", f);
+  auto* done = llvm::BasicBlock::Create(c, "done", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateCondBr(b.CreateICmpSLT(t, b.CreateMul(outer, inner)), work, exit);
+  b.SetInsertPoint(work);
+  Value* base = b.CreateAdd(b.CreateMul(b.CreateMul(b.CreateUDiv(t, inner), r), inner), b.CreateURem(t, inner));
+  const double inf = std::numeric_limits<double>::infinity();
+  const bool argmax = unit.op == GpuKernelOp::kArgmax;
+  Value* init = e.fconst(unit.op == GpuKernelOp::kSum ? 0.0 : unit.op == GpuKernelOp::kMin ? inf : -inf, 1);
+  b.CreateCondBr(b.CreateICmpSGT(r, e.iconst(0)), loop, done);
+  b.SetInsertPoint(loop);
+  llvm::PHINode* j = b.CreatePHI(i64, 2);
+  llvm::PHINode* acc = b.CreatePHI(e.reg_type(), 2);
+  llvm::PHINode* at = argmax ? b.CreatePHI(i64, 2) : nullptr;  // where acc was found
+  j->addIncoming(e.iconst(0), work);
+  acc->addIncoming(init, work);
+  if (argmax) at->addIncoming(e.iconst(0), work);
+  Value* x = e.load_element(src, 0, b.CreateAdd(base, b.CreateMul(j, inner)));
+  Value *next = nullptr, *next_at = nullptr;
+  if (unit.op == GpuKernelOp::kSum) {
+    next = b.CreateFAdd(acc, x);
+  } else if (argmax) {  // the first maximum; the first NaN beats everything (eval_argmax)
+    Value* better = b.CreateOr(b.CreateFCmpOGT(x, acc), b.CreateAnd(b.CreateFCmpUNO(x, x), b.CreateFCmpORD(acc, acc)));
+    next = b.CreateSelect(better, x, acc);
+    next_at = b.CreateSelect(better, j, at);
+  } else {  // NaN wins, as in the reference (nan_max, nan_min)
+    Value* better = unit.op == GpuKernelOp::kMax ? b.CreateFCmpOGT(x, acc) : b.CreateFCmpOLT(x, acc);
+    next = b.CreateSelect(b.CreateOr(better, b.CreateFCmpUNO(x, x)), x, acc);
+  }
+  Value* j1 = b.CreateAdd(j, e.iconst(1));
+  j->addIncoming(j1, loop);
+  acc->addIncoming(next, loop);
+  if (argmax) at->addIncoming(next_at, loop);
+  b.CreateCondBr(b.CreateICmpSLT(j1, r), loop, done);
+  b.SetInsertPoint(done);
+  if (argmax) {  // an i32 index (an empty axis gives 0)
+    llvm::PHINode* index = b.CreatePHI(i64, 2);
+    index->addIncoming(e.iconst(0), work);
+    index->addIncoming(next_at, loop);
+    Type* i32 = Type::getInt32Ty(c);
+    b.CreateAlignedStore(b.CreateTrunc(index, i32), b.CreateGEP(i32, dst, t), llvm::Align(4));
+  } else {
+    llvm::PHINode* result = b.CreatePHI(e.reg_type(), 2);
+    result->addIncoming(init, work);
+    result->addIncoming(next, loop);
+    e.store(dst, unit.output, t, result, 1);
+  }
+  b.CreateBr(exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  mark_kernel(f, m);
+}
+
+// Thread i < n: Philox-4x32-10 of counter {lo(i), hi(i), 0, 0} and key {lo(key), hi(key)},
+// word 0 (kiln/core/rng.h's philox_element_bits, which the CPU and the reference call).
+void emit_nvptx_rng_bits(const std::string& name, llvm::Module& m) {
+  llvm::LLVMContext& c = m.getContext();
+  Type* ptr = llvm::PointerType::get(c, 1);
+  Type* i32 = Type::getInt32Ty(c);
+  Type* i64 = Type::getInt64Ty(c);
+  auto* f = llvm::Function::Create(llvm::FunctionType::get(Type::getVoidTy(c), {ptr, ptr, i64}, false),
+                                   llvm::Function::ExternalLinkage, name, m);
+  IRBuilder<> b(llvm::BasicBlock::Create(c, "entry", f));
+  Value* i = thread_index(b);
+  auto* work = llvm::BasicBlock::Create(c, "work", f);
+  auto* exit = llvm::BasicBlock::Create(c, "exit", f);
+  b.CreateCondBr(b.CreateICmpSLT(i, f->getArg(2)), work, exit);
+  b.SetInsertPoint(work);
+  Value* key = b.CreateAlignedLoad(i64, f->getArg(0), llvm::Align(8));
+  auto lo = [&](Value* v) { return b.CreateTrunc(v, i32); };
+  auto hi = [&](Value* v) { return b.CreateTrunc(b.CreateLShr(v, 32), i32); };
+  auto k32 = [&](uint32_t v) { return llvm::ConstantInt::get(i32, v); };
+  Value* ctr[4] = {lo(i), hi(i), k32(0), k32(0)};
+  Value* k[2] = {lo(key), hi(key)};
+  for (int round = 0; round < 10; ++round) {
+    if (round > 0) {
+      k[0] = b.CreateAdd(k[0], k32(0x9E3779B9u));
+      k[1] = b.CreateAdd(k[1], k32(0xBB67AE85u));
+    }
+    Value* p0 = b.CreateMul(llvm::ConstantInt::get(i64, 0xD2511F53u), b.CreateZExt(ctr[0], i64));
+    Value* p1 = b.CreateMul(llvm::ConstantInt::get(i64, 0xCD9E8D57u), b.CreateZExt(ctr[2], i64));
+    Value* next[4] = {b.CreateXor(b.CreateXor(hi(p1), ctr[1]), k[0]), lo(p1),
+                      b.CreateXor(b.CreateXor(hi(p0), ctr[3]), k[1]), lo(p0)};
+    std::copy(std::begin(next), std::end(next), std::begin(ctr));
+  }
+  b.CreateAlignedStore(ctr[0], b.CreateGEP(i32, f->getArg(1), i), llvm::Align(4));
+  b.CreateBr(exit);
+  b.SetInsertPoint(exit);
+  b.CreateRetVoid();
+  mark_kernel(f, m);
+}
 
 std::string stage_symbol(const std::string& prefix, size_t stage) { return str_cat(prefix, "_s", stage); }
 std::string read_symbol(const std::string& prefix) { return str_cat(prefix, "_read"); }

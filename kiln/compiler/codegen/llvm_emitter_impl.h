@@ -23,5 +23,9 @@ enum class KernelTarget { kCpu, kNvptx };
 /// thread i < n computing element i; math functions are libdevice's (__nv_*), linked in by the
 /// caller.
 void emit_loop_ir(const LoopUnit& unit, KernelTarget target, llvm::Module& module);
+/// Adds the NVPTX reduction kernel `unit` (llvm_codegen.h, GpuKernelUnit) to `module`.
+void emit_nvptx_reduction(const GpuKernelUnit& unit, llvm::Module& module);
+/// Adds the NVPTX rng_bits kernel `name` (llvm_codegen.h, GpuKernelOp::kRngBits) to `module`.
+void emit_nvptx_rng_bits(const std::string& name, llvm::Module& module);
 
 }  // namespace kiln::codegen

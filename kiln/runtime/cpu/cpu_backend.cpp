@@ -10,7 +10,6 @@
 
 #include "kiln/compiler/default_pipeline.h"
 #include "kiln/compiler/memory_plan.h"
-#include "kiln/compiler/passes/backend_legality.h"
 #include "kiln/core/check.h"
 #include "kiln/core/trace_recorder.h"
 #include "kiln/core/logging.h"
@@ -23,18 +22,6 @@
 
 namespace kiln::cpu {
 namespace {
-
-class CpuTargetInfo : public compiler::TargetInfo {
- public:
-  explicit CpuTargetInfo(int64_t limit) : limit_(limit) {}
-  std::string name() const override { return "cpu"; }
-  // Every op runs: ops without a fast kernel use the reference kernel (slow, but correct).
-  compiler::Decision supports(const ir::Instruction&) const override { return compiler::Decision::yes(); }
-  int64_t memory_limit_bytes() const override { return limit_; }
-
- private:
-  int64_t limit_;
-};
 
 std::string mib(int64_t bytes) { return str_cat(bytes / (1 << 20), " MiB"); }
 
@@ -60,7 +47,7 @@ int64_t estimate_largest_batch(const ir::Module& m, const compiler::MemoryPlan& 
 class CpuBackend : public runtime::Backend {
  public:
   CpuBackend(int64_t limit, LoopEngine engine, bool horizontal_fusion)
-      : target_(limit), engine_(engine), horizontal_fusion_(horizontal_fusion),
+      : target_("cpu", limit), engine_(engine), horizontal_fusion_(horizontal_fusion),
         device_(DebugOptions::global().device == "guarded_cpu" ? runtime::guarded_device() : runtime::host_device()) {}
   std::string name() const override { return "cpu"; }
   runtime::Device& device() override { return device_; }
@@ -74,10 +61,7 @@ class CpuBackend : public runtime::Backend {
                                                const runtime::CompileOptions& options) override {
     const std::string label = options.label.empty() ? module->name() : options.label;
     TraceScope compile_scope("compile", "compile", label);
-    compiler::check_legality(*module, target_);
-    auto pipeline_options = compiler::PipelineOptions::from_debug_options(options.debug);
-    pipeline_options.label = options.label;
-    compiler::default_pipeline(target_).run(*module, pipeline_options);
+    compiler::check_and_optimize(*module, target_, options.debug, options.label);
     compiler::MemoryPlan plan = [&] {
       TraceScope scope("compile", "memory-planning", label);
       return compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
@@ -145,7 +129,7 @@ class CpuBackend : public runtime::Backend {
     }
   }
 
-  CpuTargetInfo target_;
+  compiler::AcceptAllTarget target_;  // every op runs: without a fast kernel, on the reference one
   LoopEngine engine_;
   bool horizontal_fusion_;
   runtime::Device& device_;

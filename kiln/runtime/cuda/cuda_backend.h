@@ -1,0 +1,23 @@
+// The CUDA backend: programs compiled for one GPU (cuda:N). Fused loops become PTX kernels from
+// the code generator (LLVM's NVPTX target, loaded with cuModuleLoadData), matmuls run on
+// cuBLASLt with their bias/relu epilogues; any other op is a CompileError naming it.
+#pragma once
+
+#include <memory>
+
+#include "kiln/runtime/backend.h"
+#include "kiln/runtime/gpus.h"
+
+namespace kiln::cuda {
+
+/// A backend for GPU `ordinal`. ConfigError when there is no driver or no such GPU.
+std::unique_ptr<runtime::Backend> make_cuda_backend(int ordinal = 0);
+/// The cuda backend's lowering without a GPU, over a module the compiler's passes have run on
+/// (an Executable's lowered_module()): the CompileError compile() would throw for ops without
+/// a GPU kernel, or the PTX module the program would load on a GPU of `compute_capability`.
+/// Lets machines without a GPU check coverage and the generated code.
+std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options = {});
+/// The GPUs the driver reports; ConfigError "[cuda] no CUDA driver ..." or "no CUDA device ...".
+runtime::GpuSurvey survey_gpus();
+
+}  // namespace kiln::cuda

@@ -1,0 +1,115 @@
+#include "kiln/runtime/cuda/cuda_executable_impl.h"
+
+#include <cstring>
+
+#include "kiln/core/check.h"
+#include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
+#include "kiln/runtime/cuda/cuda_device_impl.h"
+#include "kiln/runtime/cuda/cuda_driver_impl.h"
+
+namespace kiln::cuda {
+
+CudaExecutable::CudaExecutable(std::unique_ptr<ir::Module> module, CudaDevice* device)
+    : module_(std::move(module)), device_(device) {}
+
+int CudaExecutable::add_value(const Shape& shape, int argument, runtime::Buffer constant) {
+  values_.push_back({shape, argument, std::move(constant)});
+  return static_cast<int>(values_.size()) - 1;
+}
+
+std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::span<const runtime::Buffer> arguments) {
+  KILN_CHECK(&device == device_, "a cuda program runs on the device it was compiled for");
+  const std::vector<ir::Instruction*>& params = module_->entry()->parameters();
+  if (arguments.size() != params.size())
+    KILN_THROW(ShapeError, "[cuda] the program takes ", params.size(), " arguments, received ", arguments.size(), ".");
+  for (size_t i = 0; i < arguments.size(); ++i)
+    if (!(arguments[i].shape() == params[i]->shape()))
+      KILN_THROW(ShapeError, "[cuda] argument ", i, " must be ", params[i]->shape(), ", received ", arguments[i].shape(), ".");
+  device.make_current();
+  std::vector<runtime::Buffer> buffers(values_.size());
+  std::vector<CUdeviceptr> address(values_.size());
+  for (size_t v = 0; v < values_.size(); ++v) {
+    const Value& val = values_[v];
+    buffers[v] = val.argument >= 0 ? arguments[static_cast<size_t>(val.argument)]
+                 : val.constant.defined() ? val.constant : device.allocate(val.shape);
+    address[v] = reinterpret_cast<CUdeviceptr>(buffers[v].device_address());
+  }
+  runtime::Buffer workspace = device.allocate(Shape(DType::kU8, {static_cast<int64_t>(CublasLtMatmul::kWorkspaceBytes)}));
+  const CUstream stream = device.compute_cu_stream();
+  std::vector<CUdeviceptr> in, out;
+  for (const CudaStep& s : steps_) {
+    in.clear();
+    out.clear();
+    for (int r : s.reads) in.push_back(address[static_cast<size_t>(r)]);
+    for (int w : s.writes) out.push_back(address[static_cast<size_t>(w)]);
+    s.run(stream, in.data(), out.data(), reinterpret_cast<CUdeviceptr>(workspace.device_address()));
+  }
+  // Outputs: an aliased one is written into its argument (a variable's buffer stays where it
+  // is); the others are their own buffers (a copy where the output is an argument or constant).
+  // Aliased copies go last, so an output that reads an argument sees its value before the update.
+  std::vector<runtime::Buffer> results(outputs_.size());
+  auto copy = [&](const runtime::Buffer& to, size_t v) {
+    const int64_t bytes = values_[v].shape.byte_size();
+    if (bytes > 0 && !to.shares_memory_with(buffers[v]))
+      check(driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to.device_address()), address[v],
+                                       static_cast<size_t>(bytes), stream),
+            "cuMemcpyDtoDAsync (output)");
+  };
+  std::vector<int> alias_of(outputs_.size(), -1);
+  for (const ir::OutputAlias& a : module_->aliases()) alias_of.at(static_cast<size_t>(a.output_index)) = a.parameter_index;
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    const size_t v = static_cast<size_t>(outputs_[o]);
+    if (alias_of[o] >= 0) continue;
+    results[o] = buffers[v];
+    if (values_[v].argument >= 0 || values_[v].constant.defined()) {
+      results[o] = device.allocate(values_[v].shape);
+      copy(results[o], v);
+    }
+  }
+  for (size_t o = 0; o < outputs_.size(); ++o) {
+    if (alias_of[o] < 0) continue;
+    results[o] = arguments[static_cast<size_t>(alias_of[o])];
+    copy(results[o], static_cast<size_t>(outputs_[o]));
+  }
+  device.wait_cu_stream(stream);  // temporaries go back to the cache only once no step uses them
+  return results;
+}
+
+std::vector<HostTensor> CudaExecutable::run(std::span<HostTensor> arguments) {
+  std::vector<runtime::Buffer> on_device;
+  KILN_CHECK(device_ != nullptr, "a program lowered without a GPU cannot run");
+  for (const HostTensor& a : arguments) on_device.push_back(device_->to_device(a));
+  std::vector<runtime::Buffer> outs = device_->execute(*this, on_device);
+  std::vector<HostTensor> results;
+  for (size_t o = 0; o < outs.size(); ++o) {
+    HostTensor r = device_->to_host(outs[o]);
+    for (const ir::OutputAlias& a : module_->aliases())
+      if (a.output_index == static_cast<int>(o)) {
+        HostTensor& arg = arguments[static_cast<size_t>(a.parameter_index)];
+        std::memcpy(arg.raw_data(), r.raw_data(), static_cast<size_t>(r.byte_size()));
+        r = arg;
+      }
+    results.push_back(std::move(r));
+  }
+  return results;
+}
+
+int64_t CudaExecutable::planned_peak_bytes() const {
+  int64_t total = static_cast<int64_t>(CublasLtMatmul::kWorkspaceBytes);
+  for (const Value& v : values_) total += v.shape.byte_size();
+  return total;
+}
+
+std::string CudaExecutable::describe() const {
+  std::string out;
+  for (const CudaStep& s : steps_) {
+    out += s.label + " (";
+    for (size_t i = 0; i < s.reads.size(); ++i) out += str_cat(i > 0 ? ", " : "", "v", s.reads[i]);
+    out += ") ->";
+    for (int w : s.writes) out += str_cat(" v", w);
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace kiln::cuda

@@ -1,0 +1,72 @@
+// CudaExecutable: a program lowered for one GPU, as a list of steps over numbered values
+// (arguments, constants uploaded at compile time, and values computed by the steps, each in a
+// buffer of the device's caching allocator). run() launches every step on the device's compute
+// stream, then copies variable updates into the arguments they alias (donated buffers).
+#pragma once
+
+#include <cuda.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "kiln/ir/module.h"
+#include "kiln/runtime/buffer.h"
+#include "kiln/runtime/executable.h"
+
+namespace kiln::cuda {
+
+class CudaDevice;
+
+struct CudaStep {
+  std::string label;
+  std::vector<int> reads, writes;  // value ids
+  /// Queues the step's work on `stream`; `in`/`out` are the device addresses of reads/writes,
+  /// `workspace` CublasLtMatmul::kWorkspaceBytes of scratch (steps run one after another).
+  std::function<void(CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace)> run;
+};
+
+class CudaExecutable final : public runtime::Executable {
+ public:
+  /// `device` null: a program lowered without a GPU (lower_to_ptx), which cannot run.
+  CudaExecutable(std::unique_ptr<ir::Module> module, CudaDevice* device);
+
+  /// A value of `shape`: argument `argument` (>= 0), the uploaded `constant`, or (neither) one
+  /// the steps compute. Returns its id.
+  int add_value(const Shape& shape, int argument = -1, runtime::Buffer constant = {});
+  void add_step(CudaStep step) { steps_.push_back(std::move(step)); }
+  /// The entry outputs, as value ids.
+  void set_outputs(std::vector<int> values) { outputs_ = std::move(values); }
+  /// Keeps what the steps use alive as long as the program (loaded modules, cuBLASLt plans).
+  void hold(std::shared_ptr<void> resource) { held_.push_back(std::move(resource)); }
+
+  /// One step on `device` over argument buffers (ready), in parameter order; the outputs are
+  /// ready when it returns. Outputs aliased to a parameter are that argument's buffer.
+  std::vector<runtime::Buffer> execute(CudaDevice& device, std::span<const runtime::Buffer> arguments);
+
+  /// Copies the arguments to the GPU, runs, and copies the outputs back (aliased outputs into
+  /// their argument's storage, as the CPU backend updates it in place).
+  std::vector<HostTensor> run(std::span<HostTensor> arguments) override;
+  /// No memory plan yet: every computed value has its own buffer for the whole step.
+  int64_t planned_peak_bytes() const override;
+  int kernel_count() const override { return static_cast<int>(steps_.size()); }
+  std::string describe() const override;
+  const ir::Module* lowered_module() const override { return module_.get(); }
+
+ private:
+  struct Value {
+    Shape shape;
+    int argument = -1;
+    runtime::Buffer constant;
+  };
+  std::unique_ptr<ir::Module> module_;
+  CudaDevice* device_;
+  std::vector<Value> values_;
+  std::vector<CudaStep> steps_;
+  std::vector<int> outputs_;
+  std::vector<std::shared_ptr<void>> held_;
+};
+
+}  // namespace kiln::cuda

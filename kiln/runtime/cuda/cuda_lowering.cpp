@@ -1,0 +1,329 @@
+#include "kiln/runtime/cuda/cuda_lowering_impl.h"
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <unordered_map>
+
+#include "kiln/compiler/codegen/kernel_cache.h"
+#include "kiln/compiler/codegen/llvm_codegen.h"
+#include "kiln/compiler/codegen/loop_ir.h"
+#include "kiln/compiler/passes/output_fusion.h"
+#include "kiln/core/check.h"
+#include "kiln/ir/builder.h"
+#include "kiln/ir/clone.h"
+#include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
+#include "kiln/runtime/cuda/cuda_backend.h"
+#include "kiln/runtime/cuda/cuda_driver_impl.h"
+
+namespace kiln::cuda {
+namespace {
+
+using ir::Instruction;
+using ir::Opcode;
+
+constexpr unsigned kBlock = 256;
+constexpr size_t kMaxKernelPointers = 32;  // a stage's loads and its output
+
+// A generated kernel, found in the program's PTX module once it is loaded.
+struct KernelRef {
+  std::string symbol;
+  CUfunction function = nullptr;
+};
+
+// `threads` threads of `kernel` in blocks of kBlock, on `stream`.
+void launch(const KernelRef& kernel, int64_t threads, void** params, CUstream stream) {
+  const unsigned grid = static_cast<unsigned>((threads + kBlock - 1) / kBlock);
+  check(driver().cuLaunchKernel(kernel.function, grid, 1, 1, kBlock, 1, 1, 0, stream, params, nullptr), "cuLaunchKernel");
+}
+
+class Lowerer {
+ public:
+  /// `device` null: a dry run (no GPU touched) that only decides the steps and generates the
+  /// PTX, for a compute capability of `compute_capability`.
+  Lowerer(CudaExecutable& exe, CudaDevice* device, int compute_capability, const runtime::CompileOptions& options)
+      : exe_(exe), device_(device), compute_capability_(compute_capability), options_(options),
+        scratch_(std::make_shared<ir::Module>("cuda_scratch")) {}
+
+  const std::string& ptx() const { return ptx_; }
+
+  void lower_all() {
+    const ir::Module& m = *exe_.lowered_module();
+    std::map<std::string, int> missing;  // op -> count
+    for (const Instruction* inst : m.entry()->post_order()) {
+      if (inst->opcode() == Opcode::kParameter) {
+        value_[inst] = exe_.add_value(inst->shape(), static_cast<int>(inst->attrs().parameter_index));
+      } else if (inst->opcode() == Opcode::kConstant) {
+        value_[inst] = add_constant(inst->attrs().literal);
+      } else {
+        value_[inst] = exe_.add_value(inst->shape());
+        if (!lower_one(*inst)) ++missing[op_key(*inst)];
+      }
+    }
+    if (!missing.empty()) {
+      std::string ops;
+      for (const auto& [op, n] : missing) ops += str_cat(ops.empty() ? "" : ", ", op, n > 1 ? str_cat(" (x", n, ")") : "");
+      KILN_THROW(CompileError, "[cuda] ", options_.label.empty() ? m.name() : options_.label,
+                 ": the cuda backend has no kernel yet for ", ops,
+                 ". Hint: run this program on the cpu backend (docs/devices.md lists what the GPU runs).");
+    }
+    std::vector<int> outputs;
+    for (const Instruction* o : m.entry()->outputs()) outputs.push_back(value_.at(o));
+    exe_.set_outputs(std::move(outputs));
+    exe_.hold(scratch_);
+    load_kernels();
+  }
+
+ private:
+  static std::string op_key(const Instruction& inst) {
+    if (inst.opcode() != Opcode::kFusion) return std::string(ir::opcode_name(inst.opcode()));
+    return str_cat("fusion(", ir::fusion_kind_name(inst.attrs().fusion_kind), ")");
+  }
+
+  // A literal uploaded once, now (a dry run only numbers it).
+  int add_constant(const HostTensor& literal) {
+    if (device_ == nullptr) return exe_.add_value(literal.shape());
+    runtime::Buffer b = device_->to_device(literal);
+    b.ready().wait();
+    return exe_.add_value(literal.shape(), -1, b);
+  }
+
+  std::vector<int> operand_values(const Instruction& inst) const {
+    std::vector<int> v;
+    for (const Instruction* op : inst.operands()) v.push_back(value_.at(op));
+    return v;
+  }
+
+  bool lower_one(const Instruction& inst) {
+    switch (inst.opcode()) {
+      case Opcode::kReshape:
+        return add_copy(inst, "copy(reshape)");
+      case Opcode::kAllReduce:
+        // One replica: the sum and the mean are the value itself. Across GPUs needs NCCL.
+        if (options_.collectives && options_.collectives->num_replicas() > 1) return false;
+        return add_copy(inst, "all_reduce(1 replica)");
+      case Opcode::kDotGeneral:
+        return add_matmul(inst, inst, false, compiler::EpilogueActivation::kNone);
+      case Opcode::kFusion: {
+        const ir::Computation& body = *inst.attrs().body;
+        if (inst.attrs().fusion_kind == ir::FusionKind::kLoop)
+          return body.outputs().size() == 1 && add_loop(inst, *body.outputs()[0]);
+        if (inst.attrs().fusion_kind == ir::FusionKind::kOutput) {
+          std::optional<compiler::OutputFusionInfo> e = compiler::match_output_fusion(body);
+          return e && e->contraction->opcode() == Opcode::kDotGeneral &&
+                 add_matmul(inst, *e->contraction, e->has_bias, e->activation);
+        }
+        return body.outputs().size() == 1 && add_reduction(inst, *body.outputs()[0]);
+      }
+      case Opcode::kReduceSum: case Opcode::kReduceMax: case Opcode::kReduceMin: case Opcode::kArgmax:
+        return add_reduction(inst, inst);
+      case Opcode::kRngBits:
+        return add_rng_bits(inst);
+      default:
+        return add_loop(inst, *wrap(inst)->outputs()[0]);  // elementwise, broadcast, slice, ...
+    }
+  }
+
+  // A computation holding just `inst` over fresh parameters, so single ops and fusions share
+  // the loop path.
+  const ir::Computation* wrap(const Instruction& inst) {
+    ir::Computation* c = scratch_->add_computation(str_cat("op", inst.id()));
+    ir::Builder b(c);
+    std::vector<Instruction*> params;
+    for (const Instruction* op : inst.operands()) params.push_back(b.parameter(op->shape(), ""));
+    c->add_output(b.add(inst.opcode(), params, inst.attrs(), &inst.shape()));
+    return c;
+  }
+
+  bool add_copy(const Instruction& inst, const char* label) {
+    const size_t bytes = static_cast<size_t>(inst.shape().byte_size());
+    exe_.add_step({label, operand_values(inst), {value_.at(&inst)},
+                   [bytes](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     if (bytes > 0) check(driver().cuMemcpyDtoDAsync(out[0], in[0], bytes, s), "cuMemcpyDtoDAsync");
+                   }});
+    return true;
+  }
+
+  bool add_matmul(const Instruction& inst, const Instruction& dot, bool bias, compiler::EpilogueActivation act) {
+    std::optional<MatmulGeometry> g = MatmulGeometry::of(dot);
+    if (!g || (act != compiler::EpilogueActivation::kNone && act != compiler::EpilogueActivation::kRelu) ||
+        inst.dtype() != dot.dtype())
+      return false;
+    g->bias = bias;
+    g->relu = act == compiler::EpilogueActivation::kRelu;
+    std::shared_ptr<CublasLtMatmul> plan;
+    if (device_ != nullptr) {
+      device_->make_current();
+      plan = std::make_shared<CublasLtMatmul>(*g);
+    }
+    exe_.add_step({g->label(), operand_values(inst), {value_.at(&inst)},
+                   [plan, bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
+                     plan->run(s, in[0], in[1], bias ? in[2] : 0, out[0], workspace);
+                   }});
+    return true;
+  }
+
+  // `reduce` (the instruction itself, or the root of a reduction fusion's body): its producer
+  // as a loop into a scratch value (unless it is an operand as it is), then a reduction kernel
+  // over the axes, which must be consecutive (the input viewed as [outer, r, inner]).
+  bool add_reduction(const Instruction& inst, const Instruction& reduce) {
+    const Opcode op = reduce.opcode();
+    if (op != Opcode::kReduceSum && op != Opcode::kReduceMax && op != Opcode::kReduceMin && op != Opcode::kArgmax)
+      return false;
+    const Instruction& input = *reduce.operand(0);
+    const Dims& dims = input.shape().dims();
+    Dims axes = reduce.attrs().dims;
+    std::sort(axes.begin(), axes.end());
+    for (size_t a = 1; a < axes.size(); ++a)
+      if (axes[a] != axes[a - 1] + 1) return false;
+    int64_t outer = 1, r = 1, inner = 1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+      (reduced ? r : (axes.empty() || static_cast<int64_t>(d) < axes.front() ? outer : inner)) *= dims[d];
+    }
+    int source = -1;
+    if (&reduce == &inst) {
+      source = value_.at(&input);
+    } else if (input.opcode() == Opcode::kParameter) {
+      source = operand_values(inst).at(static_cast<size_t>(input.attrs().parameter_index));
+    } else {
+      source = exe_.add_value(input.shape());
+      if (!add_loop(operand_values(inst), input, source, str_cat("k", inst.id(), "_in"))) return false;
+    }
+    const std::string name = str_cat("r", inst.id());
+    gpu_kernels_.push_back({name, op == Opcode::kReduceSum ? codegen::GpuKernelOp::kSum
+                                  : op == Opcode::kReduceMax ? codegen::GpuKernelOp::kMax
+                                  : op == Opcode::kReduceMin ? codegen::GpuKernelOp::kMin
+                                                             : codegen::GpuKernelOp::kArgmax,
+                           input.dtype(), inst.dtype()});
+    auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
+    exe_.add_step({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},
+                   {value_.at(&inst)},
+                   [kernel, outer, r, inner](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     const int64_t n = outer * inner;
+                     if (n == 0) return;
+                     CUdeviceptr src = in[0], dst = out[0];
+                     int64_t o = outer, rr = r, i = inner;
+                     void* params[] = {&src, &dst, &o, &rr, &i};
+                     launch(*kernel, n, params, stream);
+                   }});
+    return true;
+  }
+
+  // The CPU's Philox stream (kiln/core/rng.h): element i of the result is the same 32 bits on
+  // every backend, so dropout masks match.
+  bool add_rng_bits(const Instruction& inst) {
+    if (size_of(inst.dtype()) != 4) return false;
+    const std::string name = str_cat("rng", inst.id());
+    gpu_kernels_.push_back({name, codegen::GpuKernelOp::kRngBits, inst.operand(0)->dtype(), inst.dtype()});
+    auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
+    const int64_t n = inst.shape().num_elements();
+    exe_.add_step({str_cat("rng_bits kernel ", name, " (", n, " elements)"), operand_values(inst), {value_.at(&inst)},
+                   [kernel, n](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     if (n == 0) return;
+                     CUdeviceptr key = in[0], dst = out[0];
+                     int64_t count = n;
+                     void* params[] = {&key, &dst, &count};
+                     launch(*kernel, n, params, stream);
+                   }});
+    return true;
+  }
+
+  // One step per stage of the loop's LoopIr: inner stages write scratch values that later
+  // stages load; literals are uploaded once, here.
+  bool add_loop(const Instruction& inst, const Instruction& root) {
+    return add_loop(operand_values(inst), root, value_.at(&inst), str_cat("k", inst.id()));
+  }
+
+  // `root`'s value (its leaves are parameters standing for `operands`) into value `dest`.
+  bool add_loop(const std::vector<int>& operands, const Instruction& root, int dest, const std::string& prefix) {
+    std::optional<codegen::LoopIr> built = codegen::LoopIr::build(root);
+    if (!built) return false;
+    for (const codegen::LoopStage& st : built->stages)
+      if (st.loads.size() + 1 > kMaxKernelPointers || st.results.size() != 1) return false;
+    const codegen::LoopIr& ir = irs_.emplace_back(std::move(*built));
+    units_.push_back({&ir, prefix, false});
+    std::vector<int> literals, stages;
+    for (const HostTensor& lit : ir.literals) literals.push_back(add_constant(lit));
+    for (size_t s = 0; s < ir.stages.size(); ++s) {
+      const codegen::LoopStage& st = ir.stages[s];
+      const bool last = s + 1 == ir.stages.size();
+      stages.push_back(last ? dest : exe_.add_value(Shape(st.results.at(0).dtype, st.shape.dims())));
+      CudaStep step;
+      step.label = str_cat("loop kernel ", codegen::stage_symbol(prefix, s), " (", st.shape.num_elements(), " elements)");
+      for (const codegen::LoopLoad& l : st.loads)
+        step.reads.push_back(l.kind == codegen::LoopLoad::kParameter ? operands.at(static_cast<size_t>(l.index))
+                             : l.kind == codegen::LoopLoad::kLiteral ? literals.at(static_cast<size_t>(l.index))
+                                                                     : stages.at(static_cast<size_t>(l.index)));
+      step.writes.push_back(stages.back());
+      auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{codegen::stage_symbol(prefix, s)}));
+      const int64_t n = st.shape.num_elements();
+      const size_t loads = st.loads.size();
+      step.run = [kernel, n, loads](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+        if (n == 0) return;
+        CUdeviceptr args[kMaxKernelPointers];
+        void* params[kMaxKernelPointers + 1];
+        for (size_t k = 0; k < loads; ++k) args[k] = in[k];
+        args[loads] = out[0];
+        int64_t count = n;
+        for (size_t k = 0; k <= loads; ++k) params[k] = &args[k];
+        params[loads + 1] = &count;
+        launch(*kernel, n, params, stream);
+      };
+      exe_.add_step(std::move(step));
+    }
+    return true;
+  }
+
+  // Generates (or reads from the kernel cache) one PTX module for every loop of the program
+  // and finds each kernel in it.
+  void load_kernels() {
+    if (units_.empty() && gpu_kernels_.empty()) return;
+    const codegen::CodegenTarget target = codegen::CodegenTarget::nvptx(compute_capability_);
+    std::string key;
+    for (const codegen::LoopUnit& u : units_) key += str_cat(u.prefix, "\n", u.ir->key(), "\n");
+    for (const codegen::GpuKernelUnit& u : gpu_kernels_)
+      key += str_cat(u.name, " ", static_cast<int>(u.op), " ", name(u.input), " ", name(u.output), "\n");
+    codegen::KernelCache cache(options_.debug.kernel_cache_dir, target.cache_tag());
+    std::optional<std::string> ptx = cache.enabled() ? cache.load(key) : std::nullopt;
+    if (!ptx) {
+      ptx = codegen::generate_loop_code(units_, target, false, KILN_CUDA_LIBDEVICE, gpu_kernels_).binary;
+      if (cache.enabled()) cache.store(key, *ptx);
+    }
+    ptx_ = *ptx;
+    if (device_ == nullptr) return;
+    device_->make_current();
+    CUmodule module = nullptr;
+    check(driver().cuModuleLoadData(&module, ptx_.c_str()), "cuModuleLoadData (the generated PTX)");
+    exe_.hold(std::shared_ptr<void>(module, [](void* m) { driver().cuModuleUnload(static_cast<CUmodule>(m)); }));
+    for (const std::shared_ptr<KernelRef>& k : kernels_)
+      check(driver().cuModuleGetFunction(&k->function, module, k->symbol.c_str()), "cuModuleGetFunction");
+  }
+
+  CudaExecutable& exe_;
+  CudaDevice* device_;
+  int compute_capability_;
+  const runtime::CompileOptions& options_;
+  std::shared_ptr<ir::Module> scratch_;
+  std::unordered_map<const Instruction*, int> value_;
+  std::deque<codegen::LoopIr> irs_;  // stable addresses for units_
+  std::vector<codegen::LoopUnit> units_;
+  std::vector<codegen::GpuKernelUnit> gpu_kernels_;
+  std::vector<std::shared_ptr<KernelRef>> kernels_;
+  std::string ptx_;
+};
+
+}  // namespace
+
+void lower(CudaExecutable& exe, CudaDevice& device, const runtime::CompileOptions& options) {
+  Lowerer(exe, &device, device.compute_capability(), options).lower_all();
+}
+
+std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options) {
+  CudaExecutable exe(ir::extract_module(*optimized.entry(), optimized.name()), nullptr);
+  Lowerer lowerer(exe, nullptr, compute_capability, options);
+  lowerer.lower_all();
+  return lowerer.ptx();
+}
+
+}  // namespace kiln::cuda

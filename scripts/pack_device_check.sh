@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# scripts/pack_device_check.sh [build_dir]: prepares, on this machine, what scripts/device_check.sh
+# runs on the device machine, which has CUDA, PyTorch and CMake but not Kiln's Debian libraries
+# (oneDNN, LLVM 15, HDF5):
+#   device_bin.tar.xz   the cuda test binaries (kiln_cuda_tests, kiln_e2e_cuda_tests),
+#                       make_ptx_cases (device_check.sh makes the PTX cases there) and every
+#                       shared library they need beyond glibc
+#                       (ldd), xz-compressed to fit the device tool's 64 MiB carry
+# Then, through the device tool: carry [device_bin.tar.xz] and run
+#   bash scripts/device_check.sh device_cases
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+tests="tests/runtime/kiln_cuda_tests tests/e2e/kiln_e2e_cuda_tests tests/runtime/make_ptx_cases"
+ninja -C "$build" -j2 make_ptx_cases kiln_cuda_tests kiln_e2e_cuda_tests
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir -p "$stage/device_bin/lib"
+for t in $tests; do cp "$build/$t" "$stage/device_bin/"; done
+# glibc's own libraries come from the device's system (they cannot be moved between systems);
+# everything else travels, libstdc++ included (the device's may be older).
+for t in $tests; do ldd "$build/$t"; done | awk '/=> \// {print $3}' | sort -u |
+  grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux-x86-64)\.so' |
+  while read -r lib; do cp -L "$lib" "$stage/device_bin/lib/"; done
+strip --strip-unneeded "$stage"/device_bin/lib/*.so* "$stage"/device_bin/kiln_* "$stage"/device_bin/make_ptx_cases 2>/dev/null || true
+tar -C "$stage" -cf - device_bin | xz -9 -T2 > device_bin.tar.xz
+# The carry holds the working tree too (git's tracked files).
+size=$(stat -c %s device_bin.tar.xz)
+tree=$(git ls-files -z | xargs -0 cat | wc -c)
+echo "pack_device_check: device_bin.tar.xz $((size >> 20)) MiB + working tree $((tree >> 20)) MiB (carry limit 64 MiB)"
+[ $((size + tree)) -lt $((64 << 20)) ] || { echo "pack_device_check: over the 64 MiB carry" >&2; exit 1; }

@@ -1,0 +1,181 @@
+// The CUDA backend on a real GPU: device memory and copies, generated loop kernels and
+// cuBLASLt matmuls against the reference evaluator, variable updates in place, and the
+// CompileError for ops it cannot run. Without a GPU every test skips, saying why.
+#include <gtest/gtest.h>
+
+#include "kiln/ir/builder.h"
+#include "kiln/runtime/backend_registry.h"
+#include "tests/testing/backend_conformance.h"
+#include "tests/testing/expect_error.h"
+#include "tests/testing/gpu_backend.h"
+
+namespace kiln::cuda {
+namespace {
+
+using ir::Builder;
+using ir::Instruction;
+using ir::Opcode;
+
+TEST(CudaDeviceTest, CopiesRoundTripAndMemoryIsNotHostAddressable) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  runtime::Device& gpu = backend->device();
+  EXPECT_EQ(gpu.name(), "cuda:0");
+  EXPECT_FALSE(gpu.host_addressable());
+  for (DType t : {DType::kF32, DType::kBF16, DType::kI32, DType::kU8}) {
+    HostTensor h = testing::random_tensor(Shape(t, {37, 129}), 7, -100, 100);
+    runtime::Buffer b = gpu.to_device(h);
+    HostTensor back = gpu.to_host(b);
+    ASSERT_EQ(back.byte_size(), h.byte_size());
+    EXPECT_EQ(std::memcmp(back.raw_data(), h.raw_data(), static_cast<size_t>(h.byte_size())), 0) << name(t);
+    EXPECT_NE(back.raw_data(), h.raw_data());
+    EXPECT_THROW(gpu.host_view(b), ValueError);
+  }
+  const runtime::AllocatorStats stats = gpu.allocator_stats();
+  EXPECT_GE(stats.allocations, 4);
+  EXPECT_GT(stats.peak_bytes_in_use, 0);
+  EXPECT_GT(gpu.memory_bytes(), int64_t{1} << 30);
+}
+
+TEST(CudaBackendTest, FusedLoopKernelsMatchTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  std::string steps;
+  // A broadcast, a transcendental, a select and a convert: one fused loop (or a few).
+  testing::expect_matches_reference(
+      {Shape(DType::kF32, {64, 33}), Shape(DType::kF32, {33})},
+      [](Builder& b, auto& p) {
+        Instruction* y = b.binary(Opcode::kMul, b.unary(Opcode::kTanh, p[0]), b.broadcast_in_dim(p[1], {64, 33}, {1}));
+        Instruction* pos = b.compare(ir::Comparison::kGt, y, b.full(y->shape(), 0.0));
+        Instruction* z = b.select(pos, y, b.binary(Opcode::kMul, y, b.full(y->shape(), 0.01)));
+        return std::vector<Instruction*>{z, b.convert(z, DType::kBF16)};
+      },
+      {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
+  EXPECT_NE(steps.find("loop kernel"), std::string::npos) << steps;
+}
+
+TEST(CudaBackendTest, CublasLtMatmulsMatchTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  struct Case {
+    Dims lhs, rhs;
+    ir::DotDims dims;
+  };
+  const Case cases[] = {
+      {{96, 40}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {0}}},  // x W
+      {{40, 96}, {40, 72}, {.lhs_contracting = {0}, .rhs_contracting = {0}}},  // x^T dy (a weight gradient)
+      {{96, 72}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {1}}},  // dy W^T (an input gradient)
+  };
+  for (const Case& c : cases) {
+    std::string steps;
+    testing::expect_matches_reference(
+        {Shape(DType::kF32, c.lhs), Shape(DType::kF32, c.rhs)},
+        [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.dot_general(p[0], p[1], c.dims)}; },
+        {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
+    EXPECT_NE(steps.find("cublasLt"), std::string::npos) << steps;
+  }
+}
+
+TEST(CudaBackendTest, BiasAndReluEpiloguesRunInTheMatmul) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    std::string steps;
+    int kernels = 0;
+    testing::expect_matches_reference(
+        {Shape(t, {130, 33}), Shape(t, {33, 65}), Shape(t, {65})},
+        [](Builder& b, auto& p) {
+          Instruction* y = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+          y = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(p[2], y->shape().dims(), {1}));
+          return std::vector<Instruction*>{b.binary(Opcode::kMax, y, b.full(y->shape(), 0.0))};
+        },
+        {.tol = t == DType::kF32 ? 1e-5 : 2e-2, .backend = backend.get(), .kernel_count = &kernels, .steps = &steps});
+    EXPECT_EQ(kernels, 1) << steps;
+    EXPECT_NE(steps.find("+bias+relu"), std::string::npos) << steps;
+  }
+}
+
+TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto m = std::make_unique<ir::Module>("sgd");
+  Builder b(m->entry());
+  const Shape s(DType::kF32, {3, 4});
+  Instruction* w = b.parameter(s, "w");
+  Instruction* g = b.parameter(s, "g");
+  m->entry()->set_outputs({b.binary(Opcode::kSub, w, b.binary(Opcode::kMul, g, b.full(s, 0.5)))});
+  m->add_alias({.output_index = 0, .parameter_index = 0});
+  auto exe = backend->compile(std::move(m), {});
+  runtime::Device& gpu = backend->device();
+  std::vector<float> w0(12), g0(12);
+  for (size_t i = 0; i < 12; ++i) {
+    w0[i] = static_cast<float>(i);
+    g0[i] = static_cast<float>(i) - 6.0f;
+  }
+  runtime::Buffer wb = gpu.to_device(HostTensor::from_vector<float>({3, 4}, w0));
+  runtime::Buffer gb = gpu.to_device(HostTensor::from_vector<float>({3, 4}, g0));
+  for (int step = 0; step < 2; ++step) {
+    runtime::Buffer args[] = {wb, gb};
+    std::vector<runtime::Buffer> out = gpu.execute(*exe, args);
+    ASSERT_EQ(out.size(), 1u);
+    EXPECT_TRUE(out[0].shares_memory_with(wb));
+  }
+  const std::vector<float> w2 = gpu.to_host(wb).to_vector<float>();
+  for (size_t i = 0; i < 12; ++i) EXPECT_EQ(w2[i], w0[i] - 2 * 0.5f * g0[i]);
+}
+
+TEST(CudaBackendTest, ReductionsMatchTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  std::string steps;
+  // Fused producers (exp, square), each axis position, all axes (a loss mean), and argmax.
+  testing::expect_matches_reference(
+      {Shape(DType::kF32, {16, 24, 5})},
+      [](Builder& b, auto& p) {
+        Instruction* e = b.unary(Opcode::kExp, p[0]);
+        return std::vector<Instruction*>{b.reduce(Opcode::kReduceSum, e, {0}), b.reduce(Opcode::kReduceMax, p[0], {1, 2}),
+                                         b.reduce(Opcode::kReduceMin, p[0], {1}),
+                                         b.reduce(Opcode::kReduceSum, b.binary(Opcode::kMul, p[0], p[0]), {0, 1, 2}),
+                                         b.argmax(p[0], 1), b.argmax(p[0], 2)};
+      },
+      {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
+  EXPECT_NE(steps.find("reduce_sum kernel"), std::string::npos) << steps;
+}
+
+// Dropout masks match the CPU's only if the bits do: Philox, element by element.
+TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto make = [] {
+    auto m = std::make_unique<ir::Module>("rng");
+    Builder b(m->entry());
+    m->entry()->set_outputs({b.rng_bits(b.parameter(Shape(DType::kI64, {}), "key"), {77, 131})});
+    return m;
+  };
+  for (int64_t key : {int64_t{0}, int64_t{12345}, int64_t{-3} << 40}) {
+    std::vector<HostTensor> args = {HostTensor::scalar<int64_t>(key)};
+    const HostTensor expected = ir::evaluate(*make(), args)[0];
+    const HostTensor actual = backend->compile(make(), {})->run(args)[0];
+    ASSERT_EQ(actual.byte_size(), expected.byte_size());
+    EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), static_cast<size_t>(actual.byte_size())), 0) << key;
+  }
+}
+
+TEST(CudaBackendTest, OpsWithoutAGpuKernelAreACompileErrorNamingThem) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto m = std::make_unique<ir::Module>("needs_a_convolution");
+  Builder b(m->entry());
+  Instruction* x = b.parameter(Shape(DType::kF32, {2, 8, 8, 3}), "x");
+  Instruction* w = b.parameter(Shape(DType::kF32, {3, 3, 3, 4}), "w");
+  m->entry()->set_outputs({b.convolution(x, w, {})});
+  KILN_EXPECT_ERROR(backend->compile(std::move(m), {}), CompileError,
+                    "[cuda] needs_a_convolution: the cuda backend has no kernel yet for convolution");
+}
+
+TEST(CudaBackendTest, ProgramsOfAnotherBackendAreRefused) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto m = std::make_unique<ir::Module>("cpu_program");
+  Builder b(m->entry());
+  Instruction* x = b.parameter(Shape(DType::kF32, {4}), "x");
+  m->entry()->set_outputs({b.unary(Opcode::kNeg, x)});
+  auto cpu_exe = runtime::make_backend("cpu")->compile(std::move(m), {});
+  runtime::Buffer arg = backend->device().to_device(HostTensor::from_vector<float>({4}, {1, 2, 3, 4}));
+  runtime::Buffer args[] = {arg};
+  KILN_EXPECT_ERROR(backend->device().execute(*cpu_exe, args), ValueError, "not compiled by the cuda backend");
+}
+
+}  // namespace
+}  // namespace kiln::cuda

@@ -1,0 +1,58 @@
+// The PTX the CUDA backend loads, checked without a GPU: CUDA's own assembler (ptxas) must
+// accept the code generator's loop and reduction kernels for an H100/H200 (sm_90), so a PTX
+// error shows here and not only on the device machine.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kiln/compiler/codegen/llvm_codegen.h"
+#include "kiln/compiler/codegen/loop_ir.h"
+#include "kiln/ir/builder.h"
+#include "tests/testing/gpu_backend.h"
+
+namespace kiln::cuda {
+namespace {
+
+using ir::Builder;
+using ir::Instruction;
+using ir::Opcode;
+
+TEST(CudaCodegenTest, PtxasAcceptsLoopReductionAndRngBitsKernels) {
+  if (!std::filesystem::exists(KILN_CUDA_PTXAS)) GTEST_SKIP() << "no ptxas at " << KILN_CUDA_PTXAS;
+  ir::Module module("ptx");
+  ir::Computation* c = module.add_computation("body");
+  Builder b(c);
+  Instruction* x = b.parameter(Shape(DType::kF32, {64, 10}), "x");
+  Instruction* bias = b.parameter(Shape(DType::kBF16, {10}), "bias");
+  Instruction* y = b.unary(Opcode::kTanh, b.binary(Opcode::kAdd, x, b.convert(b.broadcast_in_dim(bias, {64, 10}, {1}), DType::kF32)));
+  std::optional<codegen::LoopIr> loop = codegen::LoopIr::build(*y);
+  ASSERT_TRUE(loop.has_value());
+  const std::vector<codegen::GpuKernelUnit> kernels = {
+      {"sum_f32", codegen::GpuKernelOp::kSum, DType::kF32, DType::kF32},
+      {"max_bf16", codegen::GpuKernelOp::kMax, DType::kBF16, DType::kBF16},
+      {"min_f64", codegen::GpuKernelOp::kMin, DType::kF64, DType::kF64},
+      {"sum_i32", codegen::GpuKernelOp::kSum, DType::kI32, DType::kI32},
+      {"argmax_f32", codegen::GpuKernelOp::kArgmax, DType::kF32, DType::kI32},
+      {"rng", codegen::GpuKernelOp::kRngBits, DType::kI64, DType::kI32},
+  };
+  const codegen::GeneratedCode ptx = codegen::generate_loop_code({{&*loop, "k", false}}, codegen::CodegenTarget::nvptx(90),
+                                                                 false, KILN_CUDA_LIBDEVICE, kernels);
+  for (const char* entry : {".entry k_s0", ".entry sum_f32", ".entry max_bf16", ".entry min_f64", ".entry sum_i32", ".entry argmax_f32",
+                            ".entry rng"})
+    EXPECT_NE(ptx.binary.find(entry), std::string::npos) << entry;
+  std::string log;
+  EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
+}
+
+TEST(CudaCodegenTest, ReductionKernelsAreForTheGpuOnly) {
+  try {
+    codegen::generate_loop_code({}, codegen::CodegenTarget::host(), false, "",
+                                {{"sum", codegen::GpuKernelOp::kSum, DType::kF32, DType::kF32}});
+    ADD_FAILURE() << "expected a CompileError";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("NVPTX only"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::cuda
