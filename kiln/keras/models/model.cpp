@@ -219,34 +219,39 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
 
 std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
   const auto n = static_cast<std::ptrdiff_t>(num_inputs());
-  auto rows = [&](int64_t begin, int64_t end) {
+  // Step j's inputs: row j of each stacked tensor. The loop reads its rows in place (the
+  // stacked tensors are captures and the loop walks the step numbers): slicing rows 1..k-1
+  // into a tensor of its own would copy k - 1 batches into the arena, which compile time
+  // zeroes and every run fills (compile time and memory growing with k).
+  auto step_inputs = [&](const Tensor& j) {
     std::vector<Tensor> out;
     for (const Tensor& t : stacked) {
-      Dims start(static_cast<size_t>(t.rank()), 0), limit = t.dims();
-      start[0] = begin;
-      limit[0] = end;
-      out.push_back(slice(t, start, limit));
+      std::vector<Tensor> starts(static_cast<size_t>(t.rank()), Tensor::scalar(0, DType::kI32));
+      starts[0] = j;
+      Dims sizes = t.dims();
+      sizes[0] = 1;
+      out.push_back(squeeze(dynamic_slice(t, starts, sizes), 0));
     }
     return out;
   };
   // Step 0 runs as itself: it creates the optimizer's slots, and names every variable a step
   // reads or assigns. Steps 1..k-1 are one loop carrying those variables.
-  std::vector<Tensor> first;
-  for (const Tensor& t : rows(0, 1)) first.push_back(squeeze(t, 0));
+  std::vector<Tensor> first = step_inputs(Tensor::scalar(0, DType::kI32));
   std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, first[static_cast<size_t>(n)]);
   trace::TraceContext& ctx = *trace::TraceContext::current();
   const std::vector<std::shared_ptr<trace::VariableState>> vars = ctx.captured_variables();
   std::vector<Tensor> values;
   for (const auto& v : vars) values.push_back(ctx.read_variable(v));
   ScanResult rest = scan(
-      [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& x) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
+      [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& step) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
         for (size_t i = 0; i < vars.size(); ++i) ctx.carry_variable(vars[i].get(), carry[i]);
+        std::vector<Tensor> x = step_inputs(step[0]);
         std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, x[static_cast<size_t>(n)]);
         std::vector<Tensor> next;
         for (const auto& v : vars) next.push_back(ctx.read_variable(v));
         return {next, logs};
       },
-      values, rows(1, k));
+      values, {iota(Shape(DType::kI32, {k - 1}), 0) + 1.0});
   for (size_t i = 0; i < vars.size(); ++i) ctx.assign_variable(vars[i], rest.carry[i]);
   std::vector<Tensor> out;
   for (size_t m = 0; m < first_logs.size(); ++m) out.push_back(concat({expand_dims(first_logs[m], 0), rest.ys[m]}, 0));
