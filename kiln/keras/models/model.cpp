@@ -209,12 +209,18 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   GradientTape tape;
   clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/true);
-  Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
+  auto [unregularized, mask] = compiled_loss(y, y_pred);
+  Tensor loss = with_regularization(unregularized);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
   compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss), y, vars), vars);
   for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
-  return update_metrics(y, y_pred, loss);
+  return update_metrics(y, y_pred, loss, mask);
+}
+
+std::pair<Tensor, Tensor> Model::compiled_loss(const Tensor& y, const Tensor& y_pred) {
+  Tensor mask = std::exchange(output_mask_, Tensor());
+  return {mask.defined() ? compiled_.loss->masked(y, y_pred, mask) : (*compiled_.loss)(y, y_pred), mask};
 }
 
 std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
@@ -325,7 +331,8 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
   clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/false);
-  return update_metrics(y, y_pred, with_regularization((*compiled_.loss)(y, y_pred)));
+  auto [loss, mask] = compiled_loss(y, y_pred);
+  return update_metrics(y, y_pred, with_regularization(loss), mask);
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
@@ -342,7 +349,8 @@ void Model::clear_activity_losses() {
   for (const LayerHandle& l : layers_) l->clear_activity_losses();
 }
 
-std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss) {
+std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss,
+                                          const Tensor& mask) {
   // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
   const Tensor y_pred = size_of(y_pred_in.dtype()) == 2 && is_floating(y_pred_in.dtype()) ? cast(y_pred_in, DType::kF32)
                                                                                          : y_pred_in;
@@ -352,7 +360,11 @@ std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_
   const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
   if (rows > 0) {
     loss_tracker_->update(loss, static_cast<double>(rows));
-    for (const MetricHandle& m : compiled_.metrics) m->update_state(y, y_pred);
+    for (const MetricHandle& m : compiled_.metrics) {
+      // Keras's compiled metrics take the output's mask as their sample weights.
+      if (mask.defined()) m->update_state_weighted(y, y_pred, mask);
+      else m->update_state(y, y_pred);
+    }
   }
   // Keras computes results in cross-replica context, from the accumulators summed over the
   // replicas: exact when the shards differ in size. Plain reads without a strategy.
@@ -411,7 +423,9 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 void Model::make_predict_function() {  // predict needs no compile
   if (predict_function_) return;
   predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{call_multi(in, /*training=*/false)};
+    std::vector<Tensor> out{call_multi(in, /*training=*/false)};
+    output_mask_ = Tensor();  // predictions are Keras's; only the loss and metrics read the mask
+    return out;
   });
 }
 
