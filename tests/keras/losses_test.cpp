@@ -59,6 +59,23 @@ TEST(LossesTest, MeanSquaredErrorAveragesTheLastAxisThenTheBatch) {
   EXPECT_EQ(MeanSquaredError({.reduction = "none"})(y, p).to_vector<float>(), (std::vector<float>{0.5f, 6.5f}));
 }
 
+TEST(LossesTest, AMaskedLossIsTheMeanOverTheKeptSteps) {
+  // Per-step MSE of a (1, 3, 2) sequence: errors (1, 1), (2, 0), (3, 3) -> 1, 2, 9. Keras
+  // 2.11+/3: mean over the kept steps (1 + 2) / 2, not over all three ((1 + 2 + 0) / 3).
+  Tensor y = f32({1, 3, 2}, {0, 0, 0, 0, 0, 0});
+  Tensor p = f32({1, 3, 2}, {1, 1, 2, 0, 3, 3});
+  Tensor mask = cast(i32({1, 3}, {1, 1, 0}), DType::kBool);
+  EXPECT_NEAR(scalar(MeanSquaredError()(y, p)), 4.0, 1e-6);
+  EXPECT_NEAR(scalar(MeanSquaredError().masked(y, p, mask)), 1.5, 1e-6);
+  EXPECT_NEAR(scalar(MeanSquaredError({.reduction = "sum"}).masked(y, p, mask)), 3.0, 1e-6);
+  EXPECT_EQ(MeanSquaredError({.reduction = "none"}).masked(y, p, mask).to_vector<float>(), (std::vector<float>{1, 2, 0}));
+  // Nothing kept: 0 (Keras's divide_no_nan), not NaN.
+  Tensor none_kept = cast(i32({1, 3}, {0, 0, 0}), DType::kBool);
+  EXPECT_EQ(scalar(MeanSquaredError().masked(y, p, none_kept)), 0.0);
+  KILN_EXPECT_ERROR(MeanSquaredError().masked(y, p, Tensor::from_vector<float>({1, 2}, {1, 1})), ShapeError,
+                    "do not broadcast to the values f32[1,3]");
+}
+
 // The catalogue against the formulas written out per row in double, on inputs that visit each
 // branch (|e| on both sides of Huber's delta, KL's clip, hinge margins on both sides).
 struct Rows {
@@ -245,6 +262,21 @@ TEST(MetricsTest, AccuracyResolvesToTheSparseFormForIntegerLabels) {
   EXPECT_NEAR(scalar(acc.result()), 0.75, 1e-7);  // argmax 2, 0, 1, 0
   acc.reset_state();
   EXPECT_EQ(scalar(acc.result()), 0.0);
+}
+
+TEST(MetricsTest, WeightedAccuracyCountsOnlyTheWeightedValues) {
+  // A (2, 2) sequence of predictions; argmax 2, 0 | 1, 0 against labels 2, 1 | 1, 1; the
+  // mask drops step (0, 1): 2 right of 3 kept.
+  Accuracy acc;
+  Tensor y = i32({2, 2}, {2, 1, 1, 1});
+  Tensor p = f32({2, 2, 3}, {0, 1, 5, 9, 0, 0, 0, 3, 1, 4, 0, 0});
+  acc.update_state_weighted(y, p, cast(i32({2, 2}, {1, 0, 1, 1}), DType::kBool));
+  EXPECT_NEAR(scalar(acc.result()), 2.0 / 3.0, 1e-7);
+  Mean m;  // per-value weights: (1 * 1 + 3 * 2) / 3
+  m.update(f32({2}, {1, 3}), f32({2}, {1, 2}));
+  EXPECT_NEAR(scalar(m.result()), 7.0 / 3.0, 1e-6);
+  metrics::Precision precision;
+  KILN_EXPECT_ERROR(precision.update_state_weighted(y, p, y), ValueError, "does not take sample weights yet");
 }
 
 TEST(MetricsTest, MeanIsTheRunningMeanOfEveryValue) {

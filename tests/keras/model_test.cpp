@@ -195,6 +195,23 @@ TEST(ModelTest, StepsPerExecutionGivesTheSameWeightsAndCallbacksSeeEveryStep) {
   }
 }
 
+TEST(ModelTest, TheStepsPerExecutionProgramDoesNotGrowWithK) {
+  // The loop reads each step's batch in place: no copy of k - 1 batches in the arena (which
+  // compile time zeroed: compile time grew with k), and the same kernels for every k.
+  std::vector<int64_t> arena, kernels;
+  for (int k : {2, 8}) {
+    auto model = seed_model();
+    compile_seed(*model, k);
+    HostTensor x(Shape(DType::kF32, {16 * k, 28, 28})), y(Shape(DType::kI32, {16 * k}));
+    model->fit(batches(x, y, 16), {.epochs = 1, .verbose = 0});
+    const runtime::Executable* exe = model->multi_step_train_function()->last_executable();
+    arena.push_back(exe->planned_activation_bytes());
+    kernels.push_back(exe->kernel_count());
+  }
+  EXPECT_EQ(arena[0], arena[1]);
+  EXPECT_EQ(kernels[0], kernels[1]);
+}
+
 TEST(ModelTest, SaveWeightsThenLoadWeightsRestoresPredictions) {
   auto model = seed_model();
   model->get_layer("dense").weights()[1].assign(Tensor(HostTensor::from_vector<float>({128}, std::vector<float>(128, 0.5f))));

@@ -1,6 +1,7 @@
-// scan: values equal the eager loop and the unrolled trace; gradients through the traced scan
-// equal the unrolled trace's exactly (same ops on the same values, summed in the same order)
-// and match f64 finite differences; the cpu backend agrees with the reference.
+// scan: hand-computed carries and ys both ways; values equal the eager loop and the unrolled
+// trace; gradients through the traced scan equal the unrolled trace's exactly (same ops on the
+// same values, summed in the same order) and match f64 finite differences; the cpu backend
+// agrees with the reference.
 #include "kiln/trace/ops/scan.h"
 
 #include <gtest/gtest.h>
@@ -98,6 +99,26 @@ TEST(ScanTest, EagerScanMatchesTheTrace) {
   Xs eager = program(true, false, false)(in);
   for (size_t i = 0; i < eager.size(); ++i)
     EXPECT_EQ(eager[i].to_vector<float>(), traced[i].to_vector<float>()) << "output " << i;
+}
+
+TEST(ScanTest, CarriesAndStacksHandComputedValuesBothWays) {
+  // A running sum with a product output: c += x_t, y_t = c * x_t.
+  trace::EagerScope scope(runtime::make_reference_backend());
+  auto running = [](const Xs& c, const Xs& x) -> std::pair<Xs, Xs> {
+    Tensor next = c[0] + x[0];
+    return {{next}, {next * x[0]}};
+  };
+  const Tensor xs = Tensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6});
+  const Tensor init = Tensor::from_vector<float>({2}, {10, 20});
+  ScanResult fw = scan(running, {init}, {xs});
+  // c: (11, 22), (14, 26), (19, 32); y = c * x.
+  EXPECT_EQ(fw.carry[0].to_vector<float>(), (std::vector<float>{19, 32}));
+  EXPECT_EQ(fw.ys[0].dims(), (Dims{3, 2}));
+  EXPECT_EQ(fw.ys[0].to_vector<float>(), (std::vector<float>{11, 44, 42, 104, 95, 192}));
+  // Walks t = 2, 1, 0: c: (15, 26), (18, 30), (19, 32); ys stay in t order.
+  ScanResult bw = scan(running, {init}, {xs}, /*reverse=*/true);
+  EXPECT_EQ(bw.carry[0].to_vector<float>(), (std::vector<float>{19, 32}));
+  EXPECT_EQ(bw.ys[0].to_vector<float>(), (std::vector<float>{19, 64, 54, 120, 75, 156}));
 }
 
 TEST(ScanTest, ReverseScanStacksYsInTimeOrder) {

@@ -14,6 +14,10 @@ class Loss {
   virtual ~Loss() = default;
   /// The reduced loss of a batch (a scalar unless reduction is "none").
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
+  /// The loss of a masked output (y_pred's Keras mask, bool (batch, T)): the per-sample losses
+  /// at masked steps are zeroed and, as in Keras 2.11+ and 3, "sum_over_batch_size" is the mean
+  /// over the kept steps (0 when none is kept); "sum" sums the kept ones.
+  Tensor masked(const Tensor& y_true, const Tensor& y_pred, const Tensor& mask) const;
   /// Per-sample losses (batch,) before reduction.
   virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
   const std::string& name() const { return name_; }
@@ -28,6 +32,9 @@ class Loss {
   Loss(std::string name, std::string reduction);
 
  private:
+  /// call() on y_pred widened to f32 when it is 16-bit.
+  Tensor per_sample(const Tensor& y_true, const Tensor& y_pred) const;
+
   std::string name_, reduction_;
 };
 

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/losses/sample_weight.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/reduce.h"
@@ -40,14 +41,27 @@ Loss::Loss(std::string name, std::string reduction) : name_(std::move(name)), re
   check_reduction(reduction_);
 }
 
-Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+Tensor Loss::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   // Keras computes losses in float32 (the loss's dtype): a mixed-precision model's bf16/f16
   // output is widened first, so log and the sums do not round to 8 or 11 mantissa bits.
-  Tensor per_sample = call(y_true, size_of(y_pred.dtype()) == 2 && is_floating(y_pred.dtype())
-                                       ? cast(y_pred, DType::kF32) : y_pred);
-  if (reduction_ == "none") return per_sample;
-  if (reduction_ == "sum") return reduce_sum(per_sample);
-  return mean(per_sample);  // sum / number of per-sample values
+  return call(y_true, size_of(y_pred.dtype()) == 2 && is_floating(y_pred.dtype()) ? cast(y_pred, DType::kF32) : y_pred);
+}
+
+Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
+  Tensor losses = per_sample(y_true, y_pred);
+  if (reduction_ == "none") return losses;
+  if (reduction_ == "sum") return reduce_sum(losses);
+  return mean(losses);  // sum / number of per-sample values
+}
+
+Tensor Loss::masked(const Tensor& y_true, const Tensor& y_pred, const Tensor& mask) const {
+  Tensor losses = per_sample(y_true, y_pred);
+  Tensor w = broadcast_weights(mask, losses.shape(), name_);
+  Tensor weighted = losses * w;
+  if (reduction_ == "none") return weighted;
+  if (reduction_ == "sum") return reduce_sum(weighted);
+  // Keras's apply_valid_mask: the mean over the kept values; divide_no_nan when none is kept.
+  return reduce_sum(weighted) / maximum(reduce_sum(w), 1.0);
 }
 
 std::string Loss::get_config() const {

@@ -38,6 +38,10 @@ class Accuracy : public MeanMetricWrapper {
  public:
   explicit Accuracy(std::string name = "accuracy");
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
+
+ private:
+  void resolve(const Tensor& y_true, const Tensor& y_pred);
 };
 
 /// Per-sample accuracy values (f32 0/1) for each form.

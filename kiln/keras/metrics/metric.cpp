@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/losses/sample_weight.h"
 #include "kiln/keras/metrics/accuracy.h"
 #include "kiln/keras/metrics/confusion.h"
 #include "kiln/keras/metrics/regression.h"
@@ -37,6 +38,19 @@ void Mean::update(const Tensor& values, double sample_weight) {
   Tensor sum = reduce_sum(v);
   total_.assign(total_.read() + (sample_weight == 1.0 ? sum : sum * sample_weight));
   count_.assign(count_.read() + static_cast<double>(v.shape().num_elements()) * sample_weight);
+}
+
+void Mean::update(const Tensor& values, const Tensor& sample_weight) {
+  Tensor v = cast(values, DType::kF32);
+  Tensor w = broadcast_weights(cast(sample_weight, DType::kF32), v.shape(), name());
+  total_.assign(total_.read() + reduce_sum(v * w));
+  count_.assign(count_.read() + reduce_sum(w));
+}
+
+void Metric::update_state_weighted(const Tensor& /*y_true*/, const Tensor& /*y_pred*/, const Tensor& /*sample_weight*/) {
+  KILN_THROW(ValueError, "[", name_, "] this metric does not take sample weights yet, and the model's output carries ",
+             "a mask, which Keras turns into sample weights. Hint: use a mean metric (accuracy, mae, ...) for a ",
+             "masked sequence output, or end the model with a layer that consumes the mask.");
 }
 
 // Keras divide_no_nan: 0 before any update.
@@ -74,15 +88,24 @@ std::string BinaryAccuracy::get_config() const {
 
 Accuracy::Accuracy(std::string name) : MeanMetricWrapper(std::move(name), nullptr) {}
 
+void Accuracy::resolve(const Tensor& y_true, const Tensor& y_pred) {
+  if (fn_) return;
+  // Keras compile_utils: decided by the shapes.
+  const int64_t pred_last = y_pred.rank() > 0 ? y_pred.dim(-1) : 1;
+  const int64_t true_last = y_true.rank() > 0 ? y_true.dim(-1) : 1;
+  if (pred_last == 1) fn_ = [](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p); };
+  else if (y_true.rank() < y_pred.rank() || true_last == 1) fn_ = sparse_categorical_accuracy;
+  else fn_ = categorical_accuracy;
+}
+
 void Accuracy::update_state(const Tensor& y_true, const Tensor& y_pred) {
-  if (!fn_) {  // Keras compile_utils: decided by the shapes
-    const int64_t pred_last = y_pred.rank() > 0 ? y_pred.dim(-1) : 1;
-    const int64_t true_last = y_true.rank() > 0 ? y_true.dim(-1) : 1;
-    if (pred_last == 1) fn_ = [](const Tensor& t, const Tensor& p) { return binary_accuracy(t, p); };
-    else if (y_true.rank() < y_pred.rank() || true_last == 1) fn_ = sparse_categorical_accuracy;
-    else fn_ = categorical_accuracy;
-  }
+  resolve(y_true, y_pred);
   MeanMetricWrapper::update_state(y_true, y_pred);
+}
+
+void Accuracy::update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  resolve(y_true, y_pred);
+  MeanMetricWrapper::update_state_weighted(y_true, y_pred, sample_weight);
 }
 
 MetricHandle::MetricHandle(const char* name) {

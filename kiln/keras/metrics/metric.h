@@ -18,6 +18,10 @@ class Metric {
   virtual ~Metric() = default;
   /// Accumulates a batch (traced into the step).
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
+  /// The same with per-value weights broadcast against the metric's per-sample values
+  /// (Keras's update_state(..., sample_weight); fit passes the output's mask, as Keras does).
+  /// The default is a ValueError naming the metric: only the mean metrics weigh values yet.
+  virtual void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   /// The current value (a scalar tensor).
   virtual Tensor result() const = 0;
   /// Zeroes every state variable (outside a trace: immediately).
@@ -50,6 +54,12 @@ class Mean : public Metric {
   /// The same with every value weighted by `sample_weight`: sum(values) * w and count * w
   /// (Keras's update_state(values, sample_weight) with a scalar weight).
   void update(const Tensor& values, double sample_weight);
+  /// sum(values * w) and sum(w), `sample_weight` broadcast to the values' shape (Keras's
+  /// Reduce metric with a weight tensor).
+  void update(const Tensor& values, const Tensor& sample_weight);
+  void update_state_weighted(const Tensor& /*y_true*/, const Tensor& y_pred, const Tensor& sample_weight) override {
+    update(y_pred, sample_weight);
+  }
   void update_state(const Tensor& /*y_true*/, const Tensor& y_pred) override { update(y_pred); }
   Tensor result() const override;
 
@@ -64,6 +74,9 @@ class MeanMetricWrapper : public Mean {
   using Fn = std::function<Tensor(const Tensor& y_true, const Tensor& y_pred)>;
   MeanMetricWrapper(std::string name, Fn fn) : Mean(std::move(name)), fn_(std::move(fn)) {}
   void update_state(const Tensor& y_true, const Tensor& y_pred) override { update(fn_(y_true, y_pred)); }
+  void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override {
+    update(fn_(y_true, y_pred), sample_weight);
+  }
 
  protected:
   Fn fn_;

@@ -8,7 +8,6 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
-#include "kiln/keras/models/output_mask_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 
 namespace kiln::keras {
@@ -168,7 +167,7 @@ Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) 
     values[n.get()] = mask.defined() ? n->layer->call_with_mask(xs[0], mask, training) : (*n->layer)(xs, training, n->flags);
     masks[n.get()] = n->layer->compute_mask(xs[0], mask);
   }
-  internal::check_output_mask(masks[output_.node().get()], name_, training);
+  output_mask_ = masks[output_.node().get()];
   return values.at(output_.node().get());
 }
 

@@ -209,44 +209,55 @@ std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor
   GradientTape tape;
   clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/true);
-  Tensor loss = with_regularization((*compiled_.loss)(y, y_pred));
+  auto [unregularized, mask] = compiled_loss(y, y_pred);
+  Tensor loss = with_regularization(unregularized);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
   compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss), y, vars), vars);
   for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
-  return update_metrics(y, y_pred, loss);
+  return update_metrics(y, y_pred, loss, mask);
+}
+
+std::pair<Tensor, Tensor> Model::compiled_loss(const Tensor& y, const Tensor& y_pred) {
+  Tensor mask = std::exchange(output_mask_, Tensor());
+  return {mask.defined() ? compiled_.loss->masked(y, y_pred, mask) : (*compiled_.loss)(y, y_pred), mask};
 }
 
 std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
   const auto n = static_cast<std::ptrdiff_t>(num_inputs());
-  auto rows = [&](int64_t begin, int64_t end) {
+  // Step j's inputs: row j of each stacked tensor. The loop reads its rows in place (the
+  // stacked tensors are captures and the loop walks the step numbers): slicing rows 1..k-1
+  // into a tensor of its own would copy k - 1 batches into the arena, which compile time
+  // zeroes and every run fills (compile time and memory growing with k).
+  auto step_inputs = [&](const Tensor& j) {
     std::vector<Tensor> out;
     for (const Tensor& t : stacked) {
-      Dims start(static_cast<size_t>(t.rank()), 0), limit = t.dims();
-      start[0] = begin;
-      limit[0] = end;
-      out.push_back(slice(t, start, limit));
+      std::vector<Tensor> starts(static_cast<size_t>(t.rank()), Tensor::scalar(0, DType::kI32));
+      starts[0] = j;
+      Dims sizes = t.dims();
+      sizes[0] = 1;
+      out.push_back(squeeze(dynamic_slice(t, starts, sizes), 0));
     }
     return out;
   };
   // Step 0 runs as itself: it creates the optimizer's slots, and names every variable a step
   // reads or assigns. Steps 1..k-1 are one loop carrying those variables.
-  std::vector<Tensor> first;
-  for (const Tensor& t : rows(0, 1)) first.push_back(squeeze(t, 0));
+  std::vector<Tensor> first = step_inputs(Tensor::scalar(0, DType::kI32));
   std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, first[static_cast<size_t>(n)]);
   trace::TraceContext& ctx = *trace::TraceContext::current();
   const std::vector<std::shared_ptr<trace::VariableState>> vars = ctx.captured_variables();
   std::vector<Tensor> values;
   for (const auto& v : vars) values.push_back(ctx.read_variable(v));
   ScanResult rest = scan(
-      [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& x) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
+      [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& step) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
         for (size_t i = 0; i < vars.size(); ++i) ctx.carry_variable(vars[i].get(), carry[i]);
+        std::vector<Tensor> x = step_inputs(step[0]);
         std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, x[static_cast<size_t>(n)]);
         std::vector<Tensor> next;
         for (const auto& v : vars) next.push_back(ctx.read_variable(v));
         return {next, logs};
       },
-      values, rows(1, k));
+      values, {iota(Shape(DType::kI32, {k - 1}), 0) + 1.0});
   for (size_t i = 0; i < vars.size(); ++i) ctx.assign_variable(vars[i], rest.carry[i]);
   std::vector<Tensor> out;
   for (size_t m = 0; m < first_logs.size(); ++m) out.push_back(concat({expand_dims(first_logs[m], 0), rest.ys[m]}, 0));
@@ -320,7 +331,8 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
 std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
   clear_activity_losses();
   Tensor y_pred = call_multi(x, /*training=*/false);
-  return update_metrics(y, y_pred, with_regularization((*compiled_.loss)(y, y_pred)));
+  auto [loss, mask] = compiled_loss(y, y_pred);
+  return update_metrics(y, y_pred, with_regularization(loss), mask);
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
@@ -337,7 +349,8 @@ void Model::clear_activity_losses() {
   for (const LayerHandle& l : layers_) l->clear_activity_losses();
 }
 
-std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss) {
+std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss,
+                                          const Tensor& mask) {
   // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
   const Tensor y_pred = size_of(y_pred_in.dtype()) == 2 && is_floating(y_pred_in.dtype()) ? cast(y_pred_in, DType::kF32)
                                                                                          : y_pred_in;
@@ -347,7 +360,11 @@ std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_
   const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
   if (rows > 0) {
     loss_tracker_->update(loss, static_cast<double>(rows));
-    for (const MetricHandle& m : compiled_.metrics) m->update_state(y, y_pred);
+    for (const MetricHandle& m : compiled_.metrics) {
+      // Keras's compiled metrics take the output's mask as their sample weights.
+      if (mask.defined()) m->update_state_weighted(y, y_pred, mask);
+      else m->update_state(y, y_pred);
+    }
   }
   // Keras computes results in cross-replica context, from the accumulators summed over the
   // replicas: exact when the shards differ in size. Plain reads without a strategy.
@@ -406,7 +423,9 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 void Model::make_predict_function() {  // predict needs no compile
   if (predict_function_) return;
   predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
-    return std::vector<Tensor>{call_multi(in, /*training=*/false)};
+    std::vector<Tensor> out{call_multi(in, /*training=*/false)};
+    output_mask_ = Tensor();  // predictions are Keras's; only the loss and metrics read the mask
+    return out;
   });
 }
 

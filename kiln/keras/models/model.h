@@ -210,6 +210,10 @@ class Model {
 
   std::string name_;
   mixed_precision::Policy policy_ = mixed_precision::global_policy();
+  /// The mask the last call's output carries (Keras's y_pred._keras_mask; undefined when
+  /// none): set by call, read (and cleared) by the train and test steps, which weigh the
+  /// loss and metrics by it as Keras does.
+  Tensor output_mask_;
   std::vector<LayerHandle> layers_;
   NameScope name_scope_;
 
@@ -227,7 +231,12 @@ class Model {
   std::vector<Tensor> test_step(const std::vector<Tensor>& x, const Tensor& y);
   /// The first num_inputs() + 1 components of a batch (the inputs, then y).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
-  std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss);
+  /// `mask`: the output's mask, the metrics' sample weights (undefined: unweighted).
+  std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss,
+                                     const Tensor& mask = Tensor());
+  /// The compiled loss of y_pred, weighted by the output's mask when it has one (Keras's
+  /// compiled loss on a masked output), and the mask (taken from output_mask_).
+  std::pair<Tensor, Tensor> compiled_loss(const Tensor& y, const Tensor& y_pred);
   /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.
   Tensor with_regularization(Tensor loss) const;
   /// Forgets the activity penalties of earlier traces, before a step calls the model.

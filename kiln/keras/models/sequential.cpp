@@ -5,7 +5,6 @@
 #include "kiln/core/logging.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
-#include "kiln/keras/models/output_mask_impl.h"
 
 namespace kiln::keras {
 
@@ -81,7 +80,7 @@ Tensor Sequential::call(const Tensor& x, bool training) {
     mask = l->compute_mask(h, mask);
     h = next;
   }
-  internal::check_output_mask(mask, name_, training);
+  output_mask_ = mask;
   return h;
 }
 

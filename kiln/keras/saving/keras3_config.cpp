@@ -56,6 +56,41 @@ json layer_config3(json config) {
   return config;
 }
 
+json layer_entry3(const std::string& class_name, const json& config);
+
+// A wrapper's inner layer config renamed (Keras 3's Bidirectional names its two layers
+// forward_<name> and backward_<name>, and recreates them from these configs).
+json renamed_entry3(const json& inner, const std::string& name, bool flip_go_backwards) {
+  json c = inner.at("config");
+  c["name"] = name;
+  if (flip_go_backwards) c["go_backwards"] = !c.value("go_backwards", false);
+  return layer_entry3(inner.at("class_name").get<std::string>(), c);
+}
+
+// Keras 3's recurrent layers: no time_major (Keras 3 rejects it); its hard_sigmoid is
+// relu6(x + 3) / 6, not Keras 2's clip(0.2x + 0.5): a file saying hard_sigmoid would load
+// into a different model, so Kiln refuses to write one. Wrappers hold their inner layers as
+// objects; Bidirectional names both of its layers (backward_layer too, as Keras 3 writes it).
+void recurrent_config3(const std::string& class_name, json& c) {
+  if (class_name == "SimpleRNN" || class_name == "LSTM" || class_name == "GRU") {
+    c.erase("time_major");
+    for (const char* key : {"activation", "recurrent_activation"})
+      if (c.value(key, json()) == "hard_sigmoid")
+        KILN_THROW(ConfigError, "[", c.value("name", class_name), "] ", key, "=hard_sigmoid is Keras 2's ",
+                   "clip(0.2x + 0.5, 0, 1), and Keras 3's hard_sigmoid is relu6(x + 3) / 6: a .keras file cannot ",
+                   "say which. Hint: save the model as .h5 (tf.keras 2.x), or use sigmoid.");
+  } else if (class_name == "Bidirectional") {
+    const json inner = c.at("layer");
+    // An unnamed wrapped layer is its snake_case class name, as Keras names every layer.
+    std::string name = inner.at("config").value("name", "");
+    if (name.empty()) name = to_snake_case(inner.at("class_name").get<std::string>());
+    c["layer"] = renamed_entry3(inner, "forward_" + name, false);
+    c["backward_layer"] = renamed_entry3(inner, "backward_" + name, true);
+  } else if (class_name == "TimeDistributed") {
+    c["layer"] = layer_entry3(c.at("layer").at("class_name").get<std::string>(), c.at("layer").at("config"));
+  }
+}
+
 json layer_entry3(const std::string& class_name, const json& config) {
   json c = layer_config3(config);
   // Keras 3 renamed LeakyReLU's alpha (it still reads alpha, with a deprecation warning).
@@ -63,6 +98,7 @@ json layer_entry3(const std::string& class_name, const json& config) {
     c["negative_slope"] = c["alpha"];
     c.erase("alpha");
   }
+  recurrent_config3(class_name, c);
   return public_object("keras.layers", class_name, std::move(c));
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/layers/layer.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 
@@ -82,6 +83,22 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"Maximum", {}},
       {"Minimum", {}},
       {"Dot", {"axes", "normalize"}},
+      // Recurrent layers (Keras 3's RNN base keys too); seed seeds dropout, which must be 0,
+      // and use_cudnn picks a kernel, not a result. Wrappers' inner layers are read as layers.
+      {"SimpleRNN", {"units", "activation", "use_bias", "kernel_initializer", "recurrent_initializer",
+                     "bias_initializer", "dropout", "recurrent_dropout", "seed", "return_sequences", "return_state",
+                     "go_backwards", "unroll", "zero_output_for_mask"}},
+      {"LSTM", {"units", "activation", "recurrent_activation", "use_bias", "kernel_initializer",
+                "recurrent_initializer", "bias_initializer", "unit_forget_bias", "dropout", "recurrent_dropout",
+                "seed", "return_sequences", "return_state", "go_backwards", "unroll", "zero_output_for_mask",
+                "implementation", "use_cudnn"}},
+      {"GRU", {"units", "activation", "recurrent_activation", "use_bias", "kernel_initializer",
+               "recurrent_initializer", "bias_initializer", "reset_after", "dropout", "recurrent_dropout", "seed",
+               "return_sequences", "return_state", "go_backwards", "unroll", "zero_output_for_mask",
+               "implementation", "use_cudnn"}},
+      {"Masking", {"mask_value"}},
+      {"Bidirectional", {"layer", "merge_mode", "backward_layer"}},
+      {"TimeDistributed", {"layer"}},
   };
   return kKeys;
 }
@@ -148,6 +165,57 @@ json input_layer2(const json& config, const Source& src, const std::string& name
   return {{"batch_input_shape", batch_shape_of(config, src, name)}, {"dtype", dtype}, {"name", name}};
 }
 
+json layer_config2(const std::string& cls, const json& config3, const Source& src);
+
+// A wrapper's inner layer object ({"class_name", "config", ...}) as Kiln's {"class_name", "config"}.
+json inner_layer2(const json& object, const Source& src, const std::string& wrapper) {
+  if (!object.is_object() || !object.contains("class_name") || !object.contains("config"))
+    fail(src, "layer '" + wrapper + "' has no inner layer object", "the file is damaged; save the model again");
+  const std::string cls = object["class_name"].get<std::string>();
+  return {{"class_name", cls}, {"config", layer_config2(cls, object["config"], src)}};
+}
+
+// Keras 3's recurrent and wrapper configs in Kiln's (Keras 2) form. Keras 3's hard_sigmoid is
+// relu6(x + 3) / 6, not Keras 2's clip(0.2x + 0.5): refused rather than computed differently.
+// zero_output_for_mask is honored only where Kiln sets it itself (inside Bidirectional, which
+// forces it). Bidirectional writes its backward layer in full: Kiln rebuilds it from the
+// forward one, so it must be that layer with go_backwards flipped.
+void recurrent_config2(const std::string& cls, const json& config3, json& out, const Source& src,
+                       const std::string& name) {
+  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU") {
+    for (const char* key : {"activation", "recurrent_activation"})
+      if (unwrap(config3.value(key, json())) == "hard_sigmoid")
+        fail(src, "layer '" + name + "' (" + cls + ") has " + key + "=hard_sigmoid, which in Keras 3 is relu6(x + 3) / 6",
+             "Kiln's hard_sigmoid is Keras 2's clip(0.2x + 0.5, 0, 1); use sigmoid in Keras, or save as .h5 from tf.keras 2");
+    if (out.value("zero_output_for_mask", false))
+      fail(src, "layer '" + name + "' (" + cls + ") has zero_output_for_mask=true",
+           "Kiln's recurrent layers repeat the last output at masked steps, as Keras does by default");
+    for (const char* key : {"zero_output_for_mask", "use_cudnn", "seed"}) out.erase(key);
+  } else if (cls == "TimeDistributed") {
+    out["layer"] = inner_layer2(config3.at("layer"), src, name);
+  } else if (cls == "Bidirectional") {
+    json forward = config3.at("layer");
+    if (forward.is_object() && forward.contains("config")) forward["config"].erase("zero_output_for_mask");
+    if (config3.contains("backward_layer") && !config3["backward_layer"].is_null()) {
+      json a = forward.value("config", json::object()), b = config3["backward_layer"].value("config", json::object());
+      const bool flipped = a.value("go_backwards", false) != b.value("go_backwards", false);
+      for (json* c : {&a, &b})
+        for (const char* key : {"name", "go_backwards", "zero_output_for_mask"}) c->erase(key);
+      if (!flipped || a != b || forward.value("class_name", "") != config3["backward_layer"].value("class_name", ""))
+        fail(src, "layer '" + name + "' (Bidirectional) has a backward_layer that is not its layer run backwards",
+             "Kiln builds Bidirectional from one layer; rebuild the model in C++ and load the weights");
+    }
+    json inner = inner_layer2(forward, src, name);
+    // Keras 3 names the forward layer forward_<name>; Kiln's (Keras 2's) config holds <name>,
+    // left empty when it is the class's default (what Kiln writes for an unnamed layer).
+    std::string inner_name = inner["config"].value("name", "");
+    if (inner_name.starts_with("forward_")) inner_name = inner_name.substr(8);
+    inner["config"]["name"] = inner_name == to_snake_case(inner["class_name"].get<std::string>()) ? "" : inner_name;
+    out["layer"] = inner;
+    out.erase("backward_layer");
+  }
+}
+
 // A Keras 3 layer config as Kiln's from_config reads it.
 json layer_config2(const std::string& cls, const json& config3, const Source& src) {
   const std::string name = config3.value("name", "(unnamed)");
@@ -169,6 +237,7 @@ json layer_config2(const std::string& cls, const json& config3, const Source& sr
            "remove it from the model in Keras, or rebuild the model in C++ and use load_weights");
     }
   }
+  recurrent_config2(cls, config3, out, src, name);
   return out;
 }
 

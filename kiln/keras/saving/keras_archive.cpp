@@ -16,6 +16,7 @@
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/zip_archive.h"
+#include "kiln/keras/layers/wrappers.h"
 #include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -55,15 +56,42 @@ struct Sublayer {
   std::vector<Variable> vars;
 };
 
+std::vector<Sublayer> keras3_sublayers(const Layer& layer);
+
+// Keras 3's recurrent layers keep their weights in their cell (keras/src/layers/rnn/rnn.py:
+// self.cell, named "<snake class>_cell"): <path>/cell/vars, kernel, recurrent_kernel, bias as
+// Keras 2 orders them. Bidirectional's two layers are its forward_layer and backward_layer
+// attributes (each an RNN with a cell); TimeDistributed's inner layer is its `layer`.
+std::vector<Sublayer> recurrent_sublayers(const Layer& layer) {
+  const std::string cls = layer.class_name();
+  if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU")
+    return {{{"cell"}, to_snake_case(cls) + "_cell", internal::saved_weights(layer)}};
+  std::vector<Sublayer> out;
+  auto nest = [&](const std::string& attribute, const Layer& inner) {
+    const std::vector<Sublayer> parts = keras3_sublayers(inner);
+    if (parts.empty()) out.push_back({{attribute}, inner.name(), internal::saved_weights(inner)});
+    else out.push_back({{attribute}, inner.name(), {}});
+    for (const Sublayer& p : parts) out.push_back({{attribute + "/" + p.attributes[0]}, p.name, p.vars});
+  };
+  if (const auto* bi = dynamic_cast<const Bidirectional*>(&layer)) {
+    nest("backward_layer", bi->backward_layer());  // _walk_saveable's sorted attribute order
+    nest("forward_layer", bi->forward_layer());
+  } else if (const auto* td = dynamic_cast<const TimeDistributed*>(&layer)) {
+    nest("layer", td->layer());
+  }
+  return out;
+}
+
 // Keras 3's MultiHeadAttention has no variables of its own: its four EinsumDense projections
 // (kernel, then bias unless use_bias=False) and its Softmax and Dropout are sublayers, which
 // _save_state reaches by attribute, public ones first (keras/src/saving/saving_lib.py
 // _walk_saveable, sorted with _name_key since 3.1): the query_dense, key_dense, value_dense and
 // output_dense properties (3.1+), then _dropout_layer and _softmax. Keras 3.0, before those
 // properties, wrote _query_dense, ... (and Keras 2.13-2.15's .keras format too), which Keras
-// 3.1+ still reads. Listed in that walk order; empty for every other layer.
+// 3.1+ still reads. Listed in that walk order. Recurrent layers and wrappers: recurrent_sublayers;
+// empty for every other layer.
 std::vector<Sublayer> keras3_sublayers(const Layer& layer) {
-  if (layer.class_name() != "MultiHeadAttention") return {};
+  if (layer.class_name() != "MultiHeadAttention") return recurrent_sublayers(layer);
   const std::vector<Variable> weights = internal::saved_weights(layer);
   auto vars_of = [&](const std::string& projection) {
     std::vector<Variable> out;

@@ -31,12 +31,31 @@ WhileStep::WhileStep(const ir::Instruction& loop, const CompileNested& compile)
   condition_ = compile(*loop.attrs().condition, nullptr, loop.attrs().condition->name());
   // A body that changes nothing has no program: the loop either never runs or never ends.
   if (!variant_.empty()) body_ = compile(*loop.attrs().body, &variant_, loop.attrs().body->name());
-  for (const Shape& s : ir::tuple_result_shapes(loop)) results_.push_back(HostTensor::uninitialized(s));
+  // A loop invariant that nobody reads from the loop's results (a scan's xs, a captured
+  // batch) is a view of its operand during run(): copying it would cost its size per run.
+  std::vector<bool> kept(loop.operand_count(), false);
+  for (const ir::Instruction* u : loop.users()) {
+    if (u->opcode() == ir::Opcode::kGetTupleElement) kept[static_cast<size_t>(u->attrs().tuple_index)] = true;
+    else kept.assign(kept.size(), true);
+  }
+  for (size_t i : variant_) kept[i] = true;
+  for (const Shape& s : ir::tuple_result_shapes(loop)) {
+    const size_t i = results_.size();
+    if (!kept[i]) viewed_.push_back(i);
+    results_.push_back(kept[i] ? HostTensor::uninitialized(s) : HostTensor::view(s, nullptr));
+  }
   for (size_t i : variant_) next_.push_back(HostTensor::uninitialized(results_[i].shape()));
 }
 
 void WhileStep::run(const void* const* operands) {
-  for (size_t i = 0; i < results_.size(); ++i) copy_into(results_[i], operands[i]);
+  for (size_t i = 0, v = 0; i < results_.size(); ++i) {
+    if (v < viewed_.size() && viewed_[v] == i) {
+      results_[i] = HostTensor::view(results_[i].shape(), const_cast<void*>(operands[i]));
+      ++v;
+    } else {
+      copy_into(results_[i], operands[i]);
+    }
+  }
   int64_t iterations = 0;
   HostTensor pred_out[1] = {pred_};
   while (true) {

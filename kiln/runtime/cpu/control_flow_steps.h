@@ -34,7 +34,8 @@ class TupleStep {
 /// A while: the carried values ping-pong between two sets of buffers (results_ and next_), so
 /// an iteration copies nothing but the values the body really computes. Carried values the
 /// body passes through unchanged (loop invariants: a scan's xs, captured weights) are not
-/// outputs of the compiled body at all: they stay in place for the whole loop.
+/// outputs of the compiled body at all: they stay in place for the whole loop, and those no
+/// get_tuple_element reads afterwards are not even copied in (results_ views the operand).
 class WhileStep : public TupleStep {
  public:
   WhileStep(const ir::Instruction& loop, const CompileNested& compile);
@@ -43,6 +44,7 @@ class WhileStep : public TupleStep {
  private:
   std::unique_ptr<runtime::Executable> condition_, body_;
   std::vector<size_t> variant_;  // carried indices the body changes (its compiled outputs)
+  std::vector<size_t> viewed_;   // invariant indices nobody reads after the loop, ascending
   std::vector<HostTensor> next_;  // one per variant value
   HostTensor pred_;
   int64_t trip_count_;

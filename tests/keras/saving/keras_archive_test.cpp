@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/io/file_reader.h"
+#include "kiln/io/hdf5_file.h"
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/saving/keras_archive.h"
 #include "kiln/keras/saving/saving.h"
@@ -255,6 +256,60 @@ TEST_F(KerasArchiveTest, MultiHeadAttentionRoundTripsWithOptimizerState) {
   EXPECT_EQ(std::system(command.c_str()), 0);
 }
 
+// Embedding(mask_zero) -> Bidirectional(LSTM) -> GRU -> TimeDistributed(Dense) -> SimpleRNN.
+std::unique_ptr<Functional> recurrent_model() {
+  KerasTensor ids = Input({5}, {.dtype = DType::kI32});
+  KerasTensor h = Embedding(7, 4, {.mask_zero = true})(ids);
+  h = Bidirectional(LSTM(3, {.return_sequences = true}))(h);
+  h = GRU(4, {.return_sequences = true})(h);
+  h = TimeDistributed(Dense(3, {.activation = "tanh"}))(h);
+  return std::make_unique<Functional>(std::vector<KerasTensor>{ids}, SimpleRNN(2)(h));
+}
+
+TEST_F(KerasArchiveTest, RecurrentLayersAndWrappersRoundTripInKeras3sLayout) {
+  HostTensor x(Shape(DType::kI32, {8, 5})), y(Shape(DType::kF32, {8, 2}));
+  auto ids = x.data<int32_t>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i % 5 == 4 ? 0 : static_cast<int32_t>(1 + (i * 7) % 6);  // padded
+  for (float& v : y.data<float>()) v = 0.25f;
+  auto model = recurrent_model();
+  model->compile({.optimizer = Adam({.learning_rate = 0.01}), .loss = "mse"});
+  model->fit(x, y, {.batch_size = 4, .epochs = 1, .verbose = 0});
+  model->save(dir_.file("rnn.keras"));
+  std::unique_ptr<Model> loaded = load_model(dir_.file("rnn.keras"));
+  EXPECT_EQ(loaded->to_json(), model->to_json());
+  expect_same_tensors(loaded->get_weights(), model->get_weights(), "weight");
+  expect_same_tensors({loaded->predict(x)}, {model->predict(x)}, "prediction");
+  expect_same_tensors(values_of(loaded->optimizer()->variables()), values_of(model->optimizer()->variables()),
+                      "optimizer variable");
+  // Keras 3's config: the backward layer written out, no Keras 2 time_major.
+  const io::ZipReader zip = io::ZipReader::open(dir_.file("rnn.keras"));
+  const json config = json::parse(zip.read(kKerasConfigMember));
+  const json& bi = config["config"]["layers"][2]["config"];
+  EXPECT_EQ(bi["layer"]["config"]["name"], "forward_lstm");
+  EXPECT_EQ(bi["backward_layer"]["config"]["name"], "backward_lstm");
+  EXPECT_EQ(bi["backward_layer"]["config"]["go_backwards"], true);
+  EXPECT_FALSE(config["config"]["layers"][3]["config"].contains("time_major"));
+  // Keras 3's weight paths: the cells' vars, under the wrappers' attributes.
+  {
+    std::ofstream(dir_.file("w.h5"), std::ios::binary) << zip.read(kKerasWeightsMember);
+  }
+  const io::Hdf5File weights = io::Hdf5File::open(dir_.file("w.h5"));
+  for (const char* group : {"layers/bidirectional/forward_layer/cell/vars", "layers/bidirectional/backward_layer/cell/vars",
+                            "layers/gru/cell/vars", "layers/time_distributed/layer/vars", "layers/simple_rnn/cell/vars"})
+    EXPECT_TRUE(weights.root().has_group(group)) << group;
+  // Keras 3's hard_sigmoid is not Keras 2's: neither written nor read.
+  KerasTensor in = Input({3, 2});
+  Functional hard({in}, LSTM(2, {.recurrent_activation = "hard_sigmoid"})(in));
+  KILN_EXPECT_ERROR(hard.save(dir_.file("hard.keras")), ConfigError, "recurrent_activation=hard_sigmoid is Keras 2's");
+  std::string text = zip.read(kKerasConfigMember);
+  json edited = json::parse(text);
+  edited["config"]["layers"][3]["config"]["recurrent_activation"] = "hard_sigmoid";
+  io::write_zip_atomically(dir_.file("rnn.keras"), {{"metadata.json", zip.read("metadata.json")},
+                                                   {kKerasConfigMember, edited.dump()},
+                                                   {kKerasWeightsMember, zip.read(kKerasWeightsMember)}});
+  KILN_EXPECT_ERROR(load_model(dir_.file("rnn.keras")), IOError, "has recurrent_activation=hard_sigmoid, which in Keras 3");
+}
+
 // Verify that the directory Keras 3.6+'s save_model(model, path, zipped=False) writes (the
 // archive's members as files) loads, with its optimizer state, and serves load_weights.
 TEST_F(KerasArchiveTest, UnzippedKerasDirectoryLoads) {
@@ -349,9 +404,9 @@ with zipfile.ZipFile(path, 'w') as zout:
 
 TEST_F(KerasArchiveTest, ConfigsKilnCannotHonorNameLayerKeyAndKerasVersion) {
   saved_mlp();
-  edit_config([](json& j) { j["config"]["layers"][2]["class_name"] = "LSTM"; });
+  edit_config([](json& j) { j["config"]["layers"][2]["class_name"] = "ConvLSTM2D"; });
   KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError,
-                    "(written by Keras 3.15.0): layer 'dense' is a LSTM, which Kiln does not load");
+                    "(written by Keras 3.15.0): layer 'dense' is a ConvLSTM2D, which Kiln does not load");
   saved_mlp();
   edit_config([](json& j) {
     j["config"]["layers"][3]["config"]["kernel_regularizer"] = {{"module", "keras.regularizers"},
