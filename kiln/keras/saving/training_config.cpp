@@ -196,8 +196,9 @@ CompileOptions compile_options_from_training_config(const std::string& text) {
       return w.get<double>();
     });
   const json metrics = j.value("metrics", json());
-  // A list of lists or a dict of lists: metrics per output; a flat list applies to every output.
-  const bool per_output = (metrics.is_array() && !metrics.empty() && metrics[0].is_array()) ||
+  // A list of lists or a dict of lists: metrics per output; a flat list applies to every
+  // output. tf.keras 2 writes a trained single-output model's metrics as [[...]]: one output's.
+  const bool per_output = (metrics.is_array() && metrics.size() > 1 && metrics[0].is_array()) ||
                           (metrics.is_object() && !is_serialized_object(metrics));
   if (per_output) read_list_or_dict(metrics, &options.output_metrics, &options.metrics_by_output, metrics_of);
   else metrics_from_json(metrics, &options.metrics);

@@ -223,6 +223,23 @@ TEST(MultiOutputTest, DatasetElementsCarryOneLabelPerOutput) {
                     DataError, "2 label arrays (one per output: a, b)");
 }
 
+TEST(MultiOutputTest, StepsPerExecutionTrainsLikeOneStepAtATime) {
+  const Data d;
+  auto one = compiled_model(weighted_options(0.5, 2.0));
+  CompileOptions k2 = weighted_options(0.5, 2.0);
+  k2.steps_per_execution = 2;
+  auto two = compiled_model(std::move(k2));
+  const History h1 = one->fit(d.x, {d.ya, d.yb}, {.batch_size = 1, .shuffle = false, .verbose = 0});
+  const History h2 = two->fit(d.x, {d.ya, d.yb}, {.batch_size = 1, .shuffle = false, .verbose = 0});
+  ASSERT_NE(two->multi_step_train_function(), nullptr);
+  for (const auto& [key, values] : h1.history) EXPECT_NEAR(h2.history.at(key)[0], values[0], 1e-6) << key;
+  const std::vector<HostTensor> w1 = one->get_weights(), w2 = two->get_weights();
+  for (size_t k = 0; k < w1.size(); ++k) {
+    const std::vector<float> a = w1[k].to_vector<float>(), b = w2[k].to_vector<float>();
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(b[i], a[i], 1e-6) << k << " " << i;
+  }
+}
+
 TEST(MultiOutputTest, ArityAndOutputNameErrorsSayWhatIsExpected) {
   const Data d;
   auto model = compiled_model(weighted_options(1, 1));
