@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "kiln/keras/callbacks/csv_logger.h"
+#include "kiln/keras/callbacks/tensor_board.h"
+#include "tests/io/tfevents_decode.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -182,6 +184,24 @@ TEST(MultiOutputTest, LogsAreNamedAsKeras2NamesThemForHistoryCallbacksAndValidat
   const Logs e = model->evaluate(d.x, {d.ya, d.yb}, kRows, {.verbose = 0});
   const Reference r = reference(as_f64(model->get_weights()), d);
   EXPECT_NEAR(e.at("loss"), r.total(1, 1), 1e-5);
+}
+
+TEST(MultiOutputTest, TensorBoardWritesEveryOutputsScalars) {
+  if (!io::testing::python_has("google.protobuf")) GTEST_SKIP() << "/usr/bin/python3 lacks protobuf";
+  const Data d;
+  auto model = compiled_model(weighted_options(0.5, 2.0));
+  kiln::testing::TempDir dir;
+  const History h = model->fit(d.x, {d.ya, d.yb},
+                               {.batch_size = 2, .epochs = 2, .callbacks = {TensorBoard(dir.file("logs"))}, .verbose = 0});
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path() / "logs" / "train")) files.push_back(e.path().string());
+  const nlohmann::json decoded = io::testing::decode_event_files(files, dir.file("train.json"));
+  ASSERT_EQ(decoded.size(), 1u);
+  for (const std::string name : {"loss", "a_loss", "b_loss"}) {
+    std::vector<std::pair<int64_t, double>> want;
+    for (int64_t e = 0; e < 2; ++e) want.emplace_back(e, static_cast<float>(h.history.at(name)[static_cast<size_t>(e)]));
+    EXPECT_EQ(io::testing::scalars(decoded[0]["events"], "epoch_" + name), want) << name;
+  }
 }
 
 TEST(MultiOutputTest, AFlatMetricListAppliesToEveryOutputWithItsOwnState) {
