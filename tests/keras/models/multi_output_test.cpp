@@ -152,13 +152,18 @@ TEST(MultiOutputTest, TrainStepGradientsMatchF64FiniteDifferences) {
 }
 
 TEST(MultiOutputTest, ZeroLossWeightLeavesTheOtherHeadUnchanged) {
-  // As in Keras: a head whose loss weighs 0 gets zero gradients, which SGD applies as no change.
+  // As in Keras: a head whose loss weighs 0 gets zero gradients, which SGD and Adam (zero
+  // moments) apply as no change.
   const Data d;
-  auto model = compiled_model(weighted_options(1.0, 0.0));
-  model->fit(d.x, {d.ya, d.yb}, {.batch_size = 2, .epochs = 2, .verbose = 0});
-  const std::vector<HostTensor> w0 = fixed_weights(), w = model->get_weights();
-  for (size_t k : {4, 5}) EXPECT_EQ(w[k].to_vector<float>(), w0[k].to_vector<float>()) << "b's weight " << k;
-  for (size_t k : {0, 2, 3}) EXPECT_NE(w[k].to_vector<float>(), w0[k].to_vector<float>()) << "weight " << k;
+  for (const OptimizerHandle& optimizer : {OptimizerHandle(SGD()), OptimizerHandle(Adam())}) {
+    CompileOptions options = weighted_options(1.0, 0.0);
+    options.optimizer = optimizer;
+    auto model = compiled_model(std::move(options));
+    model->fit(d.x, {d.ya, d.yb}, {.batch_size = 2, .epochs = 2, .verbose = 0});
+    const std::vector<HostTensor> w0 = fixed_weights(), w = model->get_weights();
+    for (size_t k : {4, 5}) EXPECT_EQ(w[k].to_vector<float>(), w0[k].to_vector<float>()) << optimizer->class_name() << " b's weight " << k;
+    for (size_t k : {0, 2, 3}) EXPECT_NE(w[k].to_vector<float>(), w0[k].to_vector<float>()) << optimizer->class_name() << " weight " << k;
+  }
 }
 
 TEST(MultiOutputTest, LogsAreNamedAsKeras2NamesThemForHistoryCallbacksAndValidation) {
