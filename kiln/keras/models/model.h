@@ -207,7 +207,7 @@ class Model {
   /// and the input iterator's position after the last completed execution (what
   /// BackupAndRestore saves). ValueError elsewhere.
   TrainingState training_state();
-  /// The metric accumulators fit updates (the loss tracker's, then each metric's), which
+  /// The metric accumulators fit updates (the loss trackers', then each metric's), which
   /// checkpoints carry so a resumed epoch reports the averages an uninterrupted one would.
   std::vector<Variable> metric_variables() const;
   /// From on_train_begin: continue this fit at `state` (the variables already restored)
