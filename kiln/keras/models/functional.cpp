@@ -51,7 +51,10 @@ nlohmann::json shape_json(const Dims& dims) {
 }  // namespace
 
 Functional::Functional(std::vector<KerasTensor> inputs, KerasTensor output, FunctionalOptions options)
-    : Model(options.name), inputs_(std::move(inputs)), output_(std::move(output)) {
+    : Functional(std::move(inputs), std::vector<KerasTensor>{std::move(output)}, std::move(options)) {}
+
+Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, FunctionalOptions options)
+    : Model(options.name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
   if (inputs_.empty()) KILN_THROW(ValueError, "[", name_, "] a functional model needs at least one input.");
   std::set<const KerasNode*> input_nodes;
   for (size_t i = 0; i < inputs_.size(); ++i) {
@@ -61,11 +64,14 @@ Functional::Functional(std::vector<KerasTensor> inputs, KerasTensor output, Func
     if (!input_nodes.insert(inputs_[i].node().get()).second)
       KILN_THROW(ValueError, "[", name_, "] input ", i, " is listed twice.");
   }
-  if (!output_.defined()) KILN_THROW(ValueError, "[", name_, "] the output is an undefined KerasTensor.");
+  if (outputs_.empty()) KILN_THROW(ValueError, "[", name_, "] a functional model needs at least one output.");
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (!outputs_[i].defined()) KILN_THROW(ValueError, "[", name_, "] output ", i, " is an undefined KerasTensor.");
 
+  // Keras's _build_map walks the outputs in order, sharing the visited nodes.
   std::set<const KerasNode*> done;
   std::map<const Layer*, int> layer_index;
-  build_map(output_.node(), done, nodes_, layer_index);
+  for (const KerasTensor& out : outputs_) build_map(out.node(), done, nodes_, layer_index);
   for (const auto& n : nodes_)
     if (n->inputs.empty() && !input_nodes.count(n.get()))
       KILN_THROW(ValueError, "[", name_, "] graph disconnected: the output needs the input '", n->layer->name().empty() ? "(unnamed)" : n->layer->name(),
@@ -137,7 +143,26 @@ Functional::Functional(std::vector<KerasTensor> inputs, KerasTensor output, Func
 
 Tensor Functional::call(const Tensor& x, bool training) { return call_multi({x}, training); }
 
+const KerasTensor& Functional::output() const {
+  if (outputs_.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] the model has ", outputs_.size(), " outputs. Hint: outputs() lists them.");
+  return outputs_[0];
+}
+
+std::vector<std::string> Functional::output_names() const {
+  std::vector<std::string> names;
+  for (const KerasTensor& out : outputs_) names.push_back(out.layer().name());
+  return names;
+}
+
 Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) {
+  if (outputs_.size() != 1)
+    KILN_THROW(ValueError, "[", name_, "] the model has ", outputs_.size(), " outputs; call() and call_multi() "
+               "return one tensor. Hint: call_outputs() returns one per output.");
+  return call_outputs(inputs, training)[0];
+}
+
+std::vector<Tensor> Functional::call_outputs(const std::vector<Tensor>& inputs, bool training) {
   if (inputs.size() != inputs_.size())
     KILN_THROW(ValueError, "[", name_, "] expected ", inputs_.size(), " inputs, received ", inputs.size(),
                ". Hint: dataset elements are (x_1, ..., x_n, y) for a model with n inputs.");
@@ -167,8 +192,13 @@ Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) 
     values[n.get()] = mask.defined() ? n->layer->call_with_mask(xs[0], mask, training) : (*n->layer)(xs, training, n->flags);
     masks[n.get()] = n->layer->compute_mask(xs[0], mask);
   }
-  output_mask_ = masks[output_.node().get()];
-  return values.at(output_.node().get());
+  std::vector<Tensor> out;
+  output_masks_.clear();
+  for (const KerasTensor& o : outputs_) {
+    output_masks_.push_back(masks[o.node().get()]);
+    out.push_back(values.at(o.node().get()));
+  }
+  return out;
 }
 
 std::vector<Dims> Functional::layer_output_shapes() const {
@@ -242,9 +272,11 @@ std::string Functional::to_json() const {
   }
   nlohmann::json input_layers = nlohmann::json::array();
   for (const KerasTensor& in : inputs_) input_layers.push_back(ref(in));
+  nlohmann::json output_layers = nlohmann::json::array();
+  for (const KerasTensor& out : outputs_) output_layers.push_back(ref(out));
   nlohmann::json j = {{"class_name", "Functional"},
                       {"config", {{"name", name_}, {"layers", layers}, {"input_layers", input_layers},
-                                  {"output_layers", nlohmann::json::array({ref(output_)})}}}};
+                                  {"output_layers", output_layers}}}};
   return j.dump();
 }
 
@@ -323,17 +355,12 @@ std::unique_ptr<Functional> Functional::from_json(const std::string& json, const
     };
     std::vector<KerasTensor> inputs;
     for (const nlohmann::json& r : config.at("input_layers")) inputs.push_back(lookup(r));
-    const nlohmann::json& outputs = config.at("output_layers");
-    if (is_tensor_ref(outputs)) return std::make_unique<Functional>(inputs, lookup(outputs), FunctionalOptions{config.value("name", "model")});
-    if (outputs.size() != 1) {
-      std::string names;
-      for (const nlohmann::json& r : outputs)
-        names += (names.empty() ? "" : ", ") + (is_tensor_ref(r) ? r[0].get<std::string>() : r.dump());
-      KILN_THROW(ConfigError, "[", where, "] the model has ", outputs.size(), " outputs (", names,
-                 "); Kiln's functional models have one output (multi-output models, with a loss per output, are "
-                 "not supported yet). Hint: ", internal::kSingleOutputHint);
-    }
-    return std::make_unique<Functional>(inputs, lookup(outputs[0]), FunctionalOptions{config.value("name", "model")});
+    const nlohmann::json& refs = config.at("output_layers");
+    std::vector<KerasTensor> outputs;
+    if (is_tensor_ref(refs)) outputs.push_back(lookup(refs));  // a bare reference: one output
+    else
+      for (const nlohmann::json& r : refs) outputs.push_back(lookup(r));
+    return std::make_unique<Functional>(inputs, outputs, FunctionalOptions{config.value("name", "model")});
   } catch (const nlohmann::json::exception& e) {
     KILN_THROW(ConfigError, "[", where, "] malformed Functional config: ", e.what(), ".");
   }

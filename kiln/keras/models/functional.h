@@ -1,8 +1,9 @@
-// Functional: a model made of the layer graph between keras::Input tensors and an output
-// (keras.Model(inputs, outputs)), for residual and multi-input models.
+// Functional: a model made of the layer graph between keras::Input tensors and its outputs
+// (keras.Model(inputs, outputs)), for residual, multi-input and multi-output models.
 //   KerasTensor x = Input({16});
 //   KerasTensor y = Add()({x, Dense(16, {.activation = "relu"})(x)});
 //   Functional model({x}, Dense(1)(y));
+//   Functional two_heads({x}, {Dense(3, {.name = "cls"})(y), Dense(1, {.name = "reg"})(y)});
 #pragma once
 
 #include <map>
@@ -15,13 +16,6 @@
 
 namespace kiln::keras {
 
-namespace internal {
-/// What the loaders tell the user of a saved multi-output model, which a Functional cannot be.
-inline constexpr const char* kSingleOutputHint =
-    "in Keras, save a model with one of the outputs (keras.Model(inputs, outputs[k])) and load that; or build that "
-    "model in C++ and load its weights by layer name from an .h5 file (load_weights(path, {.by_name = true})).";
-}  // namespace internal
-
 struct FunctionalOptions {
   std::string name = "model";
 };
@@ -31,13 +25,19 @@ class Functional : public Model {
   /// Collects the layers between `inputs` (keras::Input tensors) and `output` in Keras's order
   /// (by depth from the inputs), names unnamed ones uniquely within the model (input_1, dense,
   /// dense_1, ...) and builds them. ValueError when `output` needs an input not in `inputs`.
-  /// One output per model (multi-output models are not supported yet).
   Functional(std::vector<KerasTensor> inputs, KerasTensor output, FunctionalOptions options = {});
+  /// A model with several outputs (Keras's keras.Model(inputs, [out_1, out_2])): compile takes
+  /// a loss per output, fit one y per output, and call_outputs/predict_outputs return one
+  /// tensor per output, in this order. Each output is named after the layer that makes it.
+  Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, FunctionalOptions options = {});
 
   Tensor call(const Tensor& x, bool training) override;
-  /// The forward pass on one tensor per input, in the order of `inputs`.
+  /// The forward pass on one tensor per input, in the order of `inputs` (single-output models).
   Tensor call_multi(const std::vector<Tensor>& inputs, bool training) override;
+  /// The forward pass returning one tensor per output.
+  std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
   size_t num_inputs() const override { return inputs_.size(); }
+  std::vector<std::string> output_names() const override;
 
   /// Keras 2 {"class_name": "Functional", "config": {"name", "layers" (each with "name" and
   /// "inbound_nodes"), "input_layers", "output_layers"}}.
@@ -47,7 +47,9 @@ class Functional : public Model {
   static std::unique_ptr<Functional> from_json(const std::string& json, const LayerFromConfig& make_layer = nullptr);
 
   const std::vector<KerasTensor>& inputs() const { return inputs_; }
-  const KerasTensor& output() const { return output_; }
+  /// The output of a single-output model; ValueError naming outputs() for several.
+  const KerasTensor& output() const;
+  const std::vector<KerasTensor>& outputs() const { return outputs_; }
 
  protected:
   std::vector<Dims> layer_output_shapes() const override;
@@ -59,8 +61,8 @@ class Functional : public Model {
   std::pair<std::string, int> node_ref(const KerasTensor& t) const;
 
   std::vector<KerasTensor> inputs_;
-  KerasTensor output_;
-  /// Every node between inputs and output, inputs first, each after its inputs.
+  std::vector<KerasTensor> outputs_;
+  /// Every node between inputs and outputs, inputs first, each after its inputs.
   std::vector<std::shared_ptr<internal::KerasNode>> nodes_;
   /// A node's index among its layer's nodes in this model (Keras's node_index).
   std::map<const internal::KerasNode*, int> node_index_;

@@ -22,7 +22,7 @@ namespace {
 // makes the average exact also when the shards differ (a partial batch split unevenly); the
 // weight is 1 for equal shards.
 std::vector<Tensor> replica_gradients(GradientTape& tape, const Tensor& loss, const Tensor& y,
-                                      const std::vector<Variable>& vars) {
+                                      const std::vector<Variable>& vars) {  // y: any one output's labels
   const trace::ReplicaContext* rc = trace::current_replica_context();
   if (rc == nullptr || rc->num_replicas_in_sync() <= 1) return tape.gradient(loss, vars);
   const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
@@ -56,6 +56,7 @@ Model& Model::operator=(Model&& other) noexcept {
   compiled_ = std::move(other.compiled_);
   is_compiled_ = std::exchange(other.is_compiled_, false);
   loss_tracker_ = std::move(other.loss_tracker_);
+  targets_ = std::move(other.targets_);
   epoch_stats_ = other.epoch_stats_;
   strategy_ = std::move(other.strategy_);
   fit_position_ = {};
@@ -133,9 +134,7 @@ int64_t Model::count_params() const {
 }
 
 void Model::compile(CompileOptions options) {
-  if (!options.loss)
-    KILN_THROW(ConfigError, "[", name_, "] compile needs a loss. Hint: "
-               "compile({.optimizer = Adam(), .loss = SparseCategoricalCrossentropy({.from_logits = true})}).");
+  std::vector<OutputTarget> targets = resolve_outputs(options);
   if (options.steps_per_execution < 1)
     KILN_THROW(ValueError, "[", name_, "] expected steps_per_execution >= 1, received ",
                options.steps_per_execution, ".");
@@ -156,6 +155,7 @@ void Model::compile(CompileOptions options) {
   if (policy_.name() == "mixed_float16" && dynamic_cast<const LossScaleOptimizer*>(options.optimizer.get()) == nullptr)
     options.optimizer = LossScaleOptimizer(options.optimizer);
   compiled_ = std::move(options);
+  targets_ = std::move(targets);
   loss_tracker_ = std::make_unique<Mean>("loss");
   make_step_functions();
   is_compiled_ = true;
@@ -163,10 +163,10 @@ void Model::compile(CompileOptions options) {
 
 void Model::make_step_functions() {
   // One compiled program per step kind; the functions trace on their first call.
-  // Step inputs are x_1..x_n then y (n = num_inputs()).
+  // Step inputs are x_1..x_n then y_1..y_m (n = num_inputs(), m = num_outputs()).
   const auto n = static_cast<std::ptrdiff_t>(num_inputs());
   train_function_ = std::make_unique<Function>("train_step", [this, n](const std::vector<Tensor>& in) {
-    return train_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
+    return train_step({in.begin(), in.begin() + n}, {in.begin() + n, in.end()});
   });
   multi_step_train_function_.reset();
   if (const int k = compiled_.steps_per_execution; k > 1) {
@@ -175,7 +175,7 @@ void Model::make_step_functions() {
         str_cat("train_step_x", k), [this, k](const std::vector<Tensor>& in) { return multi_train_step(in, k); });
   }
   test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
-    return test_step({in.begin(), in.begin() + n}, in[static_cast<size_t>(n)]);
+    return test_step({in.begin(), in.begin() + n}, {in.begin() + n, in.end()});
   });
 }
 
@@ -191,8 +191,19 @@ Tensor Model::call_multi(const std::vector<Tensor>& inputs, bool training) {
   return call(inputs[0], training);
 }
 
+std::vector<Tensor> Model::call_outputs(const std::vector<Tensor>& inputs, bool training) {
+  return {call_multi(inputs, training)};
+}
+
 std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
-  const size_t n = num_inputs() + 1;
+  const size_t outputs = num_outputs(), n = num_inputs() + outputs;
+  if (outputs > 1 && batch.size() != n) {
+    std::string names;
+    for (const std::string& o : output_names()) names += (names.empty() ? "" : ", ") + o;
+    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and ", outputs,
+               " label arrays (one per output: ", names, "), received ", batch.size(), " components ",
+               batch.shapes_string(), ". Hint: from_tensor_slices({x, y_1, ..., y_m}) or fit(x, {y_1, ..., y_m}).");
+  }
   if (batch.size() < n)
     KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
                batch.shapes_string(), ". Hint: from_tensor_slices({x_1, ..., x_n, y}) keeps the labels with the inputs.");
@@ -205,22 +216,16 @@ std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
   return {batch.begin(), batch.begin() + n};
 }
 
-std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const Tensor& y) {
+std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys) {
   GradientTape tape;
   clear_activity_losses();
-  Tensor y_pred = call_multi(x, /*training=*/true);
-  auto [unregularized, mask] = compiled_loss(y, y_pred);
-  Tensor loss = with_regularization(unregularized);
+  const std::vector<Tensor> y_preds = call_outputs(x, /*training=*/true);
+  const StepLoss loss = compute_loss(ys, y_preds);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
-  compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss), y, vars), vars);
+  compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss.total), ys[0], vars), vars);
   for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
-  return update_metrics(y, y_pred, loss, mask);
-}
-
-std::pair<Tensor, Tensor> Model::compiled_loss(const Tensor& y, const Tensor& y_pred) {
-  Tensor mask = std::exchange(output_mask_, Tensor());
-  return {mask.defined() ? compiled_.loss->masked(y, y_pred, mask) : (*compiled_.loss)(y, y_pred), mask};
+  return update_metrics(ys, y_preds, loss.total, loss.own, loss.masks);
 }
 
 std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
@@ -243,7 +248,7 @@ std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, 
   // Step 0 runs as itself: it creates the optimizer's slots, and names every variable a step
   // reads or assigns. Steps 1..k-1 are one loop carrying those variables.
   std::vector<Tensor> first = step_inputs(Tensor::scalar(0, DType::kI32));
-  std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, first[static_cast<size_t>(n)]);
+  std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, {first.begin() + n, first.end()});
   trace::TraceContext& ctx = *trace::TraceContext::current();
   const std::vector<std::shared_ptr<trace::VariableState>> vars = ctx.captured_variables();
   std::vector<Tensor> values;
@@ -252,7 +257,7 @@ std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, 
       [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& step) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
         for (size_t i = 0; i < vars.size(); ++i) ctx.carry_variable(vars[i].get(), carry[i]);
         std::vector<Tensor> x = step_inputs(step[0]);
-        std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, x[static_cast<size_t>(n)]);
+        std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, {x.begin() + n, x.end()});
         std::vector<Tensor> next;
         for (const auto& v : vars) next.push_back(ctx.read_variable(v));
         return {next, logs};
@@ -328,11 +333,28 @@ std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batch
   return logs;
 }
 
-std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const Tensor& y) {
+std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys) {
   clear_activity_losses();
-  Tensor y_pred = call_multi(x, /*training=*/false);
-  auto [loss, mask] = compiled_loss(y, y_pred);
-  return update_metrics(y, y_pred, with_regularization(loss), mask);
+  const std::vector<Tensor> y_preds = call_outputs(x, /*training=*/false);
+  const StepLoss loss = compute_loss(ys, y_preds);
+  return update_metrics(ys, y_preds, loss.total, loss.own, loss.masks);
+}
+
+Model::StepLoss Model::compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds) {
+  KILN_CHECK(ys.size() == targets_.size() && y_preds.size() == targets_.size(), "one label and one prediction per output");
+  std::vector<Tensor> masks = std::exchange(output_masks_, {});
+  masks.resize(targets_.size());
+  // Keras's LossesContainer: sum_i w_i * loss_i, then the regularization losses; a masked
+  // output's loss is its compiled loss weighted by the mask.
+  Tensor total;
+  std::vector<Tensor> own(targets_.size());
+  for (size_t i = 0; i < targets_.size(); ++i) {
+    if (!targets_[i].loss) continue;
+    own[i] = masks[i].defined() ? targets_[i].loss->masked(ys[i], y_preds[i], masks[i]) : (*targets_[i].loss)(ys[i], y_preds[i]);
+    const Tensor weighted = targets_[i].loss_weight == 1.0 ? own[i] : own[i] * targets_[i].loss_weight;
+    total = total.defined() ? total + weighted : weighted;
+  }
+  return {with_regularization(total), std::move(own), std::move(masks)};
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
@@ -349,54 +371,75 @@ void Model::clear_activity_losses() {
   for (const LayerHandle& l : layers_) l->clear_activity_losses();
 }
 
-std::vector<Tensor> Model::update_metrics(const Tensor& y, const Tensor& y_pred_in, const Tensor& loss,
-                                          const Tensor& mask) {
-  // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
-  const Tensor y_pred = size_of(y_pred_in.dtype()) == 2 && is_floating(y_pred_in.dtype()) ? cast(y_pred_in, DType::kF32)
-                                                                                         : y_pred_in;
+std::vector<Tensor> Model::update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
+                                          const Tensor& loss, const std::vector<Tensor>& output_losses,
+                                          const std::vector<Tensor>& masks) {
   // Keras weighs each batch's mean loss by its rows, so a short last batch counts for what it
   // holds and the epoch's loss is the mean over samples, as the other metrics are. A replica
   // with no rows (a partial batch smaller than the replica count) has nothing to add.
-  const int64_t rows = y.rank() > 0 ? y.dims()[0] : 1;
+  const int64_t rows = ys[0].rank() > 0 ? ys[0].dims()[0] : 1;
   if (rows > 0) {
     loss_tracker_->update(loss, static_cast<double>(rows));
-    for (const MetricHandle& m : compiled_.metrics) {
+    for (size_t i = 0; i < targets_.size(); ++i)
+      if (targets_[i].loss_tracker) targets_[i].loss_tracker->update(output_losses[i], static_cast<double>(rows));
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
+      const Tensor& p = y_preds[i];
+      const Tensor y_pred = size_of(p.dtype()) == 2 && is_floating(p.dtype()) ? cast(p, DType::kF32) : p;
       // Keras's compiled metrics take the output's mask as their sample weights.
-      if (mask.defined()) m->update_state_weighted(y, y_pred, mask);
-      else m->update_state(y, y_pred);
+      for (const MetricHandle& m : targets_[i].metrics)
+        if (masks[i].defined()) m->update_state_weighted(ys[i], y_pred, masks[i]);
+        else m->update_state(ys[i], y_pred);
     }
   }
   // Keras computes results in cross-replica context, from the accumulators summed over the
   // replicas: exact when the shards differ in size. Plain reads without a strategy.
   trace::SummedReads summed(metric_variables());
   std::vector<Tensor> results{loss_tracker_->result()};
-  for (const MetricHandle& m : compiled_.metrics) results.push_back(m->result());
+  for (const OutputTarget& t : targets_)
+    if (t.loss_tracker) results.push_back(t.loss_tracker->result());
+  for (const OutputTarget& t : targets_)
+    for (const MetricHandle& m : t.metrics) results.push_back(m->result());
   return results;
 }
 
 std::vector<Variable> Model::metric_variables() const {
   if (!loss_tracker_) return {};
   std::vector<Variable> out = loss_tracker_->variables();
-  for (const MetricHandle& m : compiled_.metrics) out.insert(out.end(), m->variables().begin(), m->variables().end());
+  auto append = [&](const Metric& m) { out.insert(out.end(), m.variables().begin(), m.variables().end()); };
+  for (const OutputTarget& t : targets_)
+    if (t.loss_tracker) append(*t.loss_tracker);
+  for (const OutputTarget& t : targets_)
+    for (const MetricHandle& m : t.metrics) append(*m);
   return out;
 }
 
 void Model::reset_metrics() {
   loss_tracker_->reset_state();
-  for (const MetricHandle& m : compiled_.metrics) m->reset_state();
+  for (const OutputTarget& t : targets_) {
+    if (t.loss_tracker) t.loss_tracker->reset_state();
+    for (const MetricHandle& m : t.metrics) m->reset_state();
+  }
 }
 
 Logs Model::logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix) const {
+  // Keras 2's names: "loss", then for several outputs "<output>_loss" each, then the metrics
+  // ("<output>_<metric>" for several outputs), in the order update_metrics returns them.
   Logs logs;
-  logs.set(prefix + "loss", outputs[0].to_vector<double>()[0]);
-  for (size_t i = 0; i < compiled_.metrics.size(); ++i) {
-    // A vector result (Precision at several thresholds) logs one scalar per element.
-    const std::vector<double> values = outputs[i + 1].to_vector<double>();
-    const std::string name = prefix + compiled_.metrics[i]->name();
-    if (values.size() == 1) logs.set(name, values[0]);
-    else
-      for (size_t k = 0; k < values.size(); ++k) logs.set(name + "_" + std::to_string(k), values[k]);
-  }
+  size_t next = 0;
+  logs.set(prefix + "loss", outputs[next++].to_vector<double>()[0]);
+  for (const OutputTarget& t : targets_)
+    if (t.loss_tracker) logs.set(prefix + t.loss_tracker->name(), outputs[next++].to_vector<double>()[0]);
+  const bool several = targets_.size() > 1;
+  for (const OutputTarget& t : targets_)
+    for (const MetricHandle& m : t.metrics) {
+      // A vector result (Precision at several thresholds) logs one scalar per element.
+      const std::vector<double> values = outputs[next++].to_vector<double>();
+      const std::string name = prefix + (several ? t.name + "_" : "") + m->name();
+      if (values.size() == 1) logs.set(name, values[0]);
+      else
+        for (size_t k = 0; k < values.size(); ++k) logs.set(name + "_" + std::to_string(k), values[k]);
+    }
   return logs;
 }
 
@@ -423,15 +466,46 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 void Model::make_predict_function() {  // predict needs no compile
   if (predict_function_) return;
   predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
-    std::vector<Tensor> out{call_multi(in, /*training=*/false)};
-    output_mask_ = Tensor();  // predictions are Keras's; only the loss and metrics read the mask
+    std::vector<Tensor> out = call_outputs(in, /*training=*/false);
+    output_masks_.clear();  // predictions are Keras's; only the loss and metrics read the masks
     return out;
   });
 }
 
+namespace {
+
+// Each output's batches, concatenated: parts[batch][output].
+std::vector<HostTensor> concat_outputs(const std::vector<std::vector<HostTensor>>& parts, size_t outputs) {
+  std::vector<HostTensor> out;
+  for (size_t o = 0; o < outputs; ++o) {
+    std::vector<HostTensor> column;
+    for (const std::vector<HostTensor>& p : parts) column.push_back(p[o]);
+    out.push_back(concat_rows(column));
+  }
+  return out;
+}
+
+}  // namespace
+
+void Model::check_single_output(const char* where) const {
+  if (num_outputs() != 1)
+    KILN_THROW(ValueError, "[", name_, "] ", where, " returns one tensor, and the model has ", num_outputs(),
+               " outputs. Hint: ", where, "_outputs returns one tensor per output.");
+}
+
 HostTensor Model::predict(const data::Dataset& dataset, PredictOptions options) {
+  check_single_output("predict");
+  return predict_outputs(dataset, options)[0];
+}
+
+HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
+  check_single_output("predict");
+  return predict_outputs(x, options)[0];
+}
+
+std::vector<HostTensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
   make_predict_function();
-  std::vector<HostTensor> parts;
+  std::vector<std::vector<HostTensor>> parts;
   data::Iterator it = dataset.iterator();
   for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
     std::optional<data::Element> element = it.next();
@@ -439,18 +513,18 @@ HostTensor Model::predict(const data::Dataset& dataset, PredictOptions options) 
     if (element->size() < num_inputs())
       KILN_THROW(DataError, "[", name_, "] predict expected elements with ", num_inputs(), " input(s), received ",
                  element->shapes_string(), ".");
-    parts.push_back((*predict_function_)({element->begin(), element->begin() + static_cast<std::ptrdiff_t>(num_inputs())})[0]);
+    parts.push_back((*predict_function_)({element->begin(), element->begin() + static_cast<std::ptrdiff_t>(num_inputs())}));
   }
-  return concat_rows(parts);
+  return concat_outputs(parts, num_outputs());
 }
 
-HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
+std::vector<HostTensor> Model::predict_outputs(const HostTensor& x, PredictOptions options) {
   make_predict_function();
-  std::vector<HostTensor> parts;
+  std::vector<std::vector<HostTensor>> parts;
   const int64_t n = x.dims()[0];
   for (int64_t start = 0; start < n; start += options.batch_size)
-    parts.push_back((*predict_function_)({x.slice_rows(start, std::min(n, start + options.batch_size))})[0]);
-  return concat_rows(parts);
+    parts.push_back((*predict_function_)({x.slice_rows(start, std::min(n, start + options.batch_size))}));
+  return concat_outputs(parts, num_outputs());
 }
 
 }  // namespace kiln::keras

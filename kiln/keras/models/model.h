@@ -4,6 +4,7 @@
 #pragma once
 
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -28,8 +29,23 @@ namespace kiln::keras {
 
 struct CompileOptions {
   OptimizerHandle optimizer = "rmsprop";  // the Keras default
+  /// The loss; for a multi-output model, the loss of every output (Keras's loss=<one loss>).
   LossHandle loss = LossHandle();
+  /// Metrics; for a multi-output model, each output gets its own copy of each.
   std::vector<MetricHandle> metrics = {};
+  /// Multi-output models (Keras's loss as a list or a dict): one loss per output, in the order
+  /// of the outputs, or by output name (an output left out, or given an empty handle, adds no
+  /// loss). Set one of loss, losses and loss_by_output.
+  std::vector<LossHandle> losses = {};
+  std::map<std::string, LossHandle> loss_by_output = {};
+  /// Each output's weight in the total loss (Keras's loss_weights as a list or a dict; 1 when
+  /// not given): loss = sum_i w_i * loss_i + the regularization penalties.
+  std::vector<double> loss_weights = {};
+  std::map<std::string, double> loss_weight_by_output = {};
+  /// Metrics per output (Keras's metrics as a list of lists or a dict), instead of `metrics`;
+  /// logged as "<output>_<metric>".
+  std::vector<std::vector<MetricHandle>> output_metrics = {};
+  std::map<std::string, std::vector<MetricHandle>> metrics_by_output = {};
   /// Steps per host round trip (S20): fit runs k train steps as one compiled program (step 0,
   /// then one while loop over the other k-1, so its size does not grow with k) and hands
   /// callbacks the k buffered logs afterwards.
@@ -53,7 +69,9 @@ struct ArrayFitOptions {
   int epochs = 1;
   /// The last fraction of the rows, taken before any shuffling, validates instead of training.
   double validation_split = 0.0;
-  /// (x, y) to validate on after each epoch; overrides validation_split.
+  /// (x, y) to validate on after each epoch; overrides validation_split. Single-output models
+  /// (a multi-output model validates on validation_split, or on a Dataset through fit's
+  /// FitOptions).
   std::optional<std::pair<HostTensor, HostTensor>> validation_data = std::nullopt;
   /// Reshuffles the training rows before each epoch (a full shuffle, seeded by `seed`).
   bool shuffle = true;
@@ -113,8 +131,13 @@ class Model {
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
   /// The forward pass on one tensor per model input (default: exactly one, to call()).
   virtual Tensor call_multi(const std::vector<Tensor>& inputs, bool training);
-  /// Number of model inputs: fit/evaluate elements are (x_1, ..., x_n, y), predict's (x_1, ..., x_n).
+  /// The forward pass returning one tensor per model output (default: call_multi's one).
+  virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training);
+  /// Number of model inputs: fit/evaluate elements are (x_1, ..., x_n, y_1, ..., y_m), predict's (x_1, ..., x_n).
   virtual size_t num_inputs() const { return 1; }
+  /// The outputs' names (Keras's output_names: the layers that make them); one per output.
+  virtual std::vector<std::string> output_names() const { return {layers_.empty() ? name_ : layers_.back()->name()}; }
+  size_t num_outputs() const { return output_names().size(); }
   /// Keras config JSON {"class_name": ..., "config": {...}}.
   virtual std::string to_json() const = 0;
 
@@ -154,9 +177,17 @@ class Model {
   Logs evaluate(const data::Dataset& dataset, EvaluateOptions options = {});
   /// The same over in-memory rows in batches of `batch_size` (Keras's default 32).
   Logs evaluate(const HostTensor& x, const HostTensor& y, int64_t batch_size = 32, EvaluateOptions options = {});
+  /// Multi-output models: fit and evaluate with one y per output, in the order of the outputs
+  /// (Keras's fit(x, [y_1, y_2])).
+  History fit(const HostTensor& x, const std::vector<HostTensor>& ys, ArrayFitOptions options = {});
+  Logs evaluate(const HostTensor& x, const std::vector<HostTensor>& ys, int64_t batch_size = 32,
+                EvaluateOptions options = {});
   /// Model outputs for every batch (elements (x) or (x, y)), concatenated along the batch.
   HostTensor predict(const data::Dataset& dataset, PredictOptions options = {});
   HostTensor predict(const HostTensor& x, PredictOptions options = {});
+  /// The same for every output of the model, in the order of the outputs.
+  std::vector<HostTensor> predict_outputs(const data::Dataset& dataset, PredictOptions options = {});
+  std::vector<HostTensor> predict_outputs(const HostTensor& x, PredictOptions options = {});
 
   /// Prints the Keras table: Layer (type), Output Shape, Param #, and the totals.
   void summary(std::ostream& out = std::cout) const;
@@ -176,7 +207,7 @@ class Model {
   /// and the input iterator's position after the last completed execution (what
   /// BackupAndRestore saves). ValueError elsewhere.
   TrainingState training_state();
-  /// The metric accumulators fit updates (the loss tracker's, then each metric's), which
+  /// The metric accumulators fit updates (the loss trackers', then each metric's), which
   /// checkpoints carry so a resumed epoch reports the averages an uninterrupted one would.
   std::vector<Variable> metric_variables() const;
   /// From on_train_begin: continue this fit at `state` (the variables already restored)
@@ -210,15 +241,34 @@ class Model {
 
   std::string name_;
   mixed_precision::Policy policy_ = mixed_precision::global_policy();
-  /// The mask the last call's output carries (Keras's y_pred._keras_mask; undefined when
-  /// none): set by call, read (and cleared) by the train and test steps, which weigh the
-  /// loss and metrics by it as Keras does.
-  Tensor output_mask_;
+  /// The masks the last call's outputs carry, one per output (Keras's y_pred._keras_mask;
+  /// undefined when none): set by call, read (and cleared) by the train and test steps,
+  /// which weigh each output's loss and metrics by its mask as Keras does.
+  std::vector<Tensor> output_masks_;
   std::vector<LayerHandle> layers_;
   NameScope name_scope_;
 
  private:
-  std::vector<Tensor> train_step(const std::vector<Tensor>& x, const Tensor& y);
+  /// What compile resolved for one output: its loss (may be empty: none), weight, metrics,
+  /// and the "<output>_loss" tracker of a multi-output model.
+  struct OutputTarget {
+    std::string name;
+    LossHandle loss;
+    double loss_weight = 1.0;
+    std::vector<MetricHandle> metrics;
+    std::unique_ptr<Mean> loss_tracker;
+  };
+  /// compile's per-output resolution of the loss, loss_weights and metrics options (model_outputs.cpp).
+  std::vector<OutputTarget> resolve_outputs(const CompileOptions& options) const;
+  /// The total loss (weighted sum of the outputs' losses, plus regularization), each
+  /// output's own loss (unweighted; undefined for an output without a loss) and each output's
+  /// mask (taken from output_masks_; a masked output's loss is the mean over its kept steps).
+  struct StepLoss {
+    Tensor total;
+    std::vector<Tensor> own, masks;
+  };
+  StepLoss compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds);
+  std::vector<Tensor> train_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys);
   /// steps_per_execution = k steps over inputs stacked [k, ...]: step 0 as itself, steps
   /// 1..k-1 as one scan carrying every variable step 0 touched; each metric output stacked
   /// [k, ...].
@@ -228,15 +278,14 @@ class Model {
   /// Runs the compiled train steps on `batches` (one program when there are k of them) and
   /// returns one Logs per batch.
   std::vector<Logs> run_train_steps(const std::vector<data::Element>& batches);
-  std::vector<Tensor> test_step(const std::vector<Tensor>& x, const Tensor& y);
-  /// The first num_inputs() + 1 components of a batch (the inputs, then y).
+  std::vector<Tensor> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys);
+  /// The num_inputs() + num_outputs() components of a batch (the inputs, then the y's).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
-  /// `mask`: the output's mask, the metrics' sample weights (undefined: unweighted).
-  std::vector<Tensor> update_metrics(const Tensor& y, const Tensor& y_pred, const Tensor& loss,
-                                     const Tensor& mask = Tensor());
-  /// The compiled loss of y_pred, weighted by the output's mask when it has one (Keras's
-  /// compiled loss on a masked output), and the mask (taken from output_mask_).
-  std::pair<Tensor, Tensor> compiled_loss(const Tensor& y, const Tensor& y_pred);
+  /// Each output's metrics and loss tracker are updated; `masks`: each output's mask (the
+  /// metrics' sample weights; undefined: unweighted), from compute_loss.
+  std::vector<Tensor> update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
+                                     const Tensor& loss, const std::vector<Tensor>& output_losses,
+                                     const std::vector<Tensor>& masks);
   /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.
   Tensor with_regularization(Tensor loss) const;
   /// Forgets the activity penalties of earlier traces, before a step calls the model.
@@ -252,6 +301,8 @@ class Model {
   /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
   void compile_for_spec(const data::Dataset& dataset, bool train);
   void make_predict_function();
+  /// ValueError naming `where`'s _outputs form when the model has several outputs.
+  void check_single_output(const char* where) const;
   Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
   void check_compiled(const char* where) const;
   Logs run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackList* callbacks);
@@ -259,6 +310,7 @@ class Model {
   CompileOptions compiled_;
   bool is_compiled_ = false;
   std::unique_ptr<Mean> loss_tracker_;
+  std::vector<OutputTarget> targets_;
   /// train_function_ runs one step; multi_step_train_function_ runs steps_per_execution
   /// steps in one program (null when k = 1).
   std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_, predict_function_;

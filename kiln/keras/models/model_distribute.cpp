@@ -18,8 +18,8 @@ std::vector<HostTensor> Model::call_step(Function& step, const std::vector<HostT
 
 void Model::compile_for_spec(const data::Dataset& dataset, bool train) {
   const std::optional<std::vector<Shape>> spec = dataset.element_spec();
-  // Unknown, or not (x..., y) batches: the first batch's checks will say what is wrong.
-  if (!spec || spec->size() != num_inputs() + 1) return;
+  // Unknown, or not (x..., y...) batches: the first batch's checks will say what is wrong.
+  if (!spec || spec->size() != num_inputs() + num_outputs()) return;
   for (const Shape& s : *spec)
     if (s.rank() == 0 || s.dims()[0] != spec->front().dims()[0]) return;
   auto compile = [&](int64_t rows) {

@@ -80,7 +80,7 @@ Tensor Sequential::call(const Tensor& x, bool training) {
     mask = l->compute_mask(h, mask);
     h = next;
   }
-  output_mask_ = mask;
+  output_masks_ = {mask};
   return h;
 }
 

@@ -4,6 +4,7 @@
 #include "kiln/keras/saving/keras3_config_impl.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -131,12 +132,17 @@ json optimizer_config3(const Optimizer& optimizer) {
 
 json compile_config3(const CompileOptions& options) {
   const json tc = json::parse(training_config_json(options));
-  json loss = tc["loss"];
-  if (loss.is_object()) loss = public_object("keras.losses", loss["class_name"].get<std::string>(), loss["config"]);
-  json metrics = tc.value("metrics", json::array());
-  for (json& m : metrics)
-    if (m.is_object()) m = public_object("keras.metrics", m["class_name"].get<std::string>(), m["config"]);
-  return {{"optimizer", optimizer_config3(*options.optimizer)}, {"loss", loss}, {"loss_weights", nullptr},
+  // Objects become Keras 3's public objects, inside a multi-output model's lists and dicts too.
+  std::function<json(const json&, const char*)> public3 = [&](const json& j, const char* module) -> json {
+    if (j.is_object() && j.contains("class_name")) return public_object(module, j["class_name"].get<std::string>(), j["config"]);
+    if (!j.is_structured()) return j;
+    json out = j;
+    for (auto& [key, e] : out.items()) e = public3(e, module);
+    return out;
+  };
+  const json loss = public3(tc["loss"], "keras.losses");
+  const json metrics = public3(tc.value("metrics", json::array()), "keras.metrics");
+  return {{"optimizer", optimizer_config3(*options.optimizer)}, {"loss", loss}, {"loss_weights", tc["loss_weights"]},
           {"metrics", metrics}, {"weighted_metrics", nullptr}, {"run_eagerly", false},
           {"steps_per_execution", options.steps_per_execution}, {"jit_compile", "auto"}};
 }
@@ -157,7 +163,7 @@ json functional_config3(const Functional& model, const json& k2) {
   std::map<const Layer*, int> count;
   std::map<NodeKey, const KerasNode*> nodes;
   for (const KerasTensor& in : model.inputs()) index_nodes(in.node(), done, count, nodes);
-  index_nodes(model.output().node(), done, count, nodes);
+  for (const KerasTensor& out : model.outputs()) index_nodes(out.node(), done, count, nodes);
   // Kiln's layers compute in float32; an Input keeps its declared dtype.
   std::map<std::string, std::string> input_dtypes;
   for (const json& entry : k2["config"]["layers"])

@@ -353,19 +353,11 @@ json refs2(const json& j, const Source& src, const char* key) {
     std::string names;
     for (const auto& [name, ref] : j.items()) names += (names.empty() ? "" : ", ") + name;
     fail(src, std::string("the model's ") + (outputs ? "outputs" : "inputs") + " are a dict (" + names + ")",
-         outputs ? std::string("Kiln's functional models have one output (multi-output models are not supported "
-                               "yet): ") + kSingleOutputHint
+         outputs ? "Kiln's models take a list of outputs; in Keras, build the model with a list of output tensors"
                  : "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
   }
   if (!j.is_array())
     fail(src, std::string(key) + " is " + j.dump().substr(0, 80), "Kiln's models take lists of inputs and outputs");
-  if (outputs && j.size() > 1) {
-    std::string names;
-    for (const json& r : j) names += (names.empty() ? "" : ", ") + (r.is_array() && !r.empty() ? r[0].dump() : r.dump());
-    fail(src, "the model has " + std::to_string(j.size()) + " outputs (" + names + ")",
-         std::string("Kiln's functional models have one output (multi-output models, with a loss per output, are not "
-                     "supported yet): ") + kSingleOutputHint);
-  }
   return j;
 }
 
@@ -437,16 +429,16 @@ json training2(const json& cc, const Source& src) {
   } else {
     fail(src, "compile_config has no optimizer", "load with {.compile = false} and compile in C++");
   }
+  // One loss, or a multi-output model's list or dict of them (with loss_weights alike).
   const json loss = unwrap(cc.value("loss", json()));
-  if (!loss.is_string() && !loss.is_object())
+  if (!loss.is_string() && !loss.is_structured())
     fail(src, "compile_config loss is " + loss.dump().substr(0, 80),
-         "Kiln loads single-output models with one loss; load with {.compile = false}");
-  for (const char* key : {"loss_weights", "weighted_metrics"})
-    if (cc.contains(key) && !is_neutral(cc[key]))
-      fail(src, std::string("compile_config has ") + key + "=" + cc[key].dump().substr(0, 80),
-           "load with {.compile = false} and compile in C++");
+         "Kiln loads a loss, a list of losses or a dict by output name; load with {.compile = false}");
+  if (cc.contains("weighted_metrics") && !is_neutral(cc["weighted_metrics"]))
+    fail(src, "compile_config has weighted_metrics=" + cc["weighted_metrics"].dump().substr(0, 80),
+         "load with {.compile = false} and compile in C++");
   return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))}, {"weighted_metrics", nullptr},
-          {"loss_weights", nullptr}, {"optimizer_config", optimizer_config}};
+          {"loss_weights", unwrap(cc.value("loss_weights", json()))}, {"optimizer_config", optimizer_config}};
 }
 
 }  // namespace

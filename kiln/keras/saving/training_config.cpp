@@ -22,12 +22,16 @@ json loss_json(const Loss& loss) {
 }
 
 LossHandle loss_from_json(const json& j) {
+  if (j.is_null()) return LossHandle();  // an output without a loss
   if (j.is_string()) return LossHandle(j.get<std::string>());
   if (!j.is_object())
     KILN_THROW(ConfigError, "[training_config] expected the loss as a name or {\"class_name\", \"config\"}, received ",
-               j.dump(), ". Hint: Kiln loads single-output models.");
+               j.dump(), ".");
   return loss_from_config(j.value("class_name", ""), j.value("config", json::object()).dump());
 }
+
+// A serialized object ({"class_name", "config"}) rather than a dict by output name.
+bool is_serialized_object(const json& j) { return j.is_object() && j.contains("class_name"); }
 
 MetricHandle metric_named(const std::string& fn, const std::string& name) {
   if (fn == "sparse_categorical_accuracy") return SparseCategoricalAccuracy(name);
@@ -110,18 +114,63 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
   }
 }
 
+// By name, or as Keras 2 saves a metric object: {"class_name", "config"} with its options.
+json metric_json(const Metric& m) {
+  return m.class_name().empty() ? json(m.name()) : json{{"class_name", m.class_name()}, {"config", json::parse(m.get_config())}};
+}
+
+json metric_list_json(const std::vector<MetricHandle>& metrics) {
+  json out = json::array();
+  for (const MetricHandle& m : metrics) out.push_back(metric_json(*m));
+  return out;
+}
+
+// Keras 2 writes the loss, loss_weights and metrics as compile received them: one value, a
+// list in output order, or a dict by output name.
+template <typename T, typename ToJson>
+json list_or_dict(const std::vector<T>& list, const std::map<std::string, T>& by_name, ToJson to_json) {
+  if (!by_name.empty()) {
+    json out = json::object();
+    for (const auto& [name, value] : by_name) out[name] = to_json(value);
+    return out;
+  }
+  if (list.empty()) return nullptr;
+  json out = json::array();
+  for (const T& value : list) out.push_back(to_json(value));
+  return out;
+}
+
+// The inverse: `j` as a list or a dict of per-output values.
+template <typename T, typename FromJson>
+void read_list_or_dict(const json& j, std::vector<T>* list, std::map<std::string, T>* by_name, FromJson from_json) {
+  if (j.is_array())
+    for (const json& e : j) list->push_back(from_json(e));
+  else
+    for (const auto& [name, e] : j.items()) (*by_name)[name] = from_json(e);
+}
+
+std::vector<MetricHandle> metrics_of(const json& j) {
+  std::vector<MetricHandle> out;
+  metrics_from_json(j, &out);
+  return out;
+}
+
 }  // namespace
 
+MetricHandle copy_metric(const Metric& metric) {
+  if (metric.class_name().empty()) return metric_named(metric.name(), metric.name());
+  return metrics_of(metric_json(metric)).at(0);
+}
+
 std::string training_config_json(const CompileOptions& options) {
-  json metrics = json::array();
-  // By name, or as Keras 2 saves a metric object: {"class_name", "config"} with its options.
-  for (const MetricHandle& m : options.metrics)
-    metrics.push_back(m->class_name().empty() ? json(m->name())
-                                              : json{{"class_name", m->class_name()}, {"config", json::parse(m->get_config())}});
-  json j = {{"loss", loss_json(*options.loss)},
+  auto loss_or_null = [](const LossHandle& l) { return l ? loss_json(*l) : json(); };
+  json loss = options.loss ? loss_json(*options.loss) : list_or_dict(options.losses, options.loss_by_output, loss_or_null);
+  json metrics = list_or_dict(options.output_metrics, options.metrics_by_output, metric_list_json);
+  if (metrics.is_null()) metrics = metric_list_json(options.metrics);
+  json j = {{"loss", loss},
             {"metrics", metrics},
             {"weighted_metrics", nullptr},
-            {"loss_weights", nullptr},
+            {"loss_weights", list_or_dict(options.loss_weights, options.loss_weight_by_output, [](double w) { return w; })},
             {"optimizer_config",
              {{"class_name", options.optimizer->class_name()}, {"config", json::parse(options.optimizer->get_config())}}}};
   return j.dump();
@@ -134,8 +183,25 @@ CompileOptions compile_options_from_training_config(const std::string& text) {
     KILN_THROW(ConfigError, "[training_config] expected an object with loss and optimizer_config, received ",
                j.dump().substr(0, 200), ".");
   CompileOptions options;
-  options.loss = loss_from_json(j["loss"]);
-  metrics_from_json(j.value("metrics", json()), &options.metrics);
+  // A multi-output model's loss is a list or a dict by output name (Keras 2 writes what compile received).
+  const json& loss = j["loss"];
+  if (loss.is_array() || (loss.is_object() && !is_serialized_object(loss)))
+    read_list_or_dict(loss, &options.losses, &options.loss_by_output, loss_from_json);
+  else
+    options.loss = loss_from_json(loss);
+  const json weights = j.value("loss_weights", json());
+  if (weights.is_array() || weights.is_object())
+    read_list_or_dict(weights, &options.loss_weights, &options.loss_weight_by_output, [](const json& w) {
+      if (!w.is_number()) KILN_THROW(ConfigError, "[training_config] a loss weight is ", w.dump(), ", not a number.");
+      return w.get<double>();
+    });
+  const json metrics = j.value("metrics", json());
+  // A list of lists or a dict of lists: metrics per output; a flat list applies to every
+  // output. tf.keras 2 writes a trained single-output model's metrics as [[...]]: one output's.
+  const bool per_output = (metrics.is_array() && metrics.size() > 1 && metrics[0].is_array()) ||
+                          (metrics.is_object() && !is_serialized_object(metrics));
+  if (per_output) read_list_or_dict(metrics, &options.output_metrics, &options.metrics_by_output, metrics_of);
+  else metrics_from_json(metrics, &options.metrics);
   const json& opt = j["optimizer_config"];
   if (!opt.is_object() || !opt.contains("class_name"))
     KILN_THROW(ConfigError, "[training_config] optimizer_config lacks class_name: ", opt.dump().substr(0, 200), ".");

@@ -23,4 +23,8 @@ std::string training_config_json(const CompileOptions& options);
 /// ConfigError naming the unknown loss, metric or optimizer class otherwise.
 CompileOptions compile_options_from_training_config(const std::string& json);
 
+/// A new metric of `metric`'s class and options, with fresh state (compile's copy of a metric
+/// that applies to every output). ConfigError when its config cannot rebuild it.
+MetricHandle copy_metric(const Metric& metric);
+
 }  // namespace kiln::keras

@@ -14,18 +14,45 @@ void check_rows(const HostTensor& x, const HostTensor& y, const std::string& mod
                y.dims()[0], " of y (", y.shape(), "). Hint: x and y need one row per example.");
 }
 
+// x and one y per output: the components of from_tensor_slices (x, y_1, ..., y_m).
+std::vector<HostTensor> components(const HostTensor& x, const std::vector<HostTensor>& ys, const Model& model,
+                                   const char* what) {
+  if (ys.size() != model.num_outputs()) {
+    std::string names;
+    for (const std::string& o : model.output_names()) names += (names.empty() ? "" : ", ") + o;
+    KILN_THROW(ValueError, "[", model.name(), "] ", what, " received ", ys.size(), " y array(s) for a model with ",
+               model.num_outputs(), " output(s) (", names, "). Hint: pass one y per output, in this order.");
+  }
+  std::vector<HostTensor> out{x};
+  for (const HostTensor& y : ys) {
+    check_rows(x, y, model.name(), what);
+    out.push_back(y);
+  }
+  return out;
+}
+
+std::vector<HostTensor> rows_of(const std::vector<HostTensor>& parts, int64_t begin, int64_t end) {
+  std::vector<HostTensor> out;
+  for (const HostTensor& p : parts) out.push_back(p.slice_rows(begin, end));
+  return out;
+}
+
 void check_batch_size(int64_t batch_size, const std::string& model, const char* what) {
   if (batch_size <= 0) KILN_THROW(ValueError, "[", model, "] ", what, ": batch_size must be positive, received ", batch_size, ".");
 }
 
-data::Dataset batches(const HostTensor& x, const HostTensor& y, int64_t batch_size) {
-  return data::Dataset::from_tensor_slices({x, y}).batch(batch_size);
+data::Dataset batches(const std::vector<HostTensor>& parts, int64_t batch_size) {
+  return data::Dataset::from_tensor_slices(parts).batch(batch_size);
 }
 
 }  // namespace
 
 History Model::fit(const HostTensor& x, const HostTensor& y, ArrayFitOptions options) {
-  check_rows(x, y, name_, "fit");
+  return fit(x, std::vector<HostTensor>{y}, std::move(options));
+}
+
+History Model::fit(const HostTensor& x, const std::vector<HostTensor>& ys, ArrayFitOptions options) {
+  const std::vector<HostTensor> parts = components(x, ys, *this, "fit");
   check_batch_size(options.batch_size, name_, "fit");
   if (!(options.validation_split >= 0.0 && options.validation_split < 1.0))
     KILN_THROW(ValueError, "[", name_, "] fit: validation_split must be in [0, 1), received ", options.validation_split, ".");
@@ -36,8 +63,7 @@ History Model::fit(const HostTensor& x, const HostTensor& y, ArrayFitOptions opt
   if (train_rows <= 0)
     KILN_THROW(ValueError, "[", name_, "] fit: validation_split ", options.validation_split, " of ", rows,
                " rows leaves none to train on.");
-  const HostTensor x_train = x.slice_rows(0, train_rows), y_train = y.slice_rows(0, train_rows);
-  data::Dataset train = data::Dataset::from_tensor_slices({x_train, y_train});
+  data::Dataset train = data::Dataset::from_tensor_slices(rows_of(parts, 0, train_rows));
   if (options.shuffle) train = train.shuffle(train_rows, options.seed);  // reshuffled each epoch
   FitOptions fit_options{.epochs = options.epochs,
                          .callbacks = std::move(options.callbacks),
@@ -45,18 +71,21 @@ History Model::fit(const HostTensor& x, const HostTensor& y, ArrayFitOptions opt
                          .initial_epoch = options.initial_epoch};
   if (options.validation_data) {
     const auto& [xv, yv] = *options.validation_data;
-    check_rows(xv, yv, name_, "fit's validation_data");
-    fit_options.validation_data = batches(xv, yv, options.batch_size);
+    fit_options.validation_data = batches(components(xv, {yv}, *this, "fit's validation_data"), options.batch_size);
   } else if (validation_rows > 0) {
-    fit_options.validation_data = batches(x.slice_rows(train_rows, rows), y.slice_rows(train_rows, rows), options.batch_size);
+    fit_options.validation_data = batches(rows_of(parts, train_rows, rows), options.batch_size);
   }
   return fit(train.batch(options.batch_size), std::move(fit_options));
 }
 
 Logs Model::evaluate(const HostTensor& x, const HostTensor& y, int64_t batch_size, EvaluateOptions options) {
-  check_rows(x, y, name_, "evaluate");
+  return evaluate(x, std::vector<HostTensor>{y}, batch_size, std::move(options));
+}
+
+Logs Model::evaluate(const HostTensor& x, const std::vector<HostTensor>& ys, int64_t batch_size, EvaluateOptions options) {
+  const std::vector<HostTensor> parts = components(x, ys, *this, "evaluate");
   check_batch_size(batch_size, name_, "evaluate");
-  return evaluate(batches(x, y, batch_size), std::move(options));
+  return evaluate(batches(parts, batch_size), std::move(options));
 }
 
 }  // namespace kiln::keras

@@ -28,8 +28,9 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-HostTensor read_f32(const std::string& path, const std::vector<int64_t>& dims) {
-  HostTensor t(Shape(DType::kF32, dims));
+// A raw little-endian C-order file of `dims` (f32 unless told).
+HostTensor read_tensor(const std::string& path, const std::vector<int64_t>& dims, DType dtype = DType::kF32) {
+  HostTensor t(Shape(dtype, dims));
   std::ifstream in(path, std::ios::binary);
   in.read(static_cast<char*>(t.raw_data()), t.byte_size());
   EXPECT_TRUE(in.good()) << "cannot read " << path;
@@ -68,8 +69,8 @@ class KerasLegacyH5Test : public ::testing::Test {
   // Predictions on the fixture's inputs against the generator's numpy outputs.
   void expect_predictions(Model& model, const json& fx) {
     const std::string name = fx["name"];
-    const HostTensor x = read_f32(path(name + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
-    const HostTensor want = read_f32(path(name + ".y.bin"), fx["y_shape"].get<std::vector<int64_t>>());
+    const HostTensor x = read_tensor(path(name + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+    const HostTensor want = read_tensor(path(name + ".y.bin"), fx["y_shape"].get<std::vector<int64_t>>());
     const HostTensor got = model.predict(x);
     ASSERT_EQ(got.dims(), want.dims()) << name;
     const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
@@ -143,7 +144,7 @@ TEST_F(KerasLegacyH5Test, EveryFixtureLoadsPredictsAndRestoresOrSkipsOptimizerSt
 TEST_F(KerasLegacyH5Test, RestoredModelTrainsWithItsRegularizerAndConstraint) {
   const json& fx = manifest_["keras-2.1.6-bare-list-conv-adam"];
   std::unique_ptr<Model> model = load_model(path(fx["file"]));
-  const HostTensor x = read_f32(path(fx["name"].get<std::string>() + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+  const HostTensor x = read_tensor(path(fx["name"].get<std::string>() + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
   HostTensor y(Shape(DType::kF32, {3, 3}));
   auto yv = y.data<float>();
   for (size_t i = 0; i < yv.size(); ++i) yv[i] = i % 4 == 0 ? 1.0f : 0.0f;
@@ -177,8 +178,8 @@ TEST_F(KerasLegacyH5Test, NadamContinuesWithTheMomentumScheduleProduct) {
     EXPECT_EQ(dynamic_cast<const Nadam&>(*model->optimizer()).schedule_decay(),
               legacy ? std::optional<double>(0.004) : std::nullopt);
     const json& step = fx["next_step"];
-    const HostTensor x = read_f32(path(std::string(name) + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
-    const HostTensor y = read_f32(path(std::string(name) + ".step_y.bin"), step["y_shape"].get<std::vector<int64_t>>());
+    const HostTensor x = read_tensor(path(std::string(name) + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+    const HostTensor y = read_tensor(path(std::string(name) + ".step_y.bin"), step["y_shape"].get<std::vector<int64_t>>());
     model->fit(x, y, {.batch_size = 3, .epochs = 1, .shuffle = false, .verbose = 0});
     const std::vector<HostTensor> weights = model->get_weights();
     ASSERT_EQ(weights.size(), 2u);
@@ -265,6 +266,35 @@ TEST_F(KerasLegacyH5Test, UnknownLayerIsNamedAndCustomObjectsBuildIt) {
 
 // Verify that config keys and objects Kiln does not build are named (layer, key, version),
 // and that malformed JSON never surfaces as a raw JSON-library message.
+// tests/fixtures/keras/make_multi_output_fixture.py: a tf.keras 2.15 model with two outputs,
+// compiled with dicts of losses, loss weights and metrics by output name. It loads with both
+// outputs, predicts numpy's values, and evaluates to the losses and metrics Keras logs.
+TEST_F(KerasLegacyH5Test, MultiOutputModelLoadsWithItsLossesByOutputName) {
+  const std::string name = "keras-2.15.0-multi-output";
+  std::ifstream in(path(name + ".json"));
+  ASSERT_TRUE(in.good()) << "the generator wrote no " << name;
+  const json fx = json::parse(in);
+  const int64_t rows = fx["rows"];
+  const HostTensor x = read_tensor(path(name + ".x.bin"), {rows, fx["inputs"].get<int64_t>()});
+  const HostTensor ya = read_tensor(path(name + ".ya.bin"), {rows, fx["a_units"].get<int64_t>()});
+  const HostTensor yb = read_tensor(path(name + ".yb.bin"), {rows}, DType::kI32);
+  std::unique_ptr<Model> model = load_model(path(name + ".h5"));
+  ASSERT_TRUE(model->is_compiled());
+  EXPECT_EQ(model->output_names(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(model->compile_options().loss_weight_by_output, (std::map<std::string, double>{{"a", 0.5}, {"b", 2.0}}));
+  const std::vector<HostTensor> p = model->predict_outputs(x);
+  const HostTensor want[] = {read_tensor(path(name + ".pa.bin"), {rows, fx["a_units"].get<int64_t>()}),
+                             read_tensor(path(name + ".pb.bin"), {rows, fx["b_units"].get<int64_t>()})};
+  for (size_t o = 0; o < 2; ++o) {
+    const std::vector<float> g = p[o].to_vector<float>(), w = want[o].to_vector<float>();
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], w[i], 1e-5) << "output " << o << " element " << i;
+  }
+  const Logs logs = model->evaluate(x, {ya, yb}, rows, {.verbose = 0});
+  for (const auto& [key, value] : fx["logs"].items()) EXPECT_NEAR(logs.at(key), value.get<double>(), 1e-5) << key;
+  EXPECT_EQ(logs.items().size(), fx["logs"].size());
+}
+
 TEST_F(KerasLegacyH5Test, UnknownConfigKeysAreNamedWithTheKerasVersion) {
   kiln::testing::TempDir tmp;
   const std::string src = path(manifest_["keras-2.0.8-bare-list-rmsprop"]["file"]);
