@@ -142,7 +142,8 @@ TEST(PrefetchToDeviceTest, TheNextBatchesCopiesAreQueuedBeforeTheStepOnThisOne) 
   gate2.complete();
   transfer.synchronize();
   EXPECT_TRUE(copied(*b3));
-  EXPECT_EQ(device.to_host(b3->replicas[0][0]).to_vector<float>(), rows(16, 3, 0.25f).slice_rows(12, 16).to_vector<float>());
+  EXPECT_EQ(device.to_host(b3->replicas[0][0]).to_vector<float>(),
+            rows(16, 3, 0.25f).slice_rows(12, 16).to_vector<float>());
   EXPECT_FALSE(it.next());
 }
 
@@ -178,7 +179,8 @@ TEST(DeviceIteratorTest, SplitGivesEachReplicaItsPartOnTheDevice) {
   ASSERT_EQ(b->replicas.size(), 2u);
   EXPECT_EQ(b->shapes_string(), "(f32[4,3], f32[4,1])");  // the global batch
   EXPECT_EQ(b->replicas[1][0].shape().dims(), (Dims{2, 3}));
-  EXPECT_EQ(guarded.to_host(b->replicas[1][0]).to_vector<float>(), rows(16, 3, 0.25f).slice_rows(2, 4).to_vector<float>());
+  EXPECT_EQ(guarded.to_host(b->replicas[1][0]).to_vector<float>(),
+            rows(16, 3, 0.25f).slice_rows(2, 4).to_vector<float>());
 }
 
 TEST(PrefetchToDeviceTest, BadBufferSizesHostIterationAndPlainDatasetsAreErrors) {
