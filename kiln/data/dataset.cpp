@@ -12,6 +12,7 @@
 #include "kiln/data/transforms/map.h"
 #include "kiln/data/transforms/map_and_batch.h"
 #include "kiln/data/transforms/prefetch.h"
+#include "kiln/data/transforms/prefetch_to_device.h"
 #include "kiln/data/transforms/repeat.h"
 #include "kiln/data/transforms/select.h"
 #include "kiln/data/transforms/shuffle.h"
@@ -78,6 +79,10 @@ Dataset Dataset::unbatch() const { return Dataset(make_unbatch_node(node_)); }
 
 Dataset Dataset::prefetch(int buffer_size) const {
   return Dataset(make_prefetch_node(node_, buffer_size));
+}
+
+Dataset Dataset::prefetch_to_device(runtime::Device& device, int buffer_size) const {
+  return Dataset(make_prefetch_to_device_node(node_, device, buffer_size));
 }
 
 Dataset Dataset::take(int64_t count) const { return Dataset(make_take_node(node_, count)); }

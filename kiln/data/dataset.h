@@ -27,6 +27,10 @@
 #include "kiln/data/iterator_base.h"
 #include "kiln/data/map_function.h"
 
+namespace kiln::runtime {
+class Device;  // data/ sits below runtime/: it only names the device (see prefetch_to_device)
+}
+
 namespace kiln::data {
 
 class Dataset;
@@ -119,6 +123,14 @@ class Dataset {
   /// buffer as autotune.h explains. After a stage that runs on workers of its own (a parallel
   /// map, map_and_batch), adds its buffer to that stage's instead of running a thread.
   Dataset prefetch(int buffer_size = kAutotune) const;
+  /// tf.data's prefetch_to_device (the TPU infeed): the elements go to `device`'s memory, each
+  /// copied on its transfer stream `buffer_size` elements ahead of the consumer, so the copy of
+  /// the next batch overlaps the step on this one (the host pipeline also runs `buffer_size`
+  /// elements ahead on a thread, as prefetch does). The last step of a recipe: its elements are
+  /// device buffers, which Model::fit/evaluate/predict take, and a custom loop reads with
+  /// trace::DeviceIterator (kiln/trace/device_iterator.h); a host iterator() throws DataError.
+  /// On cpu:0 the buffers are the host batches themselves: nothing is copied.
+  Dataset prefetch_to_device(runtime::Device& device, int buffer_size = 2) const;
   /// The first `count` elements (-1: all).
   Dataset take(int64_t count) const;
   /// All but the first `count` elements (-1: skips them all, as in tf.data).

@@ -25,7 +25,8 @@ Buffer Device::allocate(const Shape& shape) {
 
 Buffer Device::to_device(const HostTensor& host) {
   Buffer b = allocate(host.shape());
-  Event done = transfer_->enqueue([dst = b.device_address(), host] {
+  Event done = transfer_->enqueue([this, dst = b.device_address(), host] {
+    MemoryAccess access(*this);
     std::memcpy(dst, host.raw_data(), static_cast<size_t>(host.byte_size()));
   });
   return Buffer(this, b.shape(), b.memory(), done);
@@ -34,6 +35,7 @@ Buffer Device::to_device(const HostTensor& host) {
 HostTensor Device::to_host(const Buffer& buffer) {
   check_owned(buffer, "to_host");
   buffer.ready().wait();
+  MemoryAccess access(*this);
   HostTensor out = HostTensor::uninitialized(buffer.shape());
   std::memcpy(out.raw_data(), buffer.device_address(), static_cast<size_t>(out.byte_size()));
   return out;

@@ -55,6 +55,23 @@ class Device {
   /// ValueError unless `buffer` lives on this device.
   void check_owned(const Buffer& buffer, const char* operation) const;
 
+  /// Bracket the device's own reads and writes of its memory (copies, programs). A device
+  /// whose memory host code must not touch (the guarded arena) makes it accessible here; calls
+  /// nest and may overlap (the transfer and compute streams run at once). No-ops by default.
+  virtual void open_memory() {}
+  virtual void close_memory() {}
+  /// Holds the memory open for a scope.
+  class MemoryAccess {
+   public:
+    explicit MemoryAccess(Device& device) : device_(device) { device_.open_memory(); }
+    ~MemoryAccess() { device_.close_memory(); }
+    MemoryAccess(const MemoryAccess&) = delete;
+    MemoryAccess& operator=(const MemoryAccess&) = delete;
+
+   private:
+    Device& device_;
+  };
+
   std::string name_;
   std::unique_ptr<CachingAllocator> allocator_;
   std::unique_ptr<Stream> transfer_;

@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <map>
 #include <mutex>
 
@@ -128,17 +129,6 @@ class GuardedArena final : public MemoryResource {
 
 namespace {
 
-class ArenaAccess {
- public:
-  explicit ArenaAccess(GuardedArena& arena) : arena_(arena) { arena_.open(); }
-  ~ArenaAccess() { arena_.close(); }
-  ArenaAccess(const ArenaAccess&) = delete;
-  ArenaAccess& operator=(const ArenaAccess&) = delete;
-
- private:
-  GuardedArena& arena_;
-};
-
 std::unique_ptr<CachingAllocator> guarded_allocator(const std::string& name, int64_t bytes, GuardedArena*& arena) {
   auto resource = std::make_unique<GuardedArena>(bytes);
   arena = resource.get();
@@ -160,28 +150,26 @@ Device& guarded_device() {
 GuardedDevice::GuardedDevice(int64_t arena_bytes, std::string name)
     : Device(name, guarded_allocator(name, arena_bytes, arena_), /*asynchronous_streams=*/true) {}
 
+GuardedDevice::~GuardedDevice() {
+  for (Stream* stream : {transfer_.get(), compute_.get()}) {
+    try {
+      stream->synchronize();
+    } catch (...) {  // a failed copy reported to whoever waited on it; a destructor cannot throw
+    }
+  }
+}
+
 bool GuardedDevice::arena_open() const { return arena_->is_open(); }
 
-Buffer GuardedDevice::to_device(const HostTensor& host) {
-  Buffer b = allocate(host.shape());
-  Event done = transfer_->enqueue([this, dst = b.device_address(), host] {
-    ArenaAccess access(*arena_);
-    std::memcpy(dst, host.raw_data(), static_cast<size_t>(host.byte_size()));
-  });
-  return Buffer(this, b.shape(), b.memory(), done);
-}
-
-HostTensor GuardedDevice::to_host(const Buffer& buffer) {
-  ArenaAccess access(*arena_);
-  return Device::to_host(buffer);
-}
+void GuardedDevice::open_memory() { arena_->open(); }
+void GuardedDevice::close_memory() { arena_->close(); }
 
 std::vector<Buffer> GuardedDevice::execute(Executable& program, std::span<const Buffer> arguments) {
   for (const Buffer& a : arguments) check_owned(a, "execute");
   // On the caller's thread, not the compute stream: replicas sharing this device run their
   // programs at once and meet inside them (all_reduce), so one queue would deadlock them.
   wait_ready(arguments);
-  ArenaAccess access(*arena_);
+  MemoryAccess access(*this);
   return run_over_views(program, arguments, [this](HostTensor r) {
     Buffer b = allocate(r.shape());
     std::memcpy(b.device_address(), r.raw_data(), static_cast<size_t>(r.byte_size()));

@@ -43,13 +43,18 @@ class GuardedDevice final : public Device {
   /// Reserves `arena_bytes` of address space (pages are committed as buffers use them);
   /// that is the device's memory size. Copies run on an asynchronous transfer stream.
   explicit GuardedDevice(int64_t arena_bytes = int64_t{1} << 30, std::string name = "guarded_cpu:0");
+  /// Finishes the queued copies first: they call open_memory(), which must still be this
+  /// class's when they run.
+  ~GuardedDevice() override;
   bool host_addressable() const override { return false; }
-  Buffer to_device(const HostTensor& host) override;
-  HostTensor to_host(const Buffer& buffer) override;
   std::vector<Buffer> execute(Executable& program,
                                        std::span<const Buffer> arguments) override;
   /// True while a device operation has the arena readable (tests).
   bool arena_open() const;
+
+ protected:
+  void open_memory() override;
+  void close_memory() override;
 
  private:
   GuardedArena* arena_;  // owned by the allocator, which lives as long as this device

@@ -49,4 +49,13 @@ void sync_to_host(VariableState& variable, bool for_write) {
   }
 }
 
+void discard_device_values(VariableState& variable) {
+  for (size_t r = 0; r < variable.device_values.size(); ++r) {
+    runtime::Buffer& b = variable.device_values[r];
+    if (!b.defined() || b.device().host_addressable()) continue;
+    b = runtime::Buffer();
+    variable.device_newer[r] = 0;
+  }
+}
+
 }  // namespace kiln::trace

@@ -20,5 +20,8 @@ void note_device_update(VariableState& variable, int replica, const runtime::Buf
 /// values. `for_write`: host code may change the host storage next, so device copies are
 /// dropped and the next step copies the value again.
 void sync_to_host(VariableState& variable, bool for_write);
+/// Host code overwrites every replica's host storage next: the device copies are dropped
+/// without bringing their values back (the next step copies the new value).
+void discard_device_values(VariableState& variable);
 
 }  // namespace kiln::trace

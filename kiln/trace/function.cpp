@@ -152,21 +152,45 @@ void Function::compile(const std::vector<Shape>& signature) { compiled_for(signa
 
 std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
   Compiled& c = compiled_for(shapes_of(args));
-  const trace::ReplicaContext* replica = trace::current_replica_context();
-  const int replica_id = replica != nullptr ? replica->replica_id : 0;
-
   // Inputs go to the device (no copy on a host device); variables are already there.
   runtime::Device& device = options_.backend->device();
   std::vector<runtime::Buffer> run_args;
   run_args.reserve(args.size() + c.variables.size());
   for (const HostTensor& a : args) run_args.push_back(device.to_device(a));
+  return run(c, std::move(run_args));
+}
+
+std::vector<HostTensor> Function::call_on_device(const std::vector<runtime::Buffer>& args) {
+  std::vector<Shape> shapes;
+  shapes.reserve(args.size());
+  runtime::Device& device = options_.backend->device();
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!args[i].defined())
+      KILN_THROW(ValueError, "[", name_, "] input ", i, " is an undefined buffer.");
+    if (&args[i].device() != &device)
+      KILN_THROW(ValueError, "[", name_, "] input ", i, " lives on ", args[i].device().name(), ", but this function runs on ",
+                 device.name(), ". Hint: prefetch the dataset to the backend's device (prefetch_to_device(backend->device())).");
+    shapes.push_back(args[i].shape());
+  }
+  Compiled& c = compiled_for(shapes);
+  std::vector<runtime::Buffer> run_args;
+  run_args.reserve(args.size() + c.variables.size());
+  run_args.insert(run_args.end(), args.begin(), args.end());
+  return run(c, std::move(run_args));
+}
+
+std::vector<HostTensor> Function::run(Compiled& c, std::vector<runtime::Buffer> run_args) {
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  const int replica_id = replica != nullptr ? replica->replica_id : 0;
+  const size_t num_args = run_args.size();
+  runtime::Device& device = options_.backend->device();
   for (const auto& v : c.variables) run_args.push_back(trace::device_value(*v, replica_id, device));
   std::vector<runtime::Buffer> results = device.execute(*c.executable, run_args);
   KILN_CHECK(results.size() >= c.num_outputs, "executable of '", name_, "' returned ",
              results.size(), " outputs, expected at least ", c.num_outputs);
   for (const ir::OutputAlias& alias : c.aliases) {
-    const auto v = static_cast<size_t>(alias.parameter_index) - args.size();
-    KILN_CHECK(alias.parameter_index >= static_cast<int>(args.size()) && v < c.variables.size(), "output ",
+    const auto v = static_cast<size_t>(alias.parameter_index) - num_args;
+    KILN_CHECK(alias.parameter_index >= static_cast<int>(num_args) && v < c.variables.size(), "output ",
                alias.output_index, " of '", name_, "' is aliased to input ", alias.parameter_index, ", not a variable");
     trace::note_device_update(*c.variables[v], replica_id, results.at(static_cast<size_t>(alias.output_index)));
   }

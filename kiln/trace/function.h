@@ -52,6 +52,10 @@ class Function {
   /// Runs the step for `args` (tracing and compiling on a new signature); returns the
   /// callable's outputs. Assigned variables are updated in their storage.
   std::vector<HostTensor> operator()(const std::vector<HostTensor>& args);
+  /// The same with the inputs already on the backend's device (the batches of a
+  /// prefetch_to_device dataset): nothing is copied on the way in. ValueError naming the
+  /// devices when an input lives on another one.
+  std::vector<HostTensor> call_on_device(const std::vector<runtime::Buffer>& args);
   /// Traces and compiles for `signature` unless cached, without running: Model::fit compiles
   /// its step from the dataset's element_spec before the pipeline makes a batch, so a step
   /// too large for memory fails first. Under a strategy, call it as each replica.
@@ -79,6 +83,8 @@ class Function {
   Compiled trace_and_compile(const std::vector<Shape>& args, const std::string& signature);
   /// The cache entry for `args` on the calling replica, traced and compiled when new.
   Compiled& compiled_for(const std::vector<Shape>& args);
+  /// Runs `c` over `run_args` (the inputs, then room for the variables) on the device.
+  std::vector<HostTensor> run(Compiled& c, std::vector<runtime::Buffer> run_args);
 
   std::string name_;
   Fn fn_;

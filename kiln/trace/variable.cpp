@@ -39,6 +39,12 @@ const HostTensor& Variable::storage() const {
   return state_->storage;
 }
 
+const HostTensor& Variable::host_value() const {
+  KILN_CHECK(defined(), "use of an undefined Variable");
+  trace::sync_to_host(*state_, /*for_write=*/false);
+  return state_->storage;
+}
+
 void Variable::set_sum_on_read(bool on) const {
   KILN_CHECK(defined(), "set_sum_on_read of an undefined Variable");
   state_->sum_on_read = on;
@@ -82,7 +88,7 @@ void Variable::assign(const Tensor& value) const {
     return;
   }
   HostTensor v = converted.value();
-  trace::sync_to_host(*state_, /*for_write=*/true);
+  trace::discard_device_values(*state_);  // every copy is overwritten: nothing to bring back
   std::memcpy(state_->storage.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));
   for (HostTensor& mirror : state_->mirrors)  // mirrored copies stay identical
     std::memcpy(mirror.raw_data(), v.raw_data(), static_cast<size_t>(v.byte_size()));

@@ -43,8 +43,14 @@ class Variable {
   void assign_add(const Tensor& delta) const;
   void assign_sub(const Tensor& delta) const;
 
-  /// The persistent storage (shares memory; mutated in place by steps and assigns).
+  /// The persistent storage (shares memory; mutated in place by steps and assigns). The
+  /// caller may write through it, so a copy the steps keep on a device is dropped (the next
+  /// step copies the value again); to read only, use host_value().
   const HostTensor& storage() const;
+  /// The value in host storage, to read only (saving, get_weights, callbacks): brought back
+  /// when a step left a newer value on a device, whose copy stays for the next step. Valid
+  /// until the next step or assign.
+  const HostTensor& host_value() const;
   /// Identity of the underlying state (equal for copies of one variable).
   const std::shared_ptr<trace::VariableState>& state() const { return state_; }
 

@@ -163,7 +163,7 @@ void TensorBoard::on_epoch_end(int epoch, const Logs& logs) {
 void TensorBoard::write_histograms(int epoch) {
   for (const LayerHandle& layer : model()->layers())
     for (const Variable& w : layer->weights()) {
-      const std::vector<double> values = w.storage().to_vector<double>();
+      const std::vector<double> values = w.host_value().to_vector<double>();
       train_->add_histogram(histogram_tag(w.name()), values, epoch);
     }
 }

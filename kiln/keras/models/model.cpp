@@ -110,7 +110,7 @@ std::vector<Variable> Model::non_trainable_weights() const {
 
 std::vector<HostTensor> Model::get_weights() const {
   std::vector<HostTensor> out;
-  for (const Variable& v : weights()) out.push_back(v.storage().clone());
+  for (const Variable& v : weights()) out.push_back(v.host_value().clone());
   return out;
 }
 
@@ -269,13 +269,14 @@ std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, 
   return out;
 }
 
-std::vector<std::vector<HostTensor>> Model::call_multi_step(const std::vector<data::Element>& batches) {
+std::vector<std::vector<HostTensor>> Model::call_multi_step(const std::vector<StepBatch>& batches) {
   // Each replica's shard of every batch, stacked: [k, rows per replica, ...].
   std::vector<std::vector<HostTensor>> shards;  // [batch][replica * components + c]
   const bool split = strategy_ != nullptr && strategy_->num_replicas_in_sync() > 1;
   size_t replicas = 1;  // local replicas
-  for (const data::Element& b : batches) {
-    std::vector<HostTensor> args = step_args(b);
+  for (const StepBatch& b : batches) {
+    KILN_CHECK(!b.device, "the k-step program stacks host batches (step_input keeps them on the host)");
+    std::vector<HostTensor> args = step_args(b.host);
     if (!split) {
       shards.push_back(args);
       continue;
@@ -320,16 +321,16 @@ std::vector<std::vector<HostTensor>> Model::call_multi_step(const std::vector<da
   return per_step;
 }
 
-std::vector<Logs> Model::run_train_steps(const std::vector<data::Element>& batches) {
+std::vector<Logs> Model::run_train_steps(const std::vector<StepBatch>& batches) {
   std::vector<Logs> logs;
   // The k-step program takes k batches of one shape (a short last batch runs on its own).
   bool stackable = multi_step_train_function_ && static_cast<int>(batches.size()) == compiled_.steps_per_execution;
-  for (const data::Element& b : batches) stackable = stackable && b.shapes_string() == batches[0].shapes_string();
+  for (const StepBatch& b : batches) stackable = stackable && b.shapes_string() == batches[0].shapes_string();
   if (stackable) {
     for (const std::vector<HostTensor>& step : call_multi_step(batches)) logs.push_back(logs_from(step));
     return logs;
   }
-  for (const data::Element& b : batches) logs.push_back(logs_from(call_step(*train_function_, step_args(b))));
+  for (const StepBatch& b : batches) logs.push_back(logs_from(call_step(*train_function_, b)));
   return logs;
 }
 
@@ -472,6 +473,13 @@ void Model::make_predict_function() {  // predict needs no compile
   });
 }
 
+std::vector<HostTensor> Model::predict_args(const data::Element& element) const {
+  if (element.size() < num_inputs())
+    KILN_THROW(DataError, "[", name_, "] predict expected elements with ", num_inputs(), " input(s), received ",
+               element.shapes_string(), ".");
+  return {element.begin(), element.begin() + static_cast<std::ptrdiff_t>(num_inputs())};
+}
+
 namespace {
 
 // Each output's batches, concatenated: parts[batch][output].
@@ -506,14 +514,12 @@ HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
 std::vector<HostTensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
   make_predict_function();
   std::vector<std::vector<HostTensor>> parts;
-  data::Iterator it = dataset.iterator();
+  StepInput it = step_input(dataset, 0, StepKind::kPredict);
   for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
-    std::optional<data::Element> element = it.next();
-    if (!element) break;
-    if (element->size() < num_inputs())
-      KILN_THROW(DataError, "[", name_, "] predict expected elements with ", num_inputs(), " input(s), received ",
-                 element->shapes_string(), ".");
-    parts.push_back((*predict_function_)({element->begin(), element->begin() + static_cast<std::ptrdiff_t>(num_inputs())}));
+    std::optional<StepBatch> batch = it.next();
+    if (!batch) break;
+    parts.push_back(batch->device ? predict_function_->call_on_device(batch->device->replicas[0])
+                                  : (*predict_function_)(predict_args(batch->host)));
   }
   return concat_outputs(parts, num_outputs());
 }

@@ -18,6 +18,7 @@
 #include "kiln/keras/metrics/metric.h"
 #include "kiln/keras/optimizers/optimizer.h"
 #include "kiln/keras/trainer/logs.h"
+#include "kiln/keras/trainer/step_input.h"
 #include "kiln/keras/trainer/training_state.h"
 #include "kiln/trace/function.h"
 
@@ -61,6 +62,10 @@ struct FitOptions {
   std::vector<CallbackHandle> callbacks = {};
   int verbose = 1;  // 0 silent; 1 progress bar (one line per epoch when not a terminal); 2 one line
   int initial_epoch = 0;
+  /// On a device other than the host, the training batches are copied this many steps ahead
+  /// (Dataset::prefetch_to_device), as Keras feeds a TPU; 0 copies each batch in its step. No
+  /// effect on the host, or when the dataset already ends with prefetch_to_device.
+  int device_prefetch = kDefaultDevicePrefetch;
 };
 
 /// Model::fit(x, y) options: Keras's fit on in-memory arrays, with its defaults.
@@ -274,10 +279,10 @@ class Model {
   /// [k, ...].
   std::vector<Tensor> multi_train_step(const std::vector<Tensor>& stacked, int k);
   /// Runs the k-step program on `batches`: inputs stacked per replica, outputs split per step.
-  std::vector<std::vector<HostTensor>> call_multi_step(const std::vector<data::Element>& batches);
+  std::vector<std::vector<HostTensor>> call_multi_step(const std::vector<StepBatch>& batches);
   /// Runs the compiled train steps on `batches` (one program when there are k of them) and
   /// returns one Logs per batch.
-  std::vector<Logs> run_train_steps(const std::vector<data::Element>& batches);
+  std::vector<Logs> run_train_steps(const std::vector<StepBatch>& batches);
   std::vector<Tensor> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys);
   /// The num_inputs() + num_outputs() components of a batch (the inputs, then the y's).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
@@ -286,6 +291,8 @@ class Model {
   std::vector<Tensor> update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
                                      const Tensor& loss, const std::vector<Tensor>& output_losses,
                                      const std::vector<Tensor>& masks);
+  /// The first num_inputs() components of a predict element.
+  std::vector<HostTensor> predict_args(const data::Element& element) const;
   /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.
   Tensor with_regularization(Tensor loss) const;
   /// Forgets the activity penalties of earlier traces, before a step calls the model.
@@ -295,7 +302,15 @@ class Model {
   void make_step_functions();
   /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
   /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
-  std::vector<HostTensor> call_step(Function& step, const std::vector<HostTensor>& args);
+  std::vector<HostTensor> call_step(Function& step, const StepBatch& batch);
+  enum class StepKind { kTrain, kTest, kPredict };
+  /// The input of fit (kTrain), evaluate or predict over `dataset`. On a device other than the
+  /// host it is prefetched there (`device_prefetch` ahead; 0: not) unless it already is (not for
+  /// fit's k-step program, which stacks its batches on the host). A device batch holds the step
+  /// args (predict: the inputs) split over the replicas on the host, each replica's rows then
+  /// copied to the device (model_distribute.cpp).
+  StepInput step_input(const data::Dataset& dataset, uint64_t epoch, StepKind kind,
+                       int device_prefetch = kDefaultDevicePrefetch);
   /// Compiles the train (or test) step for the largest batch of `dataset`'s element_spec on
   /// every replica, before its pipeline makes a batch: a step too large for memory fails
   /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
@@ -318,7 +333,7 @@ class Model {
   std::shared_ptr<distribute::Strategy> strategy_;
   // fit's position for training_state(); iterator is null outside fit.
   struct FitPosition {
-    data::Iterator* iterator = nullptr;
+    StepInput* iterator = nullptr;
     int epoch = 0;
     int64_t step = 0;
     bool valid = false;  // false while the iterator is ahead of the applied steps

@@ -37,8 +37,8 @@ void Optimizer::apply_gradients(const std::vector<Tensor>& grads, const std::vec
 }
 
 double Optimizer::learning_rate() const {
-  if (!schedule_) return learning_rate_.storage().to_vector<double>()[0];
-  return schedule_->at(iterations_.storage().to_vector<int64_t>()[0]);
+  if (!schedule_) return learning_rate_.host_value().to_vector<double>()[0];
+  return schedule_->at(iterations_.host_value().to_vector<int64_t>()[0]);
 }
 
 void Optimizer::set_learning_rate(double value) {

@@ -26,7 +26,7 @@ std::vector<Variable> random_state(const Model& model) {
 }
 
 void add_tensors(const std::string& prefix, const std::vector<Variable>& vars, io::CheckpointContents* c) {
-  for (const Variable& v : vars) c->tensors.push_back({prefix + v.name(), v.storage().clone()});
+  for (const Variable& v : vars) c->tensors.push_back({prefix + v.name(), v.host_value().clone()});
 }
 
 // Looks up every variable under `prefix` (missing ones named), for assign_checked.
@@ -130,7 +130,7 @@ CheckpointManager::CheckpointManager(Checkpoint checkpoint, std::string director
 std::string CheckpointManager::save(const TrainingState& state, std::optional<int64_t> step) {
   const Model& model = checkpoint_.model();
   const int64_t n = step ? *step
-                         : model.is_compiled() ? model.optimizer()->iterations().storage().to_vector<int64_t>()[0]
+                         : model.is_compiled() ? model.optimizer()->iterations().host_value().to_vector<int64_t>()[0]
                                                : 0;
   std::error_code ec;
   std::filesystem::create_directories(directory_, ec);

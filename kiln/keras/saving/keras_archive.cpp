@@ -37,7 +37,7 @@ bool ends_with_lower(const std::string& path, const std::string& suffix) {
 
 HostTensor saved_value(const Variable& v) {
   const DType d = v.dtype();  // Kiln keeps f32 on disk for its 16-bit variables
-  return d == DType::kBF16 || d == DType::kF16 ? v.storage().astype(DType::kF32) : v.storage().clone();
+  return d == DType::kBF16 || d == DType::kF16 ? v.host_value().astype(DType::kF32) : v.host_value().clone();
 }
 
 // H5IOStore's entry: <path>/vars with the owner's name (a str attribute, as h5py writes it)

@@ -43,7 +43,7 @@ void write_h5_atomically(const std::string& path, Fill fill) {
 HostTensor saved_value(const Variable& v) {
   // tf.keras never stores bf16/f16 variables (mixed precision keeps f32 ones).
   const DType d = v.dtype();
-  return d == DType::kBF16 || d == DType::kF16 ? v.storage().astype(DType::kF32) : v.storage().clone();
+  return d == DType::kBF16 || d == DType::kF16 ? v.host_value().astype(DType::kF32) : v.host_value().clone();
 }
 
 // Keras's save_weights_to_hdf5_group.

@@ -47,7 +47,7 @@ std::string toc_path_of(const std::string& dir) {
 // Writes `vars` by name and returns the file's entry for model.json.
 json write_tensors(const std::string& path, const std::vector<Variable>& vars, const std::string& kind) {
   std::vector<io::NamedTensor> tensors;
-  for (const Variable& v : vars) tensors.push_back({v.name(), v.storage().clone()});
+  for (const Variable& v : vars) tensors.push_back({v.name(), v.host_value().clone()});
   io::write_safetensors(path, tensors, {{"format", kind}});
   return {{"file", fs::path(path).filename().string()}, {"crc32c", file_crc(path)}};
 }

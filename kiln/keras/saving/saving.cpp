@@ -37,7 +37,7 @@ void Model::save_weights(const std::string& path) const {
   if (is_keras3_weights_path(path)) return save_weights_keras3(*this, path);
   if (internal::is_h5_path(path)) return save_weights_h5(*this, path);
   std::vector<io::NamedTensor> tensors;
-  for (const Variable& v : weights()) tensors.push_back({v.name(), v.storage().clone()});
+  for (const Variable& v : weights()) tensors.push_back({v.name(), v.host_value().clone()});
   io::write_safetensors(path, tensors, {{"format", "kiln.weights"}, {"model", name_}});
 }
 

@@ -33,7 +33,7 @@ class HistoryRecorder : public Callback {
 };
 
 // The next batch, timed as the trainer's wait for input when a TraceSession is on.
-std::optional<data::Element> next_batch(data::Iterator& it) {
+std::optional<StepBatch> next_batch(StepInput& it) {
   TraceScope scope("input", "input_wait");
   return it.next();
 }
@@ -58,7 +58,7 @@ class FitTrace {
   std::optional<TraceSession> session_;
 };
 
-void check_batch(const data::Element& e, const std::string& model) {
+void check_batch(const StepBatch& e, const std::string& model) {
   if (e.size() < 2)
     KILN_THROW(DataError, "[", model, "] fit/evaluate expected (x, y) elements, received ", e.shapes_string(),
                ". Hint: from_tensor_slices({x, y}) keeps the labels with the inputs.");
@@ -79,8 +79,9 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   FitTrace fit_trace(is_chief());  // before the compile, so its passes are in the trace
   compile_for_spec(dataset, /*train=*/true);
   History history;
-  data::Iterator it = dataset.iterator(static_cast<uint64_t>(options.initial_epoch));
-  std::optional<data::Element> pending = next_batch(it);  // the first batch tells the batch size
+  StepInput it =
+      step_input(dataset, static_cast<uint64_t>(options.initial_epoch), StepKind::kTrain, options.device_prefetch);
+  std::optional<StepBatch> pending = next_batch(it);  // the first batch tells the batch size
   if (!pending) KILN_THROW(DataError, "[", name_, "] fit received an empty dataset.");
   check_batch(*pending, name_);
 
@@ -94,11 +95,11 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
                         .steps = options.steps_per_epoch >= 0 ? options.steps_per_epoch
                                  : cardinality >= 0           ? cardinality
                                                               : -1,
-                        .batch_size = (*pending)[0].dims()[0], .verbose = options.verbose};
+                        .batch_size = pending->rows(), .verbose = options.verbose};
   CallbackList callbacks(std::move(list), this, params);
   const int k = compiled_.steps_per_execution;
   std::vector<Logs> buffered;
-  std::vector<data::Element> batches;
+  std::vector<StepBatch> batches;
 
   stop_training = false;
   struct ClearPosition {  // training_state() answers only inside fit
@@ -113,7 +114,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
   if (resume_) {  // a callback restored the variables; continue at its position
     first_epoch = resume_->epoch;
     first_step = resume_->step_in_epoch;
-    it = dataset.iterator(static_cast<uint64_t>(options.steps_per_epoch < 0 ? first_epoch : options.initial_epoch));
+    it = step_input(dataset, static_cast<uint64_t>(options.steps_per_epoch < 0 ? first_epoch : options.initial_epoch),
+                    StepKind::kTrain, options.device_prefetch);
     if (options.steps_per_epoch >= 0 || first_step > 0) {
       if (resume_->iterator_state.empty())
         KILN_THROW(DataError, "[", name_, "] cannot resume at step ", first_step, " of epoch ", first_epoch + 1,
@@ -129,7 +131,8 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
     if (epoch != first_epoch || first_step == 0) reset_metrics();
     callbacks.call(&Callback::on_epoch_begin, epoch, Logs{});
     if (options.steps_per_epoch < 0 && epoch > first_epoch) {
-      it = dataset.iterator(static_cast<uint64_t>(epoch));  // one pass of the dataset per epoch
+      // One pass of the dataset per epoch.
+      it = step_input(dataset, static_cast<uint64_t>(epoch), StepKind::kTrain, options.device_prefetch);
       pending = it.next();
     }
     const double wait_before = it.stats().consumer_wait_seconds;
@@ -143,7 +146,7 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       batches.clear();
       while (static_cast<int>(batches.size()) < k &&
              (options.steps_per_epoch < 0 || step + static_cast<int64_t>(batches.size()) < options.steps_per_epoch)) {
-        std::optional<data::Element> e = pending ? std::move(pending) : next_batch(it);
+        std::optional<StepBatch> e = pending ? std::move(pending) : next_batch(it);
         pending.reset();
         if (!e) {
           exhausted = true;
@@ -161,12 +164,12 @@ History Model::fit(const data::Dataset& dataset, FitOptions options) {
       }
       // A short last batch (no drop_remainder) is a new shape: its program compiles once and is
       // cached for later epochs. Say so once, since it costs a whole compile.
-      if (train_function_->trace_count() > traces && batches.back()[0].dims()[0] < params.batch_size)
-        log(LogLevel::kWarning, str_cat("[", name_, "] the last batch has ", batches.back()[0].dims()[0], " rows, not ",
+      if (train_function_->trace_count() > traces && batches.back().rows() < params.batch_size)
+        log(LogLevel::kWarning, str_cat("[", name_, "] the last batch has ", batches.back().rows(), " rows, not ",
                                         params.batch_size, ": the train step compiled once more for its shape (cached "
                                         "for later epochs). Hint: batch with drop_remainder=true to train on full "
                                         "batches only."));
-      for (const data::Element& b : batches) samples += b[0].dims()[0];
+      for (const StepBatch& b : batches) samples += b.rows();
       fit_position_ = {.iterator = &it, .epoch = epoch, .step = step + static_cast<int64_t>(batches.size()),
                        .valid = !pending};
       for (size_t j = 0; j < batches.size(); ++j) {
@@ -220,14 +223,14 @@ Logs Model::run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackL
   compile_for_spec(dataset, /*train=*/false);
   reset_metrics();
   callbacks->call(&Callback::on_test_begin, Logs{});
-  data::Iterator it = dataset.iterator();
+  StepInput it = step_input(dataset, 0, StepKind::kTest);
   Logs logs;
   for (int64_t step = 0; steps < 0 || step < steps; ++step) {
-    std::optional<data::Element> e = next_batch(it);
+    std::optional<StepBatch> e = next_batch(it);
     if (!e) break;
     check_batch(*e, name_);
     callbacks->call(&Callback::on_test_batch_begin, step, Logs{});
-    logs = logs_from(call_step(*test_function_, step_args(*e)));
+    logs = logs_from(call_step(*test_function_, *e));
     callbacks->call(&Callback::on_test_batch_end, step, logs);
   }
   callbacks->call(&Callback::on_test_end, logs);
