@@ -23,6 +23,7 @@
 #include "tests/conformance/op_cases.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/finite_difference.h"
+#include "tests/testing/gpu_backend.h"
 
 namespace kiln::conformance {
 namespace {
@@ -77,15 +78,24 @@ struct NamedBackend {
   std::shared_ptr<runtime::Backend> backend;
 };
 
-// Every backend of this build: CPU once per loop engine, plus whatever else the registry makes.
+// Every backend of this build: CPU once per loop engine, plus whatever else the registry makes;
+// the CUDA backend only where a GPU is (it is built wherever the toolkit is), else it says why not.
 std::vector<NamedBackend> all_backends() {
   std::vector<NamedBackend> out = {
       {"reference", runtime::make_reference_backend()},
       {"cpu/interpreter", cpu::make_cpu_backend(0, cpu::LoopEngine::kInterpreter)},
       {"cpu/generated", cpu::make_cpu_backend(0, cpu::LoopEngine::kGenerated)},
   };
-  for (const std::string& name : runtime::available_backends())
-    if (name != "cpu" && name != "reference") out.push_back({name, runtime::make_backend(name)});
+  for (const std::string& name : runtime::available_backends()) {
+    if (name == "cpu" || name == "reference") continue;
+    if (name == "cuda") {
+      std::string why;
+      if (std::shared_ptr<runtime::Backend> gpu = testing::gpu_backend(why)) out.push_back({name, gpu});
+      else std::cout << "[ conform  ] cuda is built, not run: no CUDA device: " << why << "\n";
+      continue;
+    }
+    out.push_back({name, runtime::make_backend(name)});
+  }
   return out;
 }
 
