@@ -106,6 +106,8 @@ TEST(PrefetchToDeviceDeathTest, AHostReadOfAPrefetchedBatchFaults) {
         DeviceIterator it(batches().prefetch_to_device(runtime::guarded_device()));
         std::optional<DeviceBatch> b = it.next();
         b->replicas[0][0].ready().wait();
+        // The copies queued ahead open the whole guarded arena while they run: wait for them too.
+        runtime::guarded_device().transfer_stream().synchronize();
         volatile float first = *reinterpret_cast<const float*>(b->replicas[0][0].device_address());
         (void)first;
         std::exit(0);  // reading it succeeded: the batch is not in device memory
