@@ -132,20 +132,14 @@ Function::Compiled& Function::compiled_for(const std::vector<Shape>& args) {
   check_signature(args);
   const trace::ReplicaContext* replica = trace::current_replica_context();
   const int replica_id = replica != nullptr ? replica->replica_id : 0;
-  // Outside a strategy (-1) and on replica 0 a function has different executables: only the
-  // replica's is bound to the strategy's collectives.
   const int entry_replica = replica != nullptr ? replica_id : -1;
   std::lock_guard<std::mutex> lock(*mutex_);
   Compiled* compiled = nullptr;
-  for (const CacheEntryRef& e : entries_by_shapes_)
-    if (e.replica_id == entry_replica && e.shapes == args) compiled = e.compiled;
+  for (CacheEntry& e : cache_)
+    if (e.replica_id == entry_replica && e.shapes == args) compiled = &e.compiled;
   if (compiled == nullptr) {
-    std::string signature = signature_text(args);
-    const std::string key = replica != nullptr ? str_cat(signature, "@replica", replica_id) : signature;
-    auto it = cache_.find(key);
-    if (it == cache_.end()) it = cache_.emplace(key, trace_and_compile(args, signature)).first;
-    compiled = &it->second;  // std::map entries never move
-    entries_by_shapes_.push_back({args, entry_replica, compiled});
+    cache_.push_back({args, entry_replica, trace_and_compile(args, signature_text(args))});
+    compiled = &cache_.back().compiled;
   }
   if (replica_id == 0) last_executable_ = compiled->executable.get();
   return *compiled;

@@ -5,8 +5,8 @@
 // declared input_signature are CompileErrors naming the input (S23).
 #pragma once
 
+#include <deque>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,15 +89,15 @@ class Function {
   std::string name_;
   Fn fn_;
   FunctionOptions options_;
-  std::map<std::string, Compiled> cache_;  // key: signature, plus "@replica r" under a strategy
-  // Every call looks its entry up by shapes first: formatting the signature text took a few
-  // microseconds per step.
-  struct CacheEntryRef {
+  // One entry per signature and replica (-1 outside a strategy: replica 0's executable is
+  // bound to the strategy's collectives), found by comparing shapes (few entries; formatting a
+  // signature text per call cost microseconds). A deque keeps references to its entries.
+  struct CacheEntry {
     std::vector<Shape> shapes;
     int replica_id;
-    Compiled* compiled;
+    Compiled compiled;
   };
-  std::vector<CacheEntryRef> entries_by_shapes_;
+  std::deque<CacheEntry> cache_;
   // Replicas of a strategy call concurrently; they trace one at a time (a pointer keeps
   // Function movable).
   std::unique_ptr<std::mutex> mutex_ = std::make_unique<std::mutex>();
