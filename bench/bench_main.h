@@ -133,9 +133,12 @@ class CompetingLoad {
 };
 
 /// `<bench>.compete`: the median ms/step of `run_steps` (a paired median_ms_per_step call)
-/// with a CompetingLoad running, against `quiet_ms` measured before in the same process.
-template <typename RunSteps>
-JsonLine compete_line(const std::string& bench, double quiet_ms, RunSteps run_steps) {
+/// with a CompetingLoad running, against `quiet_ms` measured before in the same process, and
+/// the threads the step program (`step_program()`: its executable, which run_steps may
+/// recompile) used at the end of the quiet runs and of the competing ones: the governor's choice.
+template <typename RunSteps, typename StepProgram>
+JsonLine compete_line(const std::string& bench, double quiet_ms, RunSteps run_steps, StepProgram step_program) {
+  const int quiet_threads = step_program()->last_run_threads();
   double busy_ms;
   {
     CompetingLoad load;
@@ -147,7 +150,9 @@ JsonLine compete_line(const std::string& bench, double quiet_ms, RunSteps run_st
       .add("competing_ms_per_step", busy_ms)
       .add("slowdown", busy_ms / quiet_ms)
       .add("target", 1.5)
-      .add("thread_governor", DebugOptions::global().thread_governor ? "on" : "off");
+      .add("thread_governor", DebugOptions::global().thread_governor ? "on" : "off")
+      .add("quiet_threads", static_cast<int64_t>(quiet_threads))
+      .add("competing_threads", static_cast<int64_t>(step_program()->last_run_threads()));
   return c;
 }
 

@@ -117,7 +117,8 @@ int main(int argc, char** argv) {
       .add("codegen_ms_per_step", gen_ms)
       .add("codegen_speedup", base_ms / gen_ms);
   cg.print();
-  if (compete) bench::compete_line("train_step_cnn", median_ms, time_steps).print();
+  if (compete)
+    bench::compete_line("train_step_cnn", median_ms, time_steps, [&] { return cnn.train_function().last_executable(); }).print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w2", "samples_per_s_median_step");
     bench::JsonLine p;

@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   if (compete)  // the same steps with another CPU-bound process on the machine
     bench::compete_line("train_step_mlp", median_ms, [&] {
       return bench::median_ms_per_step(kRuns, kStepsPerRun, shuffle, stepper(mlp));
-    }).print();
+    }, [&] { return mlp.train_function().last_executable(); }).print();
   if (peer) {
     const double torch = bench::pytorch_peer(peers, "w1", "samples_per_s_epoch_2_to_E", "--epochs 2");
     bench::JsonLine p;

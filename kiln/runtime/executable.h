@@ -47,6 +47,9 @@ class Executable {
   /// The module this program was lowered from, after the compiler's passes (fusions and all):
   /// what TensorBoard's graph shows. Null when the backend keeps none.
   virtual const ir::Module* lowered_module() const { return nullptr; }
+  /// Threads the last run used (on the CPU: the thread governor's choice for this program);
+  /// 0 before the first run and where a backend has no thread team.
+  virtual int last_run_threads() const { return 0; }
 };
 
 inline std::vector<HostTensor> Executable::run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) {

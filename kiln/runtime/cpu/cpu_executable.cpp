@@ -91,6 +91,7 @@ std::vector<HostTensor> CpuExecutable::run_into(std::span<HostTensor> arguments,
   if (last_start_) governor_->record(std::chrono::duration<double>(start - *last_start_).count());
   last_start_ = start;
   const int threads = governor_->threads();
+  last_run_threads_ = threads;
   if (threads != share) omp_set_num_threads(threads);
   if (ActiveRecorder recorder; recorder.get() != nullptr) {
     run_traced(*recorder.get());

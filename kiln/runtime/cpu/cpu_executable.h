@@ -57,6 +57,7 @@ class CpuExecutable : public runtime::Executable {
   std::string describe() const override;
   std::vector<std::string> reference_fallbacks() const override;
   const ir::Module* lowered_module() const override { return module_.get(); }
+  int last_run_threads() const override { return last_run_threads_; }
 
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
@@ -94,6 +95,7 @@ class CpuExecutable : public runtime::Executable {
   bool thread_governor_ = false;
   std::optional<ThreadGovernor> governor_;
   std::optional<std::chrono::steady_clock::time_point> last_start_;
+  int last_run_threads_ = 0;
   int64_t runs_ = 0;
   std::vector<int64_t> step_ns_;
   std::vector<int64_t> step_bytes_;  // bytes each step reads and writes (for a TraceSession)

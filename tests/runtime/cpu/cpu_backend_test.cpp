@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <set>
 
 #include "kiln/core/trace_recorder.h"
 #include "kiln/ir/builder.h"
@@ -261,14 +262,23 @@ TEST(CpuBackendTest, AGovernedExecutableGivesTheSameResultsAndRestoresTheThreadC
   for (float& v : ws) v = u(rng);
   std::vector<HostTensor> args = {HostTensor::from_vector<float>({96, 200}, xs),
                                   HostTensor::from_vector<float>({200, 64}, ws)};
+  EXPECT_EQ(plain->last_run_threads(), 0);  // not run yet
   const std::vector<HostTensor> expected = plain->run(args);
   const int threads = omp_get_max_threads();
+  EXPECT_EQ(plain->last_run_threads(), threads);
+  std::set<int> team_sizes;  // what the governed runs report using
   for (int run = 0; run < 3 * ThreadGovernor::kWindow; ++run) {
     std::vector<HostTensor> out = governed->run(args);
+    team_sizes.insert(governed->last_run_threads());
     ASSERT_EQ(omp_get_max_threads(), threads) << "run " << run;
     for (size_t k = 0; k < out.size(); ++k)
       ASSERT_EQ(std::memcmp(out[k].raw_data(), expected[k].raw_data(), static_cast<size_t>(out[k].byte_size())), 0)
           << "output " << k << ", run " << run;
+  }
+  // The first window runs the full team; the probe after it runs one thread fewer.
+  EXPECT_TRUE(team_sizes.contains(threads));
+  if (threads > 1) {
+    EXPECT_TRUE(team_sizes.contains(threads - 1));
   }
 }
 
