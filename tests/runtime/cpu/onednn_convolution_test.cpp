@@ -5,22 +5,18 @@
 
 #include <gtest/gtest.h>
 #include <omp.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <thread>
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/ir/shape_inference.h"
 #include "tests/testing/backend_conformance.h"
+#include "tests/testing/thread_ticks.h"
 
 namespace kiln::cpu {
 namespace {
@@ -164,29 +160,6 @@ TEST(OnednnConvolutionTest, TheTimedChoiceIsRecordedAndReused) {
   std::printf("bf16 convolution runs: %s\n", again->label().c_str());
 }
 
-// CPU time, in clock ticks, that this process's threads other than the calling one (OpenMP's
-// workers) have used: /proc/self/task/<tid>/stat's utime + stime.
-long other_threads_ticks() {
-  long ticks = 0;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
-    if (task.path().filename() == std::to_string(gettid())) continue;
-    std::ifstream in(task.path() / "stat");
-    std::string stat;
-    std::getline(in, stat);
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3, the state
-    std::string field;
-    for (int i = 3; i <= 15 && fields >> field; ++i)
-      if (i >= 14) ticks += std::stol(field);
-  }
-  return ticks;
-}
-
-double thread_cpu_seconds() {
-  timespec t{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
-}
-
 // oneDNN sizes a convolution's team when the primitive is created and ignored
 // omp_set_num_threads after: a step the thread governor ran on one thread still ran its
 // convolutions on two (issue 19). A kernel created for two threads and run while one thread is
@@ -234,9 +207,9 @@ TEST(OnednnConvolutionTest, EachRunUsesTheTeamSizeOfThatRun) {
     std::vector<std::vector<float>> outs;
     run_all(outs);
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const long before = other_threads_ticks();
-    for (const double until = thread_cpu_seconds() + seconds; thread_cpu_seconds() < until;) run_all(outs);
-    return other_threads_ticks() - before;
+    const long before = testing::other_threads_ticks();
+    for (const double until = testing::thread_cpu_seconds() + seconds; testing::thread_cpu_seconds() < until;) run_all(outs);
+    return testing::other_threads_ticks() - before;
   };
 
   std::vector<std::vector<float>> two, one;

@@ -5,16 +5,22 @@
 #include "kiln/runtime/cpu/onednn_matmul.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <random>
+#include <string>
+#include <thread>
 
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/thread_ticks.h"
 
 namespace kiln::cpu {
 namespace {
@@ -151,6 +157,58 @@ TEST(OnednnMatmulTest, TheTimedChoiceIsRecordedAndReusedFromMemoryAndDisk) {
   const DotCase other{"timed 2", {64, 40}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {0}}};
   expect_right(other, DType::kBF16, auto_choice);
   EXPECT_EQ(decisions.stats().timed, before.timed + 2);
+}
+
+// Like the convolutions (onednn_convolution_test.cpp), oneDNN's brgemm matmul fixes its team
+// size when the primitive is created: a step the thread governor runs on one thread must run
+// its matmuls on one (the other OpenMP thread idle), with the same results.
+TEST(OnednnMatmulTest, EachRunUsesTheTeamSizeOfThatRun) {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  if (policy != nullptr && std::string(policy) == "active")
+    GTEST_SKIP() << "OMP_WAIT_POLICY=active: idle OpenMP workers never stop spinning";
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(2);
+  const std::vector<DotCase> all = cases();
+  std::vector<Built> built(all.size());
+  std::vector<std::unique_ptr<MatmulKernel>> kernels;
+  std::vector<HostTensor> lhs, rhs;
+  for (size_t k = 0; k < all.size(); ++k) {
+    build(built[k], all[k], DType::kF32);
+    kernels.push_back(MatmulKernel::create(*built[k].dot, false, compiler::EpilogueActivation::kNone, {}));
+    ASSERT_NE(kernels.back(), nullptr) << all[k].name;
+    lhs.push_back(testing::random_tensor(Shape(DType::kF32, all[k].lhs), 1));
+    rhs.push_back(testing::random_tensor(Shape(DType::kF32, all[k].rhs), 2));
+  }
+  auto run_all = [&](std::vector<HostTensor>& outs) {
+    outs.clear();
+    for (size_t k = 0; k < all.size(); ++k) {
+      outs.emplace_back(built[k].dot->shape());
+      kernels[k]->run(lhs[k].raw_data(), rhs[k].raw_data(), nullptr, outs.back().raw_data());
+    }
+  };
+  // The workers' CPU time while this thread spends `seconds` of its own running the kernels;
+  // first the workers go idle: libgomp spins a bounded while (GOMP_SPINCOUNT), then sleeps.
+  auto worker_ticks_while_running = [&](double seconds) {
+    std::vector<HostTensor> outs;
+    run_all(outs);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const long before = testing::other_threads_ticks();
+    for (const double until = testing::thread_cpu_seconds() + seconds; testing::thread_cpu_seconds() < until;)
+      run_all(outs);
+    return testing::other_threads_ticks() - before;
+  };
+  std::vector<HostTensor> two, one;
+  run_all(two);
+  EXPECT_GT(worker_ticks_while_running(0.3), 5);  // on two threads a worker does about half
+  omp_set_num_threads(1);
+  run_all(one);
+  EXPECT_LE(worker_ticks_while_running(0.3), 1);
+  omp_set_num_threads(saved);
+  for (size_t k = 0; k < all.size(); ++k) {
+    const std::vector<float> a = one[k].to_vector<float>(), b = two[k].to_vector<float>();
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-4 * (1 + std::abs(b[i]))) << all[k].name << " element " << i;
+  }
 }
 
 }  // namespace
