@@ -156,13 +156,13 @@ TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
 
 TEST(CudaBackendTest, OpsWithoutAGpuKernelAreACompileErrorNamingThem) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
-  auto m = std::make_unique<ir::Module>("needs_a_convolution");
+  auto m = std::make_unique<ir::Module>("needs_asymmetric_padding");
   Builder b(m->entry());
   Instruction* x = b.parameter(Shape(DType::kF32, {2, 8, 8, 3}), "x");
-  Instruction* w = b.parameter(Shape(DType::kF32, {3, 3, 3, 4}), "w");
-  m->entry()->set_outputs({b.convolution(x, w, {})});
+  Instruction* w = b.parameter(Shape(DType::kF32, {2, 2, 3, 4}), "w");
+  m->entry()->set_outputs({b.convolution(x, w, {.padding_low = {0, 0}, .padding_high = {1, 1}})});
   KILN_EXPECT_ERROR(backend->compile(std::move(m), {}), CompileError,
-                    "[cuda] needs_a_convolution: the cuda backend has no kernel yet for convolution");
+                    "[cuda] needs_asymmetric_padding: the cuda backend has no kernel yet for convolution (padding 0/1");
 }
 
 TEST(CudaBackendTest, ProgramsOfAnotherBackendAreRefused) {
