@@ -17,6 +17,7 @@
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
 #include "kiln/runtime/cuda/cudnn_ops_impl.h"
+#include "kiln/runtime/cuda/nccl_collectives_impl.h"
 
 namespace kiln::cuda {
 namespace {
@@ -102,9 +103,9 @@ class Lowerer {
       case Opcode::kReshape:
         return add_copy(inst, "copy(reshape)");
       case Opcode::kAllReduce:
-        // One replica: the sum and the mean are the value itself. Across GPUs needs NCCL.
-        if (options_.collectives && options_.collectives->num_replicas() > 1) return false;
-        return add_copy(inst, "all_reduce(1 replica)");
+        // One replica: the sum and the mean are the value itself.
+        if (!options_.collectives || options_.collectives->num_replicas() <= 1) return add_copy(inst, "all_reduce(1 replica)");
+        return add_nccl_all_reduce(inst);
       case Opcode::kDotGeneral:
         return add_matmul(inst, inst, false, compiler::EpilogueActivation::kNone);
       case Opcode::kFusion: {
@@ -148,6 +149,38 @@ class Lowerer {
     exe_.add_step({label, operand_values(inst), {value_.at(&inst)},
                    [bytes](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      if (bytes > 0) check(driver().cuMemcpyDtoDAsync(out[0], in[0], bytes, s), "cuMemcpyDtoDAsync");
+                   }});
+    return true;
+  }
+
+  // The operand copied into the result, then reduced there in place with the other replicas
+  // by NCCL, on the compute stream. Several replicas need the NCCL collectives of GPU
+  // replicas (make_nccl_collectives); host collectives cannot reach device memory.
+  bool add_nccl_all_reduce(const Instruction& inst) {
+    auto* nccl = dynamic_cast<NcclCollectives*>(options_.collectives.get());
+    const int replicas = options_.collectives->num_replicas();
+    if (nccl == nullptr) {
+      why_ = str_cat(replicas, " replicas over host collectives: GPU replicas reduce with NCCL (make_nccl_collectives)");
+      return false;
+    }
+    const int replica = options_.replica_id;
+    const DType dtype = inst.dtype();
+    const ir::ReduceKind kind = inst.attrs().reduce_kind;
+    if (!NcclCollectives::supports(kind, dtype)) {
+      why_ = str_cat("NCCL has no ", ir::reduce_kind_name(kind), " of ", name(dtype));
+      return false;
+    }
+    if (device_ != nullptr && nccl->ordinal(replica) != device_->ordinal()) {
+      why_ = str_cat("replica ", replica, " is on cuda:", nccl->ordinal(replica), ", not ", device_->name());
+      return false;
+    }
+    if (!add_copy(inst, "copy(all_reduce operand)")) return false;
+    const int64_t count = inst.shape().num_elements();
+    std::shared_ptr<runtime::Collectives> keep = options_.collectives;
+    exe_.add_step({str_cat("all_reduce(nccl, ", replicas, " replicas, ", ir::reduce_kind_name(kind), ", ", count, " ", name(dtype), ")"),
+                   {value_.at(&inst)}, {value_.at(&inst)},
+                   [nccl, keep, replica, count, dtype, kind](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
+                     if (count > 0) nccl->all_reduce_on_device(replica, s, out[0], count, dtype, kind);
                    }});
     return true;
   }
