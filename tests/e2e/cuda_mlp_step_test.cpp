@@ -6,7 +6,9 @@
 
 #include <cmath>
 
+#include "kiln/data/dataset.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/trace/device_iterator.h"
 #include "tests/testing/gpu_step.h"
 #include "tests/testing/seed_mlp.h"
 
@@ -34,6 +36,28 @@ TEST(CudaMlpStepTest, ThreeAdamStepsMatchTheCpu) {
   const runtime::Executable* exe = on_gpu.train_function().last_executable();
   ASSERT_NE(exe, nullptr);
   EXPECT_NE(exe->describe().find("cublasLt"), std::string::npos) << exe->describe();
+}
+
+// prefetch_to_device on the GPU: each batch's copy is queued on the transfer stream two
+// batches ahead, so it runs while earlier steps run on the compute stream; the steps must see
+// exactly the batches the host hands in (the same kernels, so the same losses bit for bit).
+TEST(CudaMlpStepTest, PrefetchedBatchesGiveTheStepsOfHostFedBatches) {
+  KILN_GPU_BACKEND_OR_SKIP(gpu);
+  const auto [x, y] = testing::random_image_batch({640, 784}, 9);
+  const data::Dataset batches = data::Dataset::from_tensor_slices({x, y}).batch(128);
+  testing::SeedMlp prefetched(gpu), host_fed(gpu);
+  trace::DeviceIterator on_device(batches.prefetch_to_device(gpu->device()));
+  data::Iterator on_host = batches.iterator();
+  int steps = 0;
+  while (std::optional<trace::DeviceBatch> b = on_device.next()) {
+    std::optional<data::Element> h = on_host.next();
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(prefetched.train_step_on_device(b->replicas[0]), host_fed.train_step((*h)[0], (*h)[1])) << "step " << steps;
+    ++steps;
+  }
+  EXPECT_EQ(steps, 5);
+  EXPECT_FALSE(on_host.next().has_value());
+  testing::expect_same_variables(prefetched.params(), host_fed.params(), 0.0f);
 }
 
 }  // namespace
