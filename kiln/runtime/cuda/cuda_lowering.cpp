@@ -213,8 +213,13 @@ class Lowerer {
     if (!g) return false;
     const bool filter_out = g->op == Opcode::kConvBackwardFilter, fused = &conv != &inst;
     const Shape hwio(g->dtype, g->w), krsc(g->dtype, {g->w[3], g->w[0], g->w[1], g->w[2]});
-    const std::vector<int> operands = operand_values(inst);  // a fusion's params 0 and 1 are the conv's
-    int a = operands.at(0), b = operands.at(1);
+    // The conv's operands: `inst`'s own, or the fusion operands its body parameters stand for.
+    const std::vector<int> operands = operand_values(inst);
+    auto operand = [&](size_t i) {
+      const Instruction* o = conv.operand(i);
+      return fused ? operands.at(static_cast<size_t>(o->attrs().parameter_index)) : operands.at(i);
+    };
+    int a = operand(0), b = operand(1);
     if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat("k", inst.id(), "_krsc"))) < 0) return false;
     const int result = filter_out || fused ? exe_.add_value(filter_out ? krsc : conv.shape()) : value_.at(&inst);
     std::shared_ptr<CudnnConvolution> plan;

@@ -221,6 +221,9 @@ CudnnConvolution::CudnnConvolution(const ConvGeometry& g, int ordinal) : s_(std:
                                               CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
             "cudnnSetConvolution2dDescriptor");
   check_dnn(d.cudnnSetConvolutionGroupCount(s_->conv, i32(cd.groups)), "cudnnSetConvolutionGroupCount");
+  // The heuristics rank the algorithms of the descriptor's math type (see choose()).
+  check_dnn(d.cudnnSetConvolutionMathType(s_->conv, g.dtype == DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+            "cudnnSetConvolutionMathType");
 
   static std::mutex cache_mutex;
   static auto* cache = new std::map<std::string, Choice>();

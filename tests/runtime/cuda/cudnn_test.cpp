@@ -116,7 +116,7 @@ TEST(CudnnPoolingTest, MaxAndMeanPoolingAndGradientsMatchTheReference) {
               return std::vector<Instruction*>{b.reduce_window(x, kind, c.window),
                                                b.reduce_window_grad(x, p[1], kind, c.window)};
             },
-            {.tol = t == DType::kF32 ? 1e-5 : 1e-2, .backend = backend.get(), .steps = &steps});
+            {.tol = t == DType::kF32 ? 1e-5 : 3e-2, .backend = backend.get(), .steps = &steps});
         EXPECT_NE(steps.find("_pool(cudnn"), std::string::npos) << steps;
       }
     }
