@@ -23,6 +23,15 @@ TEST(CudaCnnStepTest, EveryOpOfTheStepHasAGpuKernelAndPtxasAcceptsThem) {
   testing::expect_step_lowers_for_sm90(cnn.train_function().last_executable(), KILN_CUDA_PTXAS);
 }
 
+// The mixed-precision step (bf16 compute, f32 variables): bf16 convolutions and pooling on
+// cuDNN, the casts as loop kernels.
+TEST(CudaCnnStepTest, EveryOpOfTheBf16StepHasAGpuKernelAndPtxasAcceptsThem) {
+  testing::SeedCnn cnn(runtime::make_backend("cpu"), 0, DType::kBF16);
+  const auto [x, y] = testing::random_image_batch({64, 28, 28, 1}, 11);
+  cnn.train_step(x, y, 0);
+  testing::expect_step_lowers_for_sm90(cnn.train_function().last_executable(), KILN_CUDA_PTXAS);
+}
+
 TEST(CudaCnnStepTest, ThreeAdamStepsMatchTheCpu) {
   KILN_GPU_BACKEND_OR_SKIP(gpu);
   testing::SeedCnn on_gpu(gpu), on_cpu(runtime::make_backend("cpu"));
