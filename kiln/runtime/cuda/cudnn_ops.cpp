@@ -23,7 +23,8 @@
   X(cudnnConvolutionBackwardData) X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)                         \
   X(cudnnGetConvolutionBackwardFilterWorkspaceSize) X(cudnnConvolutionBackwardFilter)                      \
   X(cudnnCreatePoolingDescriptor) X(cudnnSetPooling2dDescriptor) X(cudnnDestroyPoolingDescriptor)          \
-  X(cudnnPoolingForward) X(cudnnPoolingBackward)
+  X(cudnnPoolingForward) X(cudnnPoolingBackward) X(cudnnGetConvolution2dForwardOutputDim)     \
+  X(cudnnGetPooling2dForwardOutputDim)
 
 namespace kiln::cuda {
 namespace {
@@ -193,38 +194,109 @@ std::string ConvGeometry::label() const {
   return str_cat(ir::opcode_name(op), "(cudnn, x ", Shape(dtype, x), ", w ", Shape(dtype, w), ")");
 }
 
-struct CudnnConvolution::State {
-  Handle* handle = nullptr;
-  Opcode op = Opcode::kConvolution;
+namespace {
+
+// The descriptors of a convolution: x and y NHWC, w KRSC, the convolution itself. Made
+// without a GPU (cuDNN checks them only against each other).
+struct ConvDescriptors {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
+
+  explicit ConvDescriptors(const ConvGeometry& g) {
+    const Cudnn& d = cudnn();
+    x = nhwc_desc(g.x, g.dtype);
+    y = nhwc_desc(g.y, g.dtype);
+    check_dnn(d.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
+    // NHWC filters are KRSC: (F, KH, KW, C/groups).
+    check_dnn(d.cudnnSetFilter4dDescriptor(w, dnn_type(g.dtype), CUDNN_TENSOR_NHWC, i32(g.w[3]), i32(g.w[2]), i32(g.w[0]),
+                                           i32(g.w[1])),
+              "cudnnSetFilter4dDescriptor");
+    const ir::ConvDims& cd = g.dims;
+    check_dnn(d.cudnnCreateConvolutionDescriptor(&conv), "cudnnCreateConvolutionDescriptor");
+    // Cross-correlation (TensorFlow's conv2d), accumulating in f32 for every input type.
+    check_dnn(d.cudnnSetConvolution2dDescriptor(conv, i32(cd.padding_low[0]), i32(cd.padding_low[1]), i32(cd.strides[0]),
+                                                i32(cd.strides[1]), i32(cd.dilation[0]), i32(cd.dilation[1]),
+                                                CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
+              "cudnnSetConvolution2dDescriptor");
+    check_dnn(d.cudnnSetConvolutionGroupCount(conv, i32(cd.groups)), "cudnnSetConvolutionGroupCount");
+    // The heuristics rank the algorithms of the descriptor's math type (see choose()).
+    check_dnn(d.cudnnSetConvolutionMathType(conv, g.dtype == DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
+              "cudnnSetConvolutionMathType");
+  }
+  ~ConvDescriptors() {
+    const Cudnn& d = cudnn();
+    for (cudnnTensorDescriptor_t t : {x, y})
+      if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
+    if (w != nullptr) d.cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) d.cudnnDestroyConvolutionDescriptor(conv);
+  }
+  ConvDescriptors(const ConvDescriptors&) = delete;
+  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
+};
+
+// x and y NHWC and the pooling window.
+struct PoolDescriptors {
+  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  cudnnPoolingDescriptor_t pool = nullptr;
+
+  explicit PoolDescriptors(const PoolGeometry& g) {
+    const Cudnn& d = cudnn();
+    x = nhwc_desc(g.x, g.dtype);
+    y = nhwc_desc(g.y, g.dtype);
+    check_dnn(d.cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
+    // Max: the deterministic variant, and NaN propagates (the reference counts NaN as the
+    // maximum); mean: divided by the unpadded elements (Keras 'same' average pooling).
+    const cudnnPoolingMode_t mode =
+        g.kind == ir::ReduceKind::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
+    const ir::Window& w = g.window;
+    check_dnn(d.cudnnSetPooling2dDescriptor(pool, mode, CUDNN_PROPAGATE_NAN, i32(w.size[1]), i32(w.size[2]),
+                                            i32(w.padding_low[1]), i32(w.padding_low[2]), i32(w.strides[1]),
+                                            i32(w.strides[2])),
+              "cudnnSetPooling2dDescriptor");
+  }
+  ~PoolDescriptors() {
+    const Cudnn& d = cudnn();
+    for (cudnnTensorDescriptor_t t : {x, y})
+      if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
+    if (pool != nullptr) d.cudnnDestroyPoolingDescriptor(pool);
+  }
+  PoolDescriptors(const PoolDescriptors&) = delete;
+  PoolDescriptors& operator=(const PoolDescriptors&) = delete;
+};
+
+Dims nhwc_dims(int n, int c, int h, int w) { return {n, h, w, c}; }
+
+}  // namespace
+
+Dims ConvGeometry::cudnn_output_dims() const {
+  const ConvDescriptors desc(*this);
+  int n = 0, c = 0, h = 0, wd = 0;
+  check_dnn(cudnn().cudnnGetConvolution2dForwardOutputDim(desc.conv, desc.x, desc.w, &n, &c, &h, &wd),
+            "cudnnGetConvolution2dForwardOutputDim");
+  return nhwc_dims(n, c, h, wd);
+}
+
+Dims PoolGeometry::cudnn_output_dims() const {
+  const PoolDescriptors desc(*this);
+  int n = 0, c = 0, h = 0, wd = 0;
+  check_dnn(cudnn().cudnnGetPooling2dForwardOutputDim(desc.pool, desc.x, &n, &c, &h, &wd),
+            "cudnnGetPooling2dForwardOutputDim");
+  return nhwc_dims(n, c, h, wd);
+}
+
+struct CudnnConvolution::State {
+  explicit State(const ConvGeometry& g) : op(g.op), desc(g) {}
+  Handle* handle = nullptr;
+  Opcode op;
+  ConvDescriptors desc;
   Choice choice;
 };
 
-CudnnConvolution::CudnnConvolution(const ConvGeometry& g, int ordinal) : s_(std::make_unique<State>()) {
+CudnnConvolution::CudnnConvolution(const ConvGeometry& g, int ordinal) : s_(std::make_unique<State>(g)) {
   const Cudnn& d = cudnn();
   s_->handle = &handle_of(ordinal);
-  s_->op = g.op;
-  s_->x = nhwc_desc(g.x, g.dtype);
-  s_->y = nhwc_desc(g.y, g.dtype);
-  check_dnn(d.cudnnCreateFilterDescriptor(&s_->w), "cudnnCreateFilterDescriptor");
-  // NHWC filters are KRSC: (F, KH, KW, C/groups).
-  check_dnn(d.cudnnSetFilter4dDescriptor(s_->w, dnn_type(g.dtype), CUDNN_TENSOR_NHWC, i32(g.w[3]), i32(g.w[2]), i32(g.w[0]),
-                                         i32(g.w[1])),
-            "cudnnSetFilter4dDescriptor");
   const ir::ConvDims& cd = g.dims;
-  check_dnn(d.cudnnCreateConvolutionDescriptor(&s_->conv), "cudnnCreateConvolutionDescriptor");
-  // Cross-correlation (TensorFlow's conv2d), accumulating in f32 for every input type.
-  check_dnn(d.cudnnSetConvolution2dDescriptor(s_->conv, i32(cd.padding_low[0]), i32(cd.padding_low[1]), i32(cd.strides[0]),
-                                              i32(cd.strides[1]), i32(cd.dilation[0]), i32(cd.dilation[1]),
-                                              CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT),
-            "cudnnSetConvolution2dDescriptor");
-  check_dnn(d.cudnnSetConvolutionGroupCount(s_->conv, i32(cd.groups)), "cudnnSetConvolutionGroupCount");
-  // The heuristics rank the algorithms of the descriptor's math type (see choose()).
-  check_dnn(d.cudnnSetConvolutionMathType(s_->conv, g.dtype == DType::kF32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH),
-            "cudnnSetConvolutionMathType");
-
   static std::mutex cache_mutex;
   static auto* cache = new std::map<std::string, Choice>();
   const std::string key = str_cat(ordinal, " ", g.label(), " s", cd.strides[0], "x", cd.strides[1], " p", cd.padding_low[0],
@@ -232,11 +304,11 @@ CudnnConvolution::CudnnConvolution(const ConvGeometry& g, int ordinal) : s_(std:
   std::lock_guard lock(cache_mutex);
   if (auto it = cache->find(key); it != cache->end()) {
     s_->choice = it->second;
-    check_dnn(d.cudnnSetConvolutionMathType(s_->conv, s_->choice.math), "cudnnSetConvolutionMathType");
+    check_dnn(d.cudnnSetConvolutionMathType(s_->desc.conv, s_->choice.math), "cudnnSetConvolutionMathType");
     return;
   }
   const cudnnHandle_t h = s_->handle->handle;
-  const State& s = *s_;
+  const ConvDescriptors& s = s_->desc;
   const std::optional<Choice> choice =
       g.op == Opcode::kConvolution
           ? choose<cudnnConvolutionFwdAlgoPerf_t>(h, s.conv, g.dtype, d.cudnnGetConvolutionForwardAlgorithm_v7,
@@ -251,17 +323,11 @@ CudnnConvolution::CudnnConvolution(const ConvGeometry& g, int ordinal) : s_(std:
     KILN_THROW(CompileError, "[cuda] cuDNN has no algorithm for ", g.label(), " within ", kMaxWorkspaceBytes >> 20,
                " MiB of workspace.");
   s_->choice = *choice;
-  check_dnn(d.cudnnSetConvolutionMathType(s_->conv, s_->choice.math), "cudnnSetConvolutionMathType");
+  check_dnn(d.cudnnSetConvolutionMathType(s_->desc.conv, s_->choice.math), "cudnnSetConvolutionMathType");
   cache->emplace(key, *choice);
 }
 
-CudnnConvolution::~CudnnConvolution() {
-  const Cudnn& d = cudnn();
-  for (cudnnTensorDescriptor_t t : {s_->x, s_->y})
-    if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
-  if (s_->w != nullptr) d.cudnnDestroyFilterDescriptor(s_->w);
-  if (s_->conv != nullptr) d.cudnnDestroyConvolutionDescriptor(s_->conv);
-}
+CudnnConvolution::~CudnnConvolution() = default;
 
 size_t CudnnConvolution::workspace_bytes() const { return s_->choice.workspace; }
 
@@ -271,31 +337,32 @@ std::string CudnnConvolution::algorithm() const {
 
 void CudnnConvolution::run(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out, CUdeviceptr workspace) const {
   const Cudnn& d = cudnn();
-  const State& s = *s_;
-  std::lock_guard lock(s.handle->mutex);
-  const cudnnHandle_t h = s.handle->handle;
+  const ConvDescriptors& s = s_->desc;
+  std::lock_guard lock(s_->handle->mutex);
+  const cudnnHandle_t h = s_->handle->handle;
   check_dnn(d.cudnnSetStream(h, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
   const float one = 1, zero = 0;
   const auto* pa = reinterpret_cast<const void*>(a);
   const auto* pb = reinterpret_cast<const void*>(b);
   auto* po = reinterpret_cast<void*>(out);
   auto* ws = reinterpret_cast<void*>(workspace);
-  const size_t bytes = s.choice.workspace;
-  switch (s.op) {
+  const int algo = s_->choice.algo;
+  const size_t bytes = s_->choice.workspace;
+  switch (s_->op) {
     case Opcode::kConvolution:
-      check_dnn(d.cudnnConvolutionForward(h, &one, s.x, pa, s.w, pb, s.conv, static_cast<cudnnConvolutionFwdAlgo_t>(s.choice.algo),
+      check_dnn(d.cudnnConvolutionForward(h, &one, s.x, pa, s.w, pb, s.conv, static_cast<cudnnConvolutionFwdAlgo_t>(algo),
                                           ws, bytes, &zero, s.y, po),
                 "cudnnConvolutionForward");
       break;
     case Opcode::kConvBackwardInput:
       check_dnn(d.cudnnConvolutionBackwardData(h, &one, s.w, pb, s.y, pa, s.conv,
-                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(s.choice.algo), ws, bytes, &zero,
+                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &zero,
                                                s.x, po),
                 "cudnnConvolutionBackwardData");
       break;
     default:
       check_dnn(d.cudnnConvolutionBackwardFilter(h, &one, s.x, pa, s.y, pb, s.conv,
-                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(s.choice.algo), ws, bytes,
+                                                 static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes,
                                                  &zero, s.w, po),
                 "cudnnConvolutionBackwardFilter");
       break;
@@ -362,40 +429,23 @@ std::string PoolGeometry::label() const {
 }
 
 struct CudnnPooling::State {
+  explicit State(const PoolGeometry& g) : desc(g) {}
   Handle* handle = nullptr;
-  cudnnPoolingDescriptor_t pool = nullptr;
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  PoolDescriptors desc;
 };
 
-CudnnPooling::CudnnPooling(const PoolGeometry& g, int ordinal) : s_(std::make_unique<State>()) {
-  const Cudnn& d = cudnn();
+CudnnPooling::CudnnPooling(const PoolGeometry& g, int ordinal) : s_(std::make_unique<State>(g)) {
   s_->handle = &handle_of(ordinal);
-  s_->x = nhwc_desc(g.x, g.dtype);
-  s_->y = nhwc_desc(g.y, g.dtype);
-  check_dnn(d.cudnnCreatePoolingDescriptor(&s_->pool), "cudnnCreatePoolingDescriptor");
-  // Max: the deterministic variant, and NaN propagates (the reference counts NaN as the
-  // maximum); mean: divided by the unpadded elements (Keras 'same' average pooling).
-  const cudnnPoolingMode_t mode =
-      g.kind == ir::ReduceKind::kMax ? CUDNN_POOLING_MAX_DETERMINISTIC : CUDNN_POOLING_AVERAGE_COUNT_EXCLUDE_PADDING;
-  const ir::Window& w = g.window;
-  check_dnn(d.cudnnSetPooling2dDescriptor(s_->pool, mode, CUDNN_PROPAGATE_NAN, i32(w.size[1]), i32(w.size[2]),
-                                          i32(w.padding_low[1]), i32(w.padding_low[2]), i32(w.strides[1]), i32(w.strides[2])),
-            "cudnnSetPooling2dDescriptor");
 }
 
-CudnnPooling::~CudnnPooling() {
-  const Cudnn& d = cudnn();
-  for (cudnnTensorDescriptor_t t : {s_->x, s_->y})
-    if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
-  if (s_->pool != nullptr) d.cudnnDestroyPoolingDescriptor(s_->pool);
-}
+CudnnPooling::~CudnnPooling() = default;
 
 void CudnnPooling::forward(CUstream stream, CUdeviceptr x, CUdeviceptr y) const {
   const Cudnn& d = cudnn();
   std::lock_guard lock(s_->handle->mutex);
   check_dnn(d.cudnnSetStream(s_->handle->handle, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
   const float one = 1, zero = 0;
-  check_dnn(d.cudnnPoolingForward(s_->handle->handle, s_->pool, &one, s_->x, reinterpret_cast<const void*>(x), &zero, s_->y,
+  check_dnn(d.cudnnPoolingForward(s_->handle->handle, s_->desc.pool, &one, s_->desc.x, reinterpret_cast<const void*>(x), &zero, s_->desc.y,
                                   reinterpret_cast<void*>(y)),
             "cudnnPoolingForward");
 }
@@ -405,8 +455,8 @@ void CudnnPooling::backward(CUstream stream, CUdeviceptr x, CUdeviceptr y, CUdev
   std::lock_guard lock(s_->handle->mutex);
   check_dnn(d.cudnnSetStream(s_->handle->handle, reinterpret_cast<cudaStream_t>(stream)), "cudnnSetStream");
   const float one = 1, zero = 0;
-  check_dnn(d.cudnnPoolingBackward(s_->handle->handle, s_->pool, &one, s_->y, reinterpret_cast<const void*>(y), s_->y,
-                                   reinterpret_cast<const void*>(dy), s_->x, reinterpret_cast<const void*>(x), &zero, s_->x,
+  check_dnn(d.cudnnPoolingBackward(s_->handle->handle, s_->desc.pool, &one, s_->desc.y, reinterpret_cast<const void*>(y), s_->desc.y,
+                                   reinterpret_cast<const void*>(dy), s_->desc.x, reinterpret_cast<const void*>(x), &zero, s_->desc.x,
                                    reinterpret_cast<void*>(dx)),
             "cudnnPoolingBackward");
 }

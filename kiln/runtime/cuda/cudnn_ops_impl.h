@@ -26,8 +26,11 @@ struct ConvGeometry {
   /// The geometry of convolution / conv_backward_input / conv_backward_filter; nullopt with
   /// `why` set where cuDNN's convolution API cannot run it (dtype, asymmetric padding, ...).
   static std::optional<ConvGeometry> of(const ir::Instruction& conv, std::string& why);
-  /// "convolution(cudnn, x 128x28x28x1, w 3x3x1x32, f32)"
+  /// "convolution(cudnn, x f32[128,28,28,1], w f32[3,3,1,32])"
   std::string label() const;
+  /// y's dims as cuDNN computes them from the descriptors the calls use (no GPU needed): `y`
+  /// where the descriptors say what Kiln means. ConfigError without libcudnn.
+  Dims cudnn_output_dims() const;
 };
 
 class CudnnConvolution {
@@ -66,8 +69,10 @@ struct PoolGeometry {
   /// nullopt with `why` set where cuDNN's pooling cannot run the op (a window over N or C,
   /// asymmetric padding, a window wholly in padding, ...).
   static std::optional<PoolGeometry> of(const ir::Instruction& pool, std::string& why);
-  /// "max_pool(cudnn, 2x2 stride 2x2, f32)"
+  /// "max_pool(cudnn, 2x2 stride 2x2 pad 0x0, f32)"
   std::string label() const;
+  /// y's dims as cuDNN computes them from the pooling's descriptors (no GPU needed).
+  Dims cudnn_output_dims() const;
 };
 
 class CudnnPooling {

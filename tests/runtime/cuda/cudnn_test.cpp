@@ -7,6 +7,7 @@
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
+#include "kiln/runtime/cuda/cudnn_ops_impl.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
@@ -137,6 +138,37 @@ TEST(CudnnLoweringTest, AsymmetricPaddingIsACompileErrorNamingOpAndReason) {
   KILN_EXPECT_ERROR(lower_to_ptx(*m, 90), CompileError,
                     "[cuda] same_even_kernel: the cuda backend has no kernel yet for convolution (padding 0/1: cuDNN pads "
                     "both sides alike), reduce_window (padding 0/1: cuDNN pads both sides alike)");
+}
+
+// cuDNN's own output sizes for the descriptors the calls use (x NHWC, w KRSC, padding,
+// strides, dilation, groups; the pooling window) equal Kiln's shape inference, on every case
+// of the GPU tests. cuDNN builds and checks descriptors without a GPU.
+TEST(CudnnLoweringTest, CudnnDescriptorsGiveKilnsOutputShapes) {
+  for (DType t : {DType::kF32, DType::kBF16}) {
+    for (const ConvCase& c : kConvCases) {
+      ir::Module m("conv");
+      Builder b(m.entry());
+      Instruction* y = b.convolution(b.parameter(Shape(t, c.x), "x"), b.parameter(Shape(t, c.w), "w"), c.dims);
+      std::string why;
+      std::optional<ConvGeometry> g = ConvGeometry::of(*y, why);
+      ASSERT_TRUE(g.has_value()) << why;
+      EXPECT_EQ(g->cudnn_output_dims(), y->shape().dims()) << g->label();
+      Instruction* dw = b.conv_backward_filter(b.parameter(Shape(t, c.x), "x2"), b.parameter(y->shape(), "dy"),
+                                               Shape(t, c.w), c.dims);
+      std::optional<ConvGeometry> gw = ConvGeometry::of(*dw, why);
+      ASSERT_TRUE(gw.has_value()) << why;
+      EXPECT_EQ(gw->cudnn_output_dims(), y->shape().dims()) << gw->label();
+    }
+    for (const PoolCase& c : kPoolCases) {
+      ir::Module m("pool");
+      Builder b(m.entry());
+      Instruction* y = b.reduce_window(b.parameter(Shape(t, c.x), "x"), ir::ReduceKind::kMax, c.window);
+      std::string why;
+      std::optional<PoolGeometry> g = PoolGeometry::of(*y, why);
+      ASSERT_TRUE(g.has_value()) << why;
+      EXPECT_EQ(g->cudnn_output_dims(), y->shape().dims()) << g->label();
+    }
+  }
 }
 
 TEST(CudnnLoweringTest, ConvolutionsAndPoolingLowerToCudnnStepsWithFilterTransposes) {
