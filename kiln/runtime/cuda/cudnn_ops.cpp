@@ -196,17 +196,33 @@ std::string ConvGeometry::label() const {
 
 namespace {
 
-// The descriptors of a convolution: x and y NHWC, w KRSC, the convolution itself. Made
-// without a GPU (cuDNN checks them only against each other).
-struct ConvDescriptors {
+// x and y NHWC, the tensors of a convolution or a pooling. Descriptors are made without a GPU
+// (cuDNN checks them only against each other).
+struct TensorPair {
   cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+  TensorPair(const Dims& xd, const Dims& yd, DType t) : x(nhwc_desc(xd, t)) {
+    try {
+      y = nhwc_desc(yd, t);
+    } catch (...) {
+      cudnn().cudnnDestroyTensorDescriptor(x);
+      throw;
+    }
+  }
+  ~TensorPair() {
+    cudnn().cudnnDestroyTensorDescriptor(x);
+    cudnn().cudnnDestroyTensorDescriptor(y);
+  }
+  TensorPair(const TensorPair&) = delete;
+  TensorPair& operator=(const TensorPair&) = delete;
+};
+
+// A convolution's: x and y, w KRSC, the convolution itself.
+struct ConvDescriptors : TensorPair {
   cudnnFilterDescriptor_t w = nullptr;
   cudnnConvolutionDescriptor_t conv = nullptr;
 
-  explicit ConvDescriptors(const ConvGeometry& g) {
+  explicit ConvDescriptors(const ConvGeometry& g) : TensorPair(g.x, g.y, g.dtype) {
     const Cudnn& d = cudnn();
-    x = nhwc_desc(g.x, g.dtype);
-    y = nhwc_desc(g.y, g.dtype);
     check_dnn(d.cudnnCreateFilterDescriptor(&w), "cudnnCreateFilterDescriptor");
     // NHWC filters are KRSC: (F, KH, KW, C/groups).
     check_dnn(d.cudnnSetFilter4dDescriptor(w, dnn_type(g.dtype), CUDNN_TENSOR_NHWC, i32(g.w[3]), i32(g.w[2]), i32(g.w[0]),
@@ -225,25 +241,17 @@ struct ConvDescriptors {
               "cudnnSetConvolutionMathType");
   }
   ~ConvDescriptors() {
-    const Cudnn& d = cudnn();
-    for (cudnnTensorDescriptor_t t : {x, y})
-      if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
-    if (w != nullptr) d.cudnnDestroyFilterDescriptor(w);
-    if (conv != nullptr) d.cudnnDestroyConvolutionDescriptor(conv);
+    if (w != nullptr) cudnn().cudnnDestroyFilterDescriptor(w);
+    if (conv != nullptr) cudnn().cudnnDestroyConvolutionDescriptor(conv);
   }
-  ConvDescriptors(const ConvDescriptors&) = delete;
-  ConvDescriptors& operator=(const ConvDescriptors&) = delete;
 };
 
-// x and y NHWC and the pooling window.
-struct PoolDescriptors {
-  cudnnTensorDescriptor_t x = nullptr, y = nullptr;
+// A pooling's: x and y, and the window.
+struct PoolDescriptors : TensorPair {
   cudnnPoolingDescriptor_t pool = nullptr;
 
-  explicit PoolDescriptors(const PoolGeometry& g) {
+  explicit PoolDescriptors(const PoolGeometry& g) : TensorPair(g.x, g.y, g.dtype) {
     const Cudnn& d = cudnn();
-    x = nhwc_desc(g.x, g.dtype);
-    y = nhwc_desc(g.y, g.dtype);
     check_dnn(d.cudnnCreatePoolingDescriptor(&pool), "cudnnCreatePoolingDescriptor");
     // Max: the deterministic variant, and NaN propagates (the reference counts NaN as the
     // maximum); mean: divided by the unpadded elements (Keras 'same' average pooling).
@@ -256,33 +264,32 @@ struct PoolDescriptors {
               "cudnnSetPooling2dDescriptor");
   }
   ~PoolDescriptors() {
-    const Cudnn& d = cudnn();
-    for (cudnnTensorDescriptor_t t : {x, y})
-      if (t != nullptr) d.cudnnDestroyTensorDescriptor(t);
-    if (pool != nullptr) d.cudnnDestroyPoolingDescriptor(pool);
+    if (pool != nullptr) cudnn().cudnnDestroyPoolingDescriptor(pool);
   }
-  PoolDescriptors(const PoolDescriptors&) = delete;
-  PoolDescriptors& operator=(const PoolDescriptors&) = delete;
 };
 
-Dims nhwc_dims(int n, int c, int h, int w) { return {n, h, w, c}; }
+// The NHWC dims of cuDNN's answer to query(&n, &c, &h, &w).
+template <typename Query>
+Dims nhwc_output(Query query, const char* what) {
+  int n = 0, c = 0, h = 0, w = 0;
+  check_dnn(query(&n, &c, &h, &w), what);
+  return {n, h, w, c};
+}
 
 }  // namespace
 
 Dims ConvGeometry::cudnn_output_dims() const {
   const ConvDescriptors desc(*this);
-  int n = 0, c = 0, h = 0, wd = 0;
-  check_dnn(cudnn().cudnnGetConvolution2dForwardOutputDim(desc.conv, desc.x, desc.w, &n, &c, &h, &wd),
-            "cudnnGetConvolution2dForwardOutputDim");
-  return nhwc_dims(n, c, h, wd);
+  return nhwc_output([&](int* n, int* c, int* h, int* wd) {
+    return cudnn().cudnnGetConvolution2dForwardOutputDim(desc.conv, desc.x, desc.w, n, c, h, wd);
+  }, "cudnnGetConvolution2dForwardOutputDim");
 }
 
 Dims PoolGeometry::cudnn_output_dims() const {
   const PoolDescriptors desc(*this);
-  int n = 0, c = 0, h = 0, wd = 0;
-  check_dnn(cudnn().cudnnGetPooling2dForwardOutputDim(desc.pool, desc.x, &n, &c, &h, &wd),
-            "cudnnGetPooling2dForwardOutputDim");
-  return nhwc_dims(n, c, h, wd);
+  return nhwc_output([&](int* n, int* c, int* h, int* wd) {
+    return cudnn().cudnnGetPooling2dForwardOutputDim(desc.pool, desc.x, n, c, h, wd);
+  }, "cudnnGetPooling2dForwardOutputDim");
 }
 
 struct CudnnConvolution::State {
