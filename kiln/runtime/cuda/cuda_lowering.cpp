@@ -185,23 +185,41 @@ class Lowerer {
     return true;
   }
 
+  // A matmul on cuBLASLt: `dot` itself, or the contraction of the output fusion `inst`, whose
+  // bias and relu epilogues cuBLASLt applies. An epilogue it has no form for (tanh, logistic,
+  // exp, ..., or a dtype change) runs after the plain matmul as one loop kernel.
   bool add_matmul(const Instruction& inst, const Instruction& dot, bool bias, compiler::EpilogueActivation act) {
     std::optional<MatmulGeometry> g = MatmulGeometry::of(dot);
-    if (!g || (act != compiler::EpilogueActivation::kNone && act != compiler::EpilogueActivation::kRelu) ||
-        inst.dtype() != dot.dtype())
-      return false;
-    g->bias = bias;
-    g->relu = act == compiler::EpilogueActivation::kRelu;
+    if (!g) return false;
+    const bool in_matmul = (act == compiler::EpilogueActivation::kNone || act == compiler::EpilogueActivation::kRelu) &&
+                           inst.dtype() == dot.dtype();
+    std::vector<int> reads = operand_values(inst);
+    int dest = value_.at(&inst);
+    if (in_matmul) {
+      g->bias = bias;
+      g->relu = act == compiler::EpilogueActivation::kRelu;
+    } else {
+      reads = {contraction_operand(inst, dot, 0), contraction_operand(inst, dot, 1)};
+      dest = exe_.add_value(dot.shape());
+    }
     std::shared_ptr<CublasLtMatmul> plan;
     if (device_ != nullptr) {
       device_->make_current();
       plan = std::make_shared<CublasLtMatmul>(*g);
     }
-    exe_.add_step({g->label(), operand_values(inst), {value_.at(&inst)},
-                   [plan, bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
-                     plan->run(s, in[0], in[1], bias ? in[2] : 0, out[0], workspace);
+    const bool with_bias = g->bias;
+    exe_.add_step({g->label(), reads, {dest},
+                   [plan, with_bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
+                     plan->run(s, in[0], in[1], with_bias ? in[2] : 0, out[0], workspace);
                    }});
-    return true;
+    return in_matmul || add_epilogue(inst, dot, dest);
+  }
+
+  // The value operand `i` of `contraction` reads: `inst`'s own operand, or (`inst` an output
+  // fusion) the fusion operand its body parameter stands for.
+  int contraction_operand(const Instruction& inst, const Instruction& contraction, size_t i) const {
+    if (&inst == &contraction) return value_.at(inst.operand(i));
+    return operand_values(inst).at(static_cast<size_t>(contraction.operand(i)->attrs().parameter_index));
   }
 
   // A convolution op through cuDNN (`conv` is `inst`, or the contraction of the output fusion
@@ -213,13 +231,7 @@ class Lowerer {
     if (!g) return false;
     const bool filter_out = g->op == Opcode::kConvBackwardFilter, fused = &conv != &inst;
     const Shape hwio(g->dtype, g->w), krsc(g->dtype, {g->w[3], g->w[0], g->w[1], g->w[2]});
-    // The conv's operands: `inst`'s own, or the fusion operands its body parameters stand for.
-    const std::vector<int> operands = operand_values(inst);
-    auto operand = [&](size_t i) {
-      const Instruction* o = conv.operand(i);
-      return fused ? operands.at(static_cast<size_t>(o->attrs().parameter_index)) : operands.at(i);
-    };
-    int a = operand(0), b = operand(1);
+    int a = contraction_operand(inst, conv, 0), b = contraction_operand(inst, conv, 1);
     if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat("k", inst.id(), "_krsc"))) < 0) return false;
     const int result = filter_out || fused ? exe_.add_value(filter_out ? krsc : conv.shape()) : value_.at(&inst);
     std::shared_ptr<CudnnConvolution> plan;

@@ -5,6 +5,7 @@
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cuda/cuda_backend.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
@@ -89,6 +90,41 @@ TEST(CudaBackendTest, BiasAndReluEpiloguesRunInTheMatmul) {
     EXPECT_EQ(kernels, 1) << steps;
     EXPECT_NE(steps.find("+bias+relu"), std::string::npos) << steps;
   }
+}
+
+// dot + bias + tanh: cuBLASLt has no tanh epilogue, so the plain matmul runs on cuBLASLt and
+// the bias and tanh as one loop kernel after it.
+Instruction* dense_tanh(Builder& b, std::vector<Instruction*>& p) {
+  Instruction* y = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+  y = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(p[2], y->shape().dims(), {1}));
+  return b.unary(Opcode::kTanh, y);
+}
+const std::vector<Shape> kDenseShapes = {Shape(DType::kF32, {64, 33}), Shape(DType::kF32, {33, 17}), Shape(DType::kF32, {17})};
+
+TEST(CudaBackendTest, EpiloguesCublasLtLacksRunAsALoopAfterTheMatmul) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  std::string steps;
+  testing::expect_matches_reference(
+      kDenseShapes, [](Builder& b, auto& p) { return std::vector<Instruction*>{dense_tanh(b, p)}; },
+      {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
+  EXPECT_NE(steps.find("matmul(cublasLt, 64x17x33, f32)"), std::string::npos) << steps;
+  EXPECT_NE(steps.find("loop kernel"), std::string::npos) << steps;
+}
+
+// The same lowering without a GPU: the output fusion the compiler forms (its passes run on the
+// CPU backend, as in the step tests) lowers, the epilogue a loop kernel in the PTX.
+TEST(CudaLoweringTest, EpiloguesCublasLtLacksLowerWithoutAGpu) {
+  auto m = std::make_unique<ir::Module>("dense_tanh");
+  Builder b(m->entry());
+  std::vector<Instruction*> p;
+  for (size_t i = 0; i < kDenseShapes.size(); ++i) p.push_back(b.parameter(kDenseShapes[i], str_cat("p", i)));
+  m->entry()->set_outputs({dense_tanh(b, p)});
+  auto exe = runtime::make_backend("cpu")->compile(std::move(m), {});
+  int output_fusions = 0;
+  for (const Instruction* i : exe->lowered_module()->entry()->post_order())
+    output_fusions += i->opcode() == Opcode::kFusion && i->attrs().fusion_kind == ir::FusionKind::kOutput;
+  ASSERT_EQ(output_fusions, 1) << "the compiler no longer fuses the epilogue: the test checks nothing";
+  EXPECT_NE(lower_to_ptx(*exe->lowered_module(), 90).find(".entry k"), std::string::npos);
 }
 
 TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
