@@ -15,9 +15,10 @@
 #      cases bit for bit), and GB/s on the large cases;
 #   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests and kiln_e2e_cuda_tests,
 #      built here and carried in device_bin.tar.xz with the libraries they need), one summary
-#      line: generated kernels, cuBLASLt, cuDNN convolutions and pooling, NCCL all_reduce (the
-#      two-GPU tests only where nvidia-smi lists two GPUs or more), and the seed MLP's and the
-#      convnet's whole train steps against the CPU. cuDNN and NCCL are opened with dlopen and
+#      line: generated kernels, cuBLASLt, cuDNN convolutions and pooling, NCCL all_reduce and a
+#      MirroredStrategy over GPUs (the *TwoGpus* tests, only where nvidia-smi lists two GPUs or
+#      more), the seed MLP's and the convnet's whole train steps against the CPU, and
+#      prefetch_to_device feeding the MLP's steps. cuDNN and NCCL are opened with dlopen and
 #      too large to carry (hundreds of MiB): the image's copies are used (the toolkit's, or the
 #      nvidia-cudnn / nvidia-nccl wheels PyTorch brings), found below;
 #   4. PyTorch's bandwidth on the same GPU (a copy and a fused-free elementwise chain), the
