@@ -1,15 +1,33 @@
 // MirroredStrategy over two GPUs: each replica traces and compiles the step for its own GPU,
 // and the step's all_reduce meets the other replica's through NCCL, on the device. Skips with
-// fewer than two GPUs, naming why (scripts/device_check.sh runs it only where two are).
+// fewer than two GPUs, naming why (scripts/device_check.sh runs it only where two are). Here:
+// a program for several replicas whose collectives are the host's (a CPU MirroredStrategy's)
+// is a CompileError on the cuda backend, not a per-replica value.
 #include <gtest/gtest.h>
 
+#include "kiln/distribute/in_process_collectives.h"
 #include "kiln/distribute/strategy.h"
+#include "kiln/ir/builder.h"
+#include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/gpus.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "tests/testing/expect_error.h"
 
 namespace kiln {
 namespace {
+
+TEST(CudaStrategyTest, SeveralReplicasOverHostCollectivesAreACompileError) {
+  auto m = std::make_unique<ir::Module>("all_reduce");
+  ir::Builder b(m->entry());
+  ir::Instruction* x = b.parameter(Shape(DType::kF32, {8}), "x");
+  m->entry()->set_outputs({b.all_reduce(x, ir::ReduceKind::kSum), b.all_reduce(x, ir::ReduceKind::kMean)});
+  runtime::CompileOptions options;
+  options.collectives = std::make_shared<distribute::InProcessCollectives>(2, 2);
+  KILN_EXPECT_ERROR(cuda::lower_to_ptx(*m, 90, options), CompileError,
+                    "the cuda backend has no kernel yet for all_reduce (2 replicas over host collectives: GPU replicas "
+                    "reduce with NCCL (make_nccl_collectives)) (x2)");
+}
 
 TEST(CudaStrategyTest, TwoGpusRunTheirOwnStepsAndAllReduceThroughNccl) {
   const runtime::GpuSurvey gpus = runtime::find_gpus();

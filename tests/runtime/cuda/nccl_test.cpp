@@ -1,7 +1,8 @@
 // NCCL all_reduce among the GPUs of one process (MirroredStrategy's replicas on GPUs): with two
 // GPUs or more, programs on cuda:0 and cuda:1 reduce device buffers (sum and mean, f32 and
 // bf16) and host values reduce through the GPUs; with fewer they skip, naming why. NCCL's
-// loading and the errors without GPUs or with host collectives are checked here.
+// loading and the errors without GPUs are checked here (host collectives of several replicas:
+// tests/e2e/cuda_strategy_test.cpp).
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -47,21 +48,6 @@ TEST(NcclTest, WithoutTwoGpusTheCollectivesSayWhy) {
     const std::string reason = s.gpus.empty() ? s.none_because : "no device cuda:1: this machine has 1 GPU.";
     EXPECT_NE(what.find(reason), std::string::npos) << what << "\nexpected the reason: " << reason;
   }
-}
-
-// Replicas whose collectives are the host's (threads summing host memory) cannot reduce GPU
-// buffers: a CompileError naming the op and why, not a silent per-replica value.
-TEST(NcclTest, SeveralReplicasOverHostCollectivesAreACompileError) {
-  class HostReplicas final : public runtime::Collectives {
-   public:
-    int num_replicas() const override { return 2; }
-    void all_reduce(int, ReduceKind, DType, void*, int64_t) override { ADD_FAILURE() << "lowering reduced host memory"; }
-  };
-  runtime::CompileOptions options;
-  options.collectives = std::make_shared<HostReplicas>();
-  KILN_EXPECT_ERROR(lower_to_ptx(*reduce_program(DType::kF32, 8), 90, options), CompileError,
-                    "the cuda backend has no kernel yet for all_reduce (2 replicas over host collectives: GPU replicas "
-                    "reduce with NCCL (make_nccl_collectives)) (x2)");
 }
 
 #define KILN_TWO_GPUS_OR_SKIP()                                                                    \
