@@ -5,6 +5,8 @@
 // and cuDNN's loading are checked here without a GPU.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cudnn_ops_impl.h"
@@ -37,6 +39,39 @@ const ConvCase kConvCases[] = {
     {{2, 17, 14, 3}, {2, 3, 3, 5}, {.strides = {3, 2}}},
 };
 
+// `n` geometries drawn from `seed`: kernels 1-4, strides 1-3, dilation 1-2, symmetric padding
+// below the kernel's extent, 1 or 2 groups, sizes that leave at least one output position.
+std::vector<ConvCase> random_conv_cases(uint32_t seed, int n) {
+  std::mt19937 rng(seed);
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  std::vector<ConvCase> cases;
+  while (static_cast<int>(cases.size()) < n) {
+    ConvCase c;
+    const int64_t groups = pick(1, 2), in = groups * pick(1, 4), out = groups * pick(1, 4);
+    c.w = {pick(1, 4), pick(1, 4), in / groups, out};
+    c.x = {pick(1, 3), pick(4, 15), pick(4, 15), in};
+    c.dims.groups = groups;
+    for (size_t i = 0; i < 2; ++i) {
+      c.dims.strides[i] = pick(1, 3);
+      c.dims.dilation[i] = pick(1, 2);
+      const int64_t extent = (c.w[i] - 1) * c.dims.dilation[i] + 1;
+      c.dims.padding_low[i] = c.dims.padding_high[i] = pick(0, extent - 1);
+    }
+    bool fits = true;
+    for (size_t i = 0; i < 2; ++i)
+      fits = fits && c.x[1 + i] + 2 * c.dims.padding_low[i] >= (c.w[i] - 1) * c.dims.dilation[i] + 1;
+    if (fits) cases.push_back(c);
+  }
+  return cases;
+}
+
+// The fixed cases and eight random ones.
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> cases(std::begin(kConvCases), std::end(kConvCases));
+  for (const ConvCase& c : random_conv_cases(17, 8)) cases.push_back(c);
+  return cases;
+}
+
 Shape conv_output(const ConvCase& c, DType t) {
   ir::Module m("shape");
   Builder b(m.entry());
@@ -47,8 +82,10 @@ TEST(CudnnConvolutionTest, ForwardAndBothGradientsMatchTheReference) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
   for (DType t : {DType::kF32, DType::kBF16}) {
     const double tol = t == DType::kF32 ? 1e-4 : 3e-2;
-    for (const ConvCase& c : kConvCases) {
-      SCOPED_TRACE(str_cat(name(t), " x ", Shape(t, c.x), " w ", Shape(t, c.w), " groups ", c.dims.groups));
+    for (const ConvCase& c : conv_cases()) {
+      SCOPED_TRACE(str_cat(name(t), " x ", Shape(t, c.x), " w ", Shape(t, c.w), " strides ", c.dims.strides[0], "x",
+                           c.dims.strides[1], " padding ", c.dims.padding_low[0], "x", c.dims.padding_low[1], " dilation ",
+                           c.dims.dilation[0], "x", c.dims.dilation[1], " groups ", c.dims.groups));
       const Shape xs(t, c.x), ws(t, c.w), ys = conv_output(c, t);
       std::string steps;
       testing::expect_matches_reference(
@@ -145,7 +182,7 @@ TEST(CudnnLoweringTest, AsymmetricPaddingIsACompileErrorNamingOpAndReason) {
 // of the GPU tests. cuDNN builds and checks descriptors without a GPU.
 TEST(CudnnLoweringTest, CudnnDescriptorsGiveKilnsOutputShapes) {
   for (DType t : {DType::kF32, DType::kBF16}) {
-    for (const ConvCase& c : kConvCases) {
+    for (const ConvCase& c : conv_cases()) {
       ir::Module m("conv");
       Builder b(m.entry());
       Instruction* y = b.convolution(b.parameter(Shape(t, c.x), "x"), b.parameter(Shape(t, c.w), "w"), c.dims);
@@ -172,7 +209,7 @@ TEST(CudnnLoweringTest, CudnnDescriptorsGiveKilnsOutputShapes) {
 }
 
 TEST(CudnnLoweringTest, ConvolutionsAndPoolingLowerToCudnnStepsWithFilterTransposes) {
-  for (const ConvCase& c : kConvCases) {
+  for (const ConvCase& c : conv_cases()) {
     auto m = std::make_unique<ir::Module>("conv");
     Builder b(m->entry());
     const Shape xs(DType::kF32, c.x), ws(DType::kF32, c.w), ys = conv_output(c, DType::kF32);
@@ -185,7 +222,7 @@ TEST(CudnnLoweringTest, ConvolutionsAndPoolingLowerToCudnnStepsWithFilterTranspo
     const std::string ptx = lower_to_ptx(*m, 90);
     int entries = 0;
     for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1)) ++entries;
-    EXPECT_EQ(entries, 3) << Shape(DType::kF32, c.x);
+    EXPECT_EQ(entries, 3) << Shape(DType::kF32, c.x) << " w " << Shape(DType::kF32, c.w);
   }
 }
 
