@@ -76,9 +76,18 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
         say << "MultiWorkerMirroredStrategy unavailable: " << e.what() << "\n";
       }
     }
-    if (!chosen && info.gpus > 0)
-      say << "MirroredStrategy over GPUs unavailable: strategies place replicas on CPU devices only so far; "
-             "compile programs for a GPU with runtime::make_backend(\"cuda\")\n";
+    if (!chosen && info.gpus > 1) {
+      try {
+        std::vector<std::string> gpus;
+        for (const runtime::GpuInfo& g : info.gpu_survey.gpus) gpus.push_back(g.device);
+        chosen = std::make_shared<MirroredStrategy>(gpus);
+        why = str_cat(info.gpus, " GPUs: one replica per GPU, gradients all-reduced by NCCL");
+      } catch (const Error& e) {
+        say << "MirroredStrategy over GPUs unavailable: " << e.what() << "\n";
+      }
+    }
+    if (!chosen && info.gpus == 1)
+      say << "One GPU: a strategy over GPUs needs two; compile programs for it with runtime::make_backend(\"cuda\")\n";
     if (!chosen && info.logical_cpu_devices > 1) {
       try {
         chosen = std::make_shared<MirroredStrategy>();
@@ -88,9 +97,10 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
       }
     }
     if (!chosen)
-      why = info.gpus > 0 ? str_cat(info.gpus, " GPU", info.gpus == 1 ? "" : "s", " found but not usable by a strategy yet, ",
-                                    "and one CPU device: the default CPU strategy")
-                          : "no accelerator found and one CPU device: the default CPU strategy";
+      why = info.gpus == 1   ? "1 GPU found (a strategy over GPUs needs two) and one CPU device: the default CPU strategy"
+            : info.gpus > 1 ? str_cat(info.gpus, " GPUs found but no strategy over them (see above), and one CPU device: "
+                                      "the default CPU strategy")
+                            : "no accelerator found and one CPU device: the default CPU strategy";
   } catch (const ConfigError&) {
     throw;  // a setting the user got wrong (KILN_CPU_DEVICES=abc) is theirs to fix, not a fallback
   } catch (const std::exception& e) {

@@ -1,8 +1,8 @@
 // The cluster resolver (seed S1-S4): finds what this process can use and picks a strategy.
-// MPI world > 1 -> MultiWorkerMirroredStrategy; GPUs -> MirroredStrategy over them (not yet:
-// strategies place replicas on CPU devices only, so GPUs found are reported and the CPU
-// strategy is chosen, saying so); more than one logical CPU device -> MirroredStrategy over
-// them; otherwise DefaultStrategy. It says what it found and why it chose, and never throws.
+// MPI world > 1 -> MultiWorkerMirroredStrategy; two GPUs or more -> MirroredStrategy over
+// them (one replica per GPU, NCCL all_reduce; where that fails, the reason is printed and the
+// CPU choice follows); more than one logical CPU device -> MirroredStrategy over them;
+// otherwise DefaultStrategy. It says what it found and why it chose, and never throws.
 #pragma once
 
 #include <iostream>

@@ -12,6 +12,8 @@
 #include "kiln/distribute/logical_devices.h"
 #include "kiln/distribute/mpi/mpi_world.h"
 #include "kiln/distribute/replica_pool_impl.h"
+#include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/gpus.h"
 
 namespace kiln::distribute {
 namespace {
@@ -50,7 +52,8 @@ bool has_strategy() { return !t_scopes.empty(); }
 
 Strategy::Strategy(Config c)
     : name_(std::move(c.name)), devices_(std::move(c.devices)), threads_per_replica_(c.threads_per_replica),
-      num_workers_(c.num_workers), worker_index_(c.worker_index), replica_context_(c.replica_context) {
+      num_workers_(c.num_workers), worker_index_(c.worker_index), replica_context_(c.replica_context),
+      backends_(std::move(c.backends)), device_collectives_(std::move(c.device_collectives)) {
   KILN_CHECK(!devices_.empty(), "a strategy needs at least one device");
   const int local = num_local_replicas();
   const int total = num_replicas_in_sync();
@@ -97,13 +100,12 @@ void Strategy::check_per_replica(size_t n, const char* where) const {
 void Strategy::run_replicas(const std::function<void(int)>& body) {
   if (!pool_) {  // one local replica: the calling thread
     if (!replica_context_) return body(0);
-    trace::ReplicaScope scope(trace::ReplicaContext{0, 1, collectives_, worker_index_});
+    trace::ReplicaScope scope(replica_context(0));
     return body(0);
   }
-  const int local = num_local_replicas();
   std::vector<std::exception_ptr> errors = pool_->run(
       [&](int r) {
-        trace::ReplicaScope scope(trace::ReplicaContext{r, local, collectives_, worker_index_ * local + r});
+        trace::ReplicaScope scope(replica_context(r));
         body(r);
       },
       [this] { collectives_->abort(); });
@@ -122,6 +124,12 @@ void Strategy::run_replicas(const std::function<void(int)>& body) {
   if (any) collectives_->reset();
   if (first) std::rethrow_exception(first);
   KILN_CHECK(!any, "replicas were aborted without an error");
+}
+
+trace::ReplicaContext Strategy::replica_context(int r) const {
+  const int local = num_local_replicas();
+  return {r, local, device_collectives_ ? device_collectives_ : collectives_, worker_index_ * local + r,
+          backends_.empty() ? nullptr : backends_.at(static_cast<size_t>(r))};
 }
 
 HostTensor Strategy::reduce(ReduceOp op, const PerReplica<HostTensor>& values) const {
@@ -223,7 +231,26 @@ std::optional<PerReplica<data::Element>> DistributedDataset::Iterator::next() {
 DefaultStrategy::DefaultStrategy()
     : Strategy({.name = "DefaultStrategy", .devices = {"cpu:0"}, .replica_context = false}) {}
 
+// One replica per GPU of `devices` ("cuda:N", all of them): its backend, and NCCL between them.
+Strategy::Config MirroredStrategy::gpu_config(const std::vector<std::string>& devices) {
+  Config c{.name = "MirroredStrategy"};
+  for (const std::string& d : devices)
+    if (!d.starts_with("cuda"))
+      KILN_THROW(ConfigError, "[MirroredStrategy] devices mix GPUs and ", d, ": replicas are all GPUs or all CPU devices.");
+  std::vector<int> ordinals;
+  for (const std::string& d : devices) {
+    c.backends.push_back(runtime::make_backend(d));  // ConfigError naming a malformed or missing GPU
+    c.devices.push_back(c.backends.back()->device().name());
+    ordinals.push_back(std::stoi(c.devices.back().substr(5)));
+    if (std::count(ordinals.begin(), ordinals.end(), ordinals.back()) > 1)
+      KILN_THROW(ConfigError, "[MirroredStrategy] device ", c.devices.back(), " is listed twice.");
+  }
+  if (ordinals.size() > 1) c.device_collectives = runtime::make_gpu_collectives(ordinals);
+  return c;
+}
+
 namespace {
+
 std::vector<std::string> mirrored_devices(std::vector<std::string> devices) {
   if (devices.empty()) return logical_cpu_device_names();
   std::vector<bool> seen(static_cast<size_t>(config::logical_cpu_devices()), false);
@@ -240,6 +267,7 @@ std::vector<std::string> mirrored_devices(std::vector<std::string> devices) {
 
 MirroredStrategy::MirroredStrategy(std::vector<std::string> devices)
     : Strategy([&] {
+        if (!devices.empty() && devices.front().starts_with("cuda")) return gpu_config(devices);
         Config c{.name = "MirroredStrategy", .devices = mirrored_devices(std::move(devices))};
         c.threads_per_replica = threads_per_device(config::logical_cpu_devices());
         return c;

@@ -135,11 +135,17 @@ class Strategy : public std::enable_shared_from_this<Strategy> {
     int num_workers = 1;
     int worker_index = 0;
     bool replica_context = true;  // false for DefaultStrategy: plain single-device calls
+    /// GPU replicas: replica r compiles and runs on backends[r], and its all_reduce meets the
+    /// others through `device_collectives` (NCCL). Empty/null for CPU replicas.
+    std::vector<std::shared_ptr<runtime::Backend>> backends;
+    std::shared_ptr<runtime::Collectives> device_collectives;
   };
   explicit Strategy(Config config);
 
  private:
   void check_per_replica(size_t n, const char* where) const;
+  /// What local replica `r`'s thread runs as: its ids, collectives and (GPU replicas) backend.
+  trace::ReplicaContext replica_context(int r) const;
   PerReplica<data::Element> split(const data::Element& batch, int parts, int first_part, const char* where) const;
   friend class DistributedDataset;
 
@@ -149,6 +155,8 @@ class Strategy : public std::enable_shared_from_this<Strategy> {
   int num_workers_, worker_index_;
   bool replica_context_;
   std::shared_ptr<InProcessCollectives> collectives_;
+  std::vector<std::shared_ptr<runtime::Backend>> backends_;
+  std::shared_ptr<runtime::Collectives> device_collectives_;
   std::unique_ptr<ReplicaPool> pool_;
 };
 
@@ -159,10 +167,16 @@ class DefaultStrategy : public Strategy {
 };
 
 /// One replica per device of this host ("cpu:0" .. "cpu:n-1", see logical_devices.h); empty
-/// `devices` means every logical CPU device. ConfigError naming an unknown device.
+/// `devices` means every logical CPU device. GPUs ("cuda:0", "cuda:1", ...): one replica per
+/// GPU, each compiling for its own cuda backend, gradients all-reduced by NCCL in the step;
+/// ConfigError when the CUDA backend, NCCL or a GPU is missing. ConfigError naming an unknown
+/// device, a repeated one, or a list mixing CPU and GPU devices.
 class MirroredStrategy : public Strategy {
  public:
   explicit MirroredStrategy(std::vector<std::string> devices = {});
+
+ private:
+  static Config gpu_config(const std::vector<std::string>& devices);
 };
 
 /// Every MPI rank is a worker with its logical CPU devices as local replicas; all_reduce

@@ -4,6 +4,9 @@
 
 #if KILN_HAVE_CUDA
 #include "kiln/runtime/cuda/cuda_backend.h"
+#include "kiln/runtime/cuda/nccl_collectives.h"
+#else
+#include "kiln/core/check.h"
 #endif
 
 namespace kiln::runtime {
@@ -19,6 +22,16 @@ GpuSurvey find_gpus() {
   }
 #else
   return {{}, "this build has no CUDA backend (configure with -DKILN_CUDA=ON on a machine with the CUDA toolkit)"};
+#endif
+}
+
+std::shared_ptr<Collectives> make_gpu_collectives(const std::vector<int>& ordinals) {
+#if KILN_HAVE_CUDA
+  return cuda::make_nccl_collectives(ordinals);
+#else
+  (void)ordinals;
+  KILN_THROW(ConfigError, "[make_gpu_collectives] this build has no CUDA backend (configure with -DKILN_CUDA=ON on a "
+             "machine with the CUDA toolkit).");
 #endif
 }
 

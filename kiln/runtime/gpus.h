@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "kiln/runtime/collectives.h"
 
 namespace kiln::runtime {
 
@@ -27,5 +30,9 @@ struct GpuSurvey {
 bool cuda_backend_built();
 /// Lists the GPUs; never throws (an error becomes none_because).
 GpuSurvey find_gpus();
+/// NCCL all_reduce among GPUs of this process, replica r on cuda:ordinals[r] (a
+/// MirroredStrategy over GPUs). ConfigError without the CUDA backend, NCCL, the driver or one
+/// of the GPUs; ValueError for fewer than two distinct GPUs.
+std::shared_ptr<Collectives> make_gpu_collectives(const std::vector<int>& ordinals);
 
 }  // namespace kiln::runtime

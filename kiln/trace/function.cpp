@@ -37,6 +37,11 @@ std::vector<Shape> shapes_of(const std::vector<HostTensor>& args) {
 }
 }  // namespace
 
+runtime::Backend& Function::backend_here() const {
+  const trace::ReplicaContext* replica = trace::current_replica_context();
+  return replica != nullptr && replica->backend ? *replica->backend : *options_.backend;
+}
+
 std::string Function::signature_text(const std::vector<HostTensor>& args) { return signature_text(shapes_of(args)); }
 
 std::string Function::signature_text(const std::vector<Shape>& shapes) {
@@ -107,7 +112,7 @@ Function::Compiled Function::trace_and_compile(const std::vector<Shape>& args,
     compile_options.collectives = replica->collectives;
     compile_options.replica_id = replica->replica_id;
   }
-  c.executable = options_.backend->compile(std::move(module), compile_options);
+  c.executable = backend_here().compile(std::move(module), compile_options);
   if (replica != nullptr && replica->replica_id > 0) return c;  // counted and logged once, for replica 0
   ++trace_count_;
 
@@ -150,7 +155,7 @@ void Function::compile(const std::vector<Shape>& signature) { compiled_for(signa
 std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args) {
   Compiled& c = compiled_for(shapes_of(args));
   // Inputs go to the device (no copy on a host device); variables are already there.
-  runtime::Device& device = options_.backend->device();
+  runtime::Device& device = backend_here().device();
   std::vector<runtime::Buffer> run_args;
   run_args.reserve(args.size() + c.variables.size());
   for (const HostTensor& a : args) run_args.push_back(device.to_device(a));
@@ -160,7 +165,7 @@ std::vector<HostTensor> Function::operator()(const std::vector<HostTensor>& args
 std::vector<HostTensor> Function::call_on_device(const std::vector<runtime::Buffer>& args) {
   std::vector<Shape> shapes;
   shapes.reserve(args.size());
-  runtime::Device& device = options_.backend->device();
+  runtime::Device& device = backend_here().device();
   for (size_t i = 0; i < args.size(); ++i) {
     if (!args[i].defined())
       KILN_THROW(ValueError, "[", name_, "] input ", i, " is an undefined buffer.");
@@ -180,7 +185,7 @@ std::vector<HostTensor> Function::run(Compiled& c, std::vector<runtime::Buffer> 
   const trace::ReplicaContext* replica = trace::current_replica_context();
   const int replica_id = replica != nullptr ? replica->replica_id : 0;
   const size_t num_args = run_args.size();
-  runtime::Device& device = options_.backend->device();
+  runtime::Device& device = backend_here().device();
   for (const auto& v : c.variables) run_args.push_back(trace::device_value(*v, replica_id, device));
   std::vector<runtime::Buffer> results = device.execute(*c.executable, run_args);
   KILN_CHECK(results.size() >= c.num_outputs, "executable of '", name_, "' returned ",

@@ -85,6 +85,8 @@ class Function {
   Compiled& compiled_for(const std::vector<Shape>& args);
   /// Runs `c` over `run_args` (the inputs, then room for the variables) on the device.
   std::vector<HostTensor> run(Compiled& c, std::vector<runtime::Buffer> run_args);
+  /// The calling replica's backend where its strategy places it (GPU replicas), else options_.backend.
+  runtime::Backend& backend_here() const;
 
   std::string name_;
   Fn fn_;

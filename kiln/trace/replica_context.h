@@ -15,6 +15,10 @@
 #include "kiln/trace/tensor.h"
 #include "kiln/trace/variable.h"
 
+namespace kiln::runtime {
+class Backend;
+}
+
 namespace kiln::trace {
 
 struct VariableState;
@@ -30,6 +34,9 @@ struct ReplicaContext {
   /// This replica's id among all replicas in sync (worker index x local replicas + replica_id):
   /// its shard's place in the global batch.
   int global_replica_id = 0;
+  /// The backend this replica compiles and runs on (a MirroredStrategy over GPUs: cuda:r);
+  /// null: the kiln::Function's own.
+  std::shared_ptr<runtime::Backend> backend;
   /// Replicas in sync across all processes.
   int num_replicas_in_sync() const { return collectives ? collectives->num_replicas() : 1; }
 };

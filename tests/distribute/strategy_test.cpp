@@ -12,6 +12,7 @@
 #include "kiln/distribute/distributed_dataset.h"
 #include "kiln/distribute/logical_devices.h"
 #include "kiln/distribute/mpi/mpi_world.h"
+#include "kiln/runtime/gpus.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
@@ -49,6 +50,19 @@ TEST_F(StrategyTest, MirroredStrategyRejectsUnknownAndRepeatedDevices) {
   KILN_EXPECT_ERROR(MirroredStrategy({"cpu:1", "/device:CPU:1"}), ConfigError, "listed twice");
   EXPECT_EQ(MirroredStrategy({"/cpu:2", "cpu:3"}).devices(), (std::vector<std::string>{"cpu:2", "cpu:3"}));
   KILN_EXPECT_ERROR(config::set_logical_cpu_devices(0), ValueError, "1 to 1024");
+}
+
+// GPU replicas need the CUDA backend, NCCL and the GPUs: without them, the error says which is
+// missing (scripts/device_check.sh runs a strategy over two GPUs where a machine has them).
+TEST_F(StrategyTest, MirroredStrategyOverGpusSaysWhatIsMissing) {
+  KILN_EXPECT_ERROR(MirroredStrategy({"cuda:0", "cpu:1"}), ConfigError, "devices mix GPUs and cpu:1");
+  KILN_EXPECT_ERROR(MirroredStrategy({"cuda:x"}), ConfigError, "'cuda:x' is not a GPU");
+  const runtime::GpuSurvey gpus = runtime::find_gpus();
+  if (gpus.gpus.size() >= 2) GTEST_SKIP() << "this machine has " << gpus.gpus.size() << " GPUs";
+  const std::string why = !gpus.gpus.empty()                ? "no device cuda:1"
+                          : runtime::cuda_backend_built() ? gpus.none_because
+                                                          : "this build has no CUDA backend";
+  KILN_EXPECT_ERROR(MirroredStrategy({"cuda:0", "cuda:1"}), ConfigError, why);
 }
 
 TEST_F(StrategyTest, ScopeMirrorsNewVariablesAndEagerAssignsReachEveryCopy) {
@@ -225,18 +239,25 @@ TEST_F(StrategyTest, AutoDetectFallsBackToTheDefaultStrategyWithOneDevice) {
   config::set_logical_cpu_devices(1);
   std::ostringstream out;
   std::shared_ptr<Strategy> s = auto_detect(out);
+  // The report says why there is no GPU (no CUDA backend built, no driver, no device), or lists
+  // the GPUs: two or more get a MirroredStrategy over them, one says why the CPU strategy is
+  // still chosen.
+  const runtime::GpuSurvey gpus = runtime::find_gpus();
+  if (gpus.gpus.size() >= 2) {
+    EXPECT_EQ(s->name(), "MirroredStrategy") << out.str();
+    EXPECT_EQ(s->num_replicas_in_sync(), static_cast<int>(gpus.gpus.size()));
+    EXPECT_EQ(s->devices()[1], "cuda:1");
+    return;
+  }
   EXPECT_EQ(s->name(), "DefaultStrategy");
   EXPECT_EQ(s->num_replicas_in_sync(), 1);
-  // The report says why there is no GPU (no CUDA backend built, no driver, no device), or lists
-  // the GPUs and says why the CPU strategy is still chosen.
-  const runtime::GpuSurvey gpus = runtime::find_gpus();
   if (gpus.gpus.empty()) {
     EXPECT_NE(out.str().find(str_cat("GPU: none (", gpus.none_because, ")")), std::string::npos) << out.str();
     EXPECT_NE(out.str().find("no accelerator found and one CPU device: the default CPU strategy"), std::string::npos)
         << out.str();
   } else {
     EXPECT_NE(out.str().find(str_cat(gpus.gpus[0].device, "  ", gpus.gpus[0].model)), std::string::npos) << out.str();
-    EXPECT_NE(out.str().find("found but not usable by a strategy yet"), std::string::npos) << out.str();
+    EXPECT_NE(out.str().find("1 GPU found (a strategy over GPUs needs two)"), std::string::npos) << out.str();
   }
 }
 

@@ -5,61 +5,59 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <filesystem>
-#include <random>
 
+#include "kiln/data/dataset.h"
 #include "kiln/runtime/backend_registry.h"
-#include "kiln/runtime/cuda/cuda_backend.h"
-#include "tests/testing/gpu_backend.h"
+#include "kiln/trace/device_iterator.h"
+#include "tests/testing/gpu_step.h"
 #include "tests/testing/seed_mlp.h"
 
 namespace kiln {
 namespace {
 
-// A batch of 128 random images and labels.
-std::pair<HostTensor, HostTensor> random_batch() {
-  std::mt19937 rng(5);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  std::vector<float> xv(128 * 784);
-  std::vector<int32_t> yv(128);
-  for (float& v : xv) v = pixel(rng);
-  for (int32_t& v : yv) v = label(rng);
-  return {HostTensor::from_vector<float>({128, 784}, xv), HostTensor::from_vector<int32_t>({128}, yv)};
-}
-
 // The CPU and cuda backends run the same passes (both accept every op at legality), so the
 // CPU's optimized step is the module the cuda backend lowers.
 TEST(CudaMlpStepTest, EveryOpOfTheStepHasAGpuKernelAndPtxasAcceptsThem) {
   testing::SeedMlp mlp(runtime::make_backend("cpu"));
-  const auto [x, y] = random_batch();
+  const auto [x, y] = testing::random_image_batch({128, 784}, 5);
   mlp.train_step(x, y);
-  const runtime::Executable* exe = mlp.train_function().last_executable();
-  ASSERT_NE(exe, nullptr);
-  ASSERT_NE(exe->lowered_module(), nullptr);
-  const std::string ptx = cuda::lower_to_ptx(*exe->lowered_module(), 90);
-  EXPECT_NE(ptx.find(".entry"), std::string::npos);
-  if (!std::filesystem::exists(KILN_CUDA_PTXAS)) GTEST_SKIP() << "no ptxas at " << KILN_CUDA_PTXAS;
-  std::string log;
-  EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx, log), 0) << log;
+  testing::expect_step_lowers_for_sm90(mlp.train_function().last_executable(), KILN_CUDA_PTXAS);
 }
 
 TEST(CudaMlpStepTest, ThreeAdamStepsMatchTheCpu) {
   KILN_GPU_BACKEND_OR_SKIP(gpu);
   testing::SeedMlp on_gpu(gpu), on_cpu(runtime::make_backend("cpu"));
-  const auto [x, y] = random_batch();
+  const auto [x, y] = testing::random_image_batch({128, 784}, 5);
   for (int step = 0; step < 3; ++step) {
     const float a = on_gpu.train_step(x, y), b = on_cpu.train_step(x, y);
     EXPECT_NEAR(a, b, 1e-4f * (1.0f + std::fabs(b))) << "step " << step;
   }
-  for (size_t i = 0; i < on_gpu.params().size(); ++i) {
-    const std::vector<float> a = on_gpu.params()[i].storage().to_vector<float>();
-    const std::vector<float> b = on_cpu.params()[i].storage().to_vector<float>();
-    for (size_t j = 0; j < a.size(); ++j) ASSERT_NEAR(a[j], b[j], 1e-4f) << on_gpu.params()[i].name() << "[" << j << "]";
-  }
+  testing::expect_same_variables(on_gpu.params(), on_cpu.params(), 1e-4f);
   const runtime::Executable* exe = on_gpu.train_function().last_executable();
   ASSERT_NE(exe, nullptr);
   EXPECT_NE(exe->describe().find("cublasLt"), std::string::npos) << exe->describe();
+}
+
+// prefetch_to_device on the GPU: each batch's copy is queued on the transfer stream two
+// batches ahead, so it runs while earlier steps run on the compute stream; the steps must see
+// exactly the batches the host hands in (the same kernels, so the same losses bit for bit).
+TEST(CudaMlpStepTest, PrefetchedBatchesGiveTheStepsOfHostFedBatches) {
+  KILN_GPU_BACKEND_OR_SKIP(gpu);
+  const auto [x, y] = testing::random_image_batch({640, 784}, 9);
+  const data::Dataset batches = data::Dataset::from_tensor_slices({x, y}).batch(128);
+  testing::SeedMlp prefetched(gpu), host_fed(gpu);
+  trace::DeviceIterator on_device(batches.prefetch_to_device(gpu->device()));
+  data::Iterator on_host = batches.iterator();
+  int steps = 0;
+  while (std::optional<trace::DeviceBatch> b = on_device.next()) {
+    std::optional<data::Element> h = on_host.next();
+    ASSERT_TRUE(h.has_value());
+    EXPECT_EQ(prefetched.train_step_on_device(b->replicas[0]), host_fed.train_step((*h)[0], (*h)[1])) << "step " << steps;
+    ++steps;
+  }
+  EXPECT_EQ(steps, 5);
+  EXPECT_FALSE(on_host.next().has_value());
+  testing::expect_same_variables(prefetched.params(), host_fed.params(), 0.0f);
 }
 
 }  // namespace

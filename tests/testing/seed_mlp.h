@@ -87,6 +87,10 @@ class SeedMlp {
   float train_step(const HostTensor& x, const HostTensor& y) {
     return (*train_step_)({x, y})[0].to_vector<float>()[0];
   }
+  /// The same step on a batch already on the backend's device (a prefetch_to_device batch).
+  float train_step_on_device(const std::vector<runtime::Buffer>& xy) {
+    return train_step_->call_on_device(xy)[0].to_vector<float>()[0];
+  }
   /// Fraction of correct predictions on (x, y).
   double accuracy(const HostTensor& x, const HostTensor& y) {
     HostTensor pred = (*predict_)({x})[0];

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include "kiln/core/check.h"
+#include "kiln/runtime/cuda/cuda_driver_impl.h"
 
 #define KILN_CUBLASLT_FUNCTIONS(X)                                                                       \
   X(cublasLtCreate) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) \
@@ -21,22 +22,11 @@ struct CublasLt {
   cublasLtHandle_t handle = nullptr;
 };
 
-// The soname first (LD_LIBRARY_PATH, the system's paths), then the toolkit this build found.
-void* open_cublaslt(std::string& why) {
-  const std::string soname = str_cat("libcublasLt.so.", CUBLAS_VER_MAJOR);
-  for (const std::string& path : {soname, str_cat(KILN_CUDA_LIBRARY_DIR, "/", soname)}) {
-    if (void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-    const char* e = dlerror();
-    why += str_cat(why.empty() ? "" : "; ", e != nullptr ? e : path);
-  }
-  return nullptr;
-}
-
 const CublasLt& cublaslt() {
   // Leaked on purpose, as the driver: plans destroyed at exit still reach cuBLASLt.
   static const auto* const loaded = new std::pair<CublasLt, std::string>([] {
     std::pair<CublasLt, std::string> l;
-    void* lib = open_cublaslt(l.second);
+    void* lib = open_toolkit_library(str_cat("libcublasLt.so.", CUBLAS_VER_MAJOR), l.second);
     if (lib == nullptr) {
       l.second = str_cat("[cuda] cannot load cuBLASLt, which runs the matmuls: ", l.second, ".");
       return l;

@@ -1,6 +1,7 @@
 // The CUDA backend: programs compiled for one GPU (cuda:N). Fused loops become PTX kernels from
 // the code generator (LLVM's NVPTX target, loaded with cuModuleLoadData), matmuls run on
-// cuBLASLt with their bias/relu epilogues; any other op is a CompileError naming it.
+// cuBLASLt with their bias/relu epilogues, convolutions and pooling on cuDNN; any other op is a
+// CompileError naming it.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,9 @@ std::unique_ptr<runtime::Backend> make_cuda_backend(int ordinal = 0);
 /// a GPU kernel, or the PTX module the program would load on a GPU of `compute_capability`.
 /// Lets machines without a GPU check coverage and the generated code.
 std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options = {});
+/// cuDNN's version as loaded ("9.19.0"); ConfigError "[cuda] cannot load cuDNN ..." when
+/// libcudnn.so.9 is missing. Needs no GPU.
+std::string cudnn_version();
 /// The GPUs the driver reports; ConfigError "[cuda] no CUDA driver ..." or "no CUDA device ...".
 runtime::GpuSurvey survey_gpus();
 

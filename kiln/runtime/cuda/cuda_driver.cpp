@@ -66,4 +66,13 @@ void check(CUresult result, const char* what) {
   if (result != CUDA_SUCCESS) KILN_THROW(InternalError, "[cuda] ", what, " failed: ", error_text(result), ".");
 }
 
+void* open_toolkit_library(const std::string& soname, std::string& why) {
+  for (const std::string& path : {soname, str_cat(KILN_CUDA_LIBRARY_DIR, "/", soname)}) {
+    if (void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
+    const char* e = dlerror();
+    why += str_cat(why.empty() ? "" : "; ", e != nullptr ? e : path);
+  }
+  return nullptr;
+}
+
 }  // namespace kiln::cuda

@@ -36,4 +36,9 @@ std::string error_text(CUresult result);
 /// Throws InternalError "[cuda] <what> failed: <error_text>" unless `result` is CUDA_SUCCESS.
 void check(CUresult result, const char* what);
 
+/// dlopen of one of the toolkit's libraries (cuBLASLt, cuDNN, NCCL): `soname` first
+/// (LD_LIBRARY_PATH, the system's paths), then in the toolkit this build found. Null with the
+/// loader's messages appended to `why` when neither opens.
+void* open_toolkit_library(const std::string& soname, std::string& why);
+
 }  // namespace kiln::cuda

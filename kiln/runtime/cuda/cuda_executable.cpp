@@ -10,7 +10,7 @@
 namespace kiln::cuda {
 
 CudaExecutable::CudaExecutable(std::unique_ptr<ir::Module> module, CudaDevice* device)
-    : module_(std::move(module)), device_(device) {}
+    : module_(std::move(module)), device_(device), workspace_bytes_(CublasLtMatmul::kWorkspaceBytes) {}
 
 int CudaExecutable::add_value(const Shape& shape, int argument, runtime::Buffer constant) {
   values_.push_back({shape, argument, std::move(constant)});
@@ -34,7 +34,7 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
                  : val.constant.defined() ? val.constant : device.allocate(val.shape);
     address[v] = reinterpret_cast<CUdeviceptr>(buffers[v].device_address());
   }
-  runtime::Buffer workspace = device.allocate(Shape(DType::kU8, {static_cast<int64_t>(CublasLtMatmul::kWorkspaceBytes)}));
+  runtime::Buffer workspace = device.allocate(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)}));
   const CUstream stream = device.compute_cu_stream();
   std::vector<CUdeviceptr> in, out;
   for (const CudaStep& s : steps_) {
@@ -95,7 +95,7 @@ std::vector<HostTensor> CudaExecutable::run(std::span<HostTensor> arguments) {
 }
 
 int64_t CudaExecutable::planned_peak_bytes() const {
-  int64_t total = static_cast<int64_t>(CublasLtMatmul::kWorkspaceBytes);
+  int64_t total = static_cast<int64_t>(workspace_bytes_);
   for (const Value& v : values_) total += v.shape.byte_size();
   return total;
 }

@@ -6,6 +6,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <span>
@@ -24,7 +25,7 @@ struct CudaStep {
   std::string label;
   std::vector<int> reads, writes;  // value ids
   /// Queues the step's work on `stream`; `in`/`out` are the device addresses of reads/writes,
-  /// `workspace` CublasLtMatmul::kWorkspaceBytes of scratch (steps run one after another).
+  /// `workspace` the program's workspace_bytes() of scratch (steps run one after another).
   std::function<void(CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace)> run;
 };
 
@@ -37,6 +38,10 @@ class CudaExecutable final : public runtime::Executable {
   /// the steps compute. Returns its id.
   int add_value(const Shape& shape, int argument = -1, runtime::Buffer constant = {});
   void add_step(CudaStep step) { steps_.push_back(std::move(step)); }
+  /// Raises the scratch every step gets to at least `bytes` (cuBLASLt's fixed amount, or what
+  /// a cuDNN algorithm asks for); allocated per run from the device's caching allocator.
+  void need_workspace(size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
+  size_t workspace_bytes() const { return workspace_bytes_; }
   /// The entry outputs, as value ids.
   void set_outputs(std::vector<int> values) { outputs_ = std::move(values); }
   /// Keeps what the steps use alive as long as the program (loaded modules, cuBLASLt plans).
@@ -67,6 +72,7 @@ class CudaExecutable final : public runtime::Executable {
   std::vector<CudaStep> steps_;
   std::vector<int> outputs_;
   std::vector<std::shared_ptr<void>> held_;
+  size_t workspace_bytes_;
 };
 
 }  // namespace kiln::cuda

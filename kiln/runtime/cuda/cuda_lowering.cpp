@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <functional>
 #include <map>
 #include <unordered_map>
 
@@ -15,6 +16,8 @@
 #include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
+#include "kiln/runtime/cuda/cudnn_ops_impl.h"
+#include "kiln/runtime/cuda/nccl_collectives_impl.h"
 
 namespace kiln::cuda {
 namespace {
@@ -57,7 +60,8 @@ class Lowerer {
         value_[inst] = add_constant(inst->attrs().literal);
       } else {
         value_[inst] = exe_.add_value(inst->shape());
-        if (!lower_one(*inst)) ++missing[op_key(*inst)];
+        why_.clear();
+        if (!lower_one(*inst)) ++missing[why_.empty() ? op_key(*inst) : str_cat(op_key(*inst), " (", why_, ")")];
       }
     }
     if (!missing.empty()) {
@@ -99,9 +103,9 @@ class Lowerer {
       case Opcode::kReshape:
         return add_copy(inst, "copy(reshape)");
       case Opcode::kAllReduce:
-        // One replica: the sum and the mean are the value itself. Across GPUs needs NCCL.
-        if (options_.collectives && options_.collectives->num_replicas() > 1) return false;
-        return add_copy(inst, "all_reduce(1 replica)");
+        // One replica: the sum and the mean are the value itself.
+        if (!options_.collectives || options_.collectives->num_replicas() <= 1) return add_copy(inst, "all_reduce(1 replica)");
+        return add_nccl_all_reduce(inst);
       case Opcode::kDotGeneral:
         return add_matmul(inst, inst, false, compiler::EpilogueActivation::kNone);
       case Opcode::kFusion: {
@@ -110,6 +114,7 @@ class Lowerer {
           return body.outputs().size() == 1 && add_loop(inst, *body.outputs()[0]);
         if (inst.attrs().fusion_kind == ir::FusionKind::kOutput) {
           std::optional<compiler::OutputFusionInfo> e = compiler::match_output_fusion(body);
+          if (e && e->contraction->opcode() == Opcode::kConvolution) return add_convolution(inst, *e->contraction);
           return e && e->contraction->opcode() == Opcode::kDotGeneral &&
                  add_matmul(inst, *e->contraction, e->has_bias, e->activation);
         }
@@ -119,6 +124,10 @@ class Lowerer {
         return add_reduction(inst, inst);
       case Opcode::kRngBits:
         return add_rng_bits(inst);
+      case Opcode::kConvolution: case Opcode::kConvBackwardInput: case Opcode::kConvBackwardFilter:
+        return add_convolution(inst, inst);
+      case Opcode::kReduceWindow: case Opcode::kReduceWindowGrad:
+        return add_pooling(inst);
       default:
         return add_loop(inst, *wrap(inst)->outputs()[0]);  // elementwise, broadcast, slice, ...
     }
@@ -144,21 +153,167 @@ class Lowerer {
     return true;
   }
 
+  // The operand copied into the result, then reduced there in place with the other replicas
+  // by NCCL, on the compute stream. Several replicas need the NCCL collectives of GPU
+  // replicas (make_nccl_collectives); host collectives cannot reach device memory.
+  bool add_nccl_all_reduce(const Instruction& inst) {
+    auto* nccl = dynamic_cast<NcclCollectives*>(options_.collectives.get());
+    const int replicas = options_.collectives->num_replicas();
+    if (nccl == nullptr) {
+      why_ = str_cat(replicas, " replicas over host collectives: GPU replicas reduce with NCCL (make_nccl_collectives)");
+      return false;
+    }
+    const int replica = options_.replica_id;
+    const DType dtype = inst.dtype();
+    const ir::ReduceKind kind = inst.attrs().reduce_kind;
+    if (!NcclCollectives::supports(kind, dtype)) {
+      why_ = str_cat("NCCL has no ", ir::reduce_kind_name(kind), " of ", name(dtype));
+      return false;
+    }
+    if (device_ != nullptr && nccl->ordinal(replica) != device_->ordinal()) {
+      why_ = str_cat("replica ", replica, " is on cuda:", nccl->ordinal(replica), ", not ", device_->name());
+      return false;
+    }
+    if (!add_copy(inst, "copy(all_reduce operand)")) return false;
+    const int64_t count = inst.shape().num_elements();
+    std::shared_ptr<runtime::Collectives> keep = options_.collectives;
+    exe_.add_step({str_cat("all_reduce(nccl, ", replicas, " replicas, ", ir::reduce_kind_name(kind), ", ", count, " ", name(dtype), ")"),
+                   {value_.at(&inst)}, {value_.at(&inst)},
+                   [nccl, keep, replica, count, dtype, kind](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
+                     if (count > 0) nccl->all_reduce_on_device(replica, s, out[0], count, dtype, kind);
+                   }});
+    return true;
+  }
+
+  // A matmul on cuBLASLt: `dot` itself, or the contraction of the output fusion `inst`, whose
+  // bias and relu epilogues cuBLASLt applies. An epilogue it has no form for (tanh, logistic,
+  // exp, ..., or a dtype change) runs after the plain matmul as one loop kernel.
   bool add_matmul(const Instruction& inst, const Instruction& dot, bool bias, compiler::EpilogueActivation act) {
     std::optional<MatmulGeometry> g = MatmulGeometry::of(dot);
-    if (!g || (act != compiler::EpilogueActivation::kNone && act != compiler::EpilogueActivation::kRelu) ||
-        inst.dtype() != dot.dtype())
-      return false;
-    g->bias = bias;
-    g->relu = act == compiler::EpilogueActivation::kRelu;
+    if (!g) return false;
+    const bool in_matmul = (act == compiler::EpilogueActivation::kNone || act == compiler::EpilogueActivation::kRelu) &&
+                           inst.dtype() == dot.dtype();
+    std::vector<int> reads = operand_values(inst);
+    int dest = value_.at(&inst);
+    if (in_matmul) {
+      g->bias = bias;
+      g->relu = act == compiler::EpilogueActivation::kRelu;
+    } else {
+      reads = {contraction_operand(inst, dot, 0), contraction_operand(inst, dot, 1)};
+      dest = exe_.add_value(dot.shape());
+    }
     std::shared_ptr<CublasLtMatmul> plan;
     if (device_ != nullptr) {
       device_->make_current();
       plan = std::make_shared<CublasLtMatmul>(*g);
     }
-    exe_.add_step({g->label(), operand_values(inst), {value_.at(&inst)},
-                   [plan, bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
-                     plan->run(s, in[0], in[1], bias ? in[2] : 0, out[0], workspace);
+    const bool with_bias = g->bias;
+    exe_.add_step({g->label(), reads, {dest},
+                   [plan, with_bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
+                     plan->run(s, in[0], in[1], with_bias ? in[2] : 0, out[0], workspace);
+                   }});
+    return in_matmul || add_epilogue(inst, dot, dest);
+  }
+
+  // The value operand `i` of `contraction` reads: `inst`'s own operand, or (`inst` an output
+  // fusion) the fusion operand its body parameter stands for.
+  int contraction_operand(const Instruction& inst, const Instruction& contraction, size_t i) const {
+    if (&inst == &contraction) return value_.at(inst.operand(i));
+    return operand_values(inst).at(static_cast<size_t>(contraction.operand(i)->attrs().parameter_index));
+  }
+
+  // A convolution op through cuDNN (`conv` is `inst`, or the contraction of the output fusion
+  // `inst`). cuDNN's NHWC filters are KRSC, Kiln's HWIO: a filter operand is transposed before
+  // the call and a filter gradient after it, by loop kernels. A fusion's epilogue (bias,
+  // activation) runs after it as one loop kernel.
+  bool add_convolution(const Instruction& inst, const Instruction& conv) {
+    std::optional<ConvGeometry> g = ConvGeometry::of(conv, why_);
+    if (!g) return false;
+    const bool filter_out = g->op == Opcode::kConvBackwardFilter, fused = &conv != &inst;
+    const Shape hwio(g->dtype, g->w), krsc(g->dtype, {g->w[3], g->w[0], g->w[1], g->w[2]});
+    int a = contraction_operand(inst, conv, 0), b = contraction_operand(inst, conv, 1);
+    if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat("k", inst.id(), "_krsc"))) < 0) return false;
+    const int result = filter_out || fused ? exe_.add_value(filter_out ? krsc : conv.shape()) : value_.at(&inst);
+    std::shared_ptr<CudnnConvolution> plan;
+    std::string label = g->label();
+    if (device_ != nullptr) {
+      device_->make_current();
+      plan = std::make_shared<CudnnConvolution>(*g, device_->ordinal());
+      exe_.need_workspace(plan->workspace_bytes());
+      label += str_cat(" ", plan->algorithm());
+    }
+    exe_.add_step({label, {a, b}, {result},
+                   [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
+                     plan->run(s, in[0], in[1], out[0], workspace);
+                   }});
+    if (filter_out) return add_transpose(result, krsc, {1, 2, 3, 0}, value_.at(&inst), str_cat("k", inst.id(), "_hwio")) >= 0;
+    return !fused || add_epilogue(inst, conv, result);
+  }
+
+  // `source` (of `shape`) transposed by `permutation` into `dest` (a new value when -1), by a
+  // loop kernel; the value id, or -1 when the code generator cannot build the loop.
+  int add_transpose(int source, const Shape& shape, const Dims& permutation, int dest, const std::string& prefix) {
+    ir::Computation* c = scratch_->add_computation(prefix);
+    ir::Builder b(c);
+    Instruction* t = b.transpose(b.parameter(shape, ""), permutation);
+    c->add_output(t);
+    if (dest < 0) dest = exe_.add_value(t->shape());
+    return add_loop({source}, *t, dest, prefix) ? dest : -1;
+  }
+
+  // The output fusion's body with its contraction replaced by a parameter reading
+  // `contraction_value`, as loop kernels into the fusion's value.
+  bool add_epilogue(const Instruction& fusion, const Instruction& contraction, int contraction_value) {
+    ir::Computation* c = scratch_->add_computation(str_cat("epilogue", fusion.id()));
+    ir::Builder b(c);
+    const std::vector<int> fusion_operands = operand_values(fusion);
+    std::vector<int> operands = {contraction_value};
+    std::unordered_map<const Instruction*, Instruction*> copied = {{&contraction, b.parameter(contraction.shape(), "")}};
+    std::function<Instruction*(const Instruction*)> copy = [&](const Instruction* i) {
+      if (auto it = copied.find(i); it != copied.end()) return it->second;
+      Instruction* made = nullptr;
+      if (i->opcode() == Opcode::kParameter) {
+        made = b.parameter(i->shape(), "");
+        operands.push_back(fusion_operands.at(static_cast<size_t>(i->attrs().parameter_index)));
+      } else {
+        std::vector<Instruction*> ops;
+        for (const Instruction* op : i->operands()) ops.push_back(copy(op));
+        made = b.add(i->opcode(), ops, i->attrs(), &i->shape());
+      }
+      return copied[i] = made;
+    };
+    Instruction* root = copy(fusion.attrs().body->outputs().at(0));
+    c->add_output(root);
+    return add_loop(operands, *root, value_.at(&fusion), str_cat("k", fusion.id()));
+  }
+
+  // reduce_window(x) -> y and reduce_window_grad(x, dy) -> dx through cuDNN's pooling. The max
+  // gradient needs the forward's y too (cuDNN finds each window's maximum by comparing x with
+  // it), so it runs the forward into a scratch value first; the mean gradient reads neither.
+  bool add_pooling(const Instruction& inst) {
+    std::optional<PoolGeometry> g = PoolGeometry::of(inst, why_);
+    if (!g) return false;
+    std::shared_ptr<CudnnPooling> plan;
+    if (device_ != nullptr) {
+      device_->make_current();
+      plan = std::make_shared<CudnnPooling>(*g, device_->ordinal());
+    }
+    const std::vector<int> operands = operand_values(inst);
+    auto forward = [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+      plan->forward(s, in[0], out[0]);
+    };
+    if (inst.opcode() == Opcode::kReduceWindow) {
+      exe_.add_step({g->label(), operands, {value_.at(&inst)}, forward});
+      return true;
+    }
+    int y = operands.at(1);  // mean: a stand-in of y's shape that cuDNN does not read
+    if (g->kind == ir::ReduceKind::kMax) {
+      y = exe_.add_value(Shape(g->dtype, g->y));
+      exe_.add_step({g->label(), {operands.at(0)}, {y}, forward});
+    }
+    exe_.add_step({str_cat(g->label(), " backward"), {operands.at(0), y, operands.at(1)}, {value_.at(&inst)},
+                   [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     plan->backward(s, in[0], in[1], in[2], out[0]);
                    }});
     return true;
   }
@@ -311,6 +466,7 @@ class Lowerer {
   std::vector<codegen::GpuKernelUnit> gpu_kernels_;
   std::vector<std::shared_ptr<KernelRef>> kernels_;
   std::string ptx_;
+  std::string why_;  // set by lower_one when it cannot lower an op it knows, for the CompileError
 };
 
 }  // namespace

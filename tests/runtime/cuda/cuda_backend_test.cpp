@@ -5,6 +5,7 @@
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/backend_registry.h"
+#include "kiln/runtime/cuda/cuda_backend.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
@@ -91,6 +92,41 @@ TEST(CudaBackendTest, BiasAndReluEpiloguesRunInTheMatmul) {
   }
 }
 
+// dot + bias + tanh: cuBLASLt has no tanh epilogue, so the plain matmul runs on cuBLASLt and
+// the bias and tanh as one loop kernel after it.
+Instruction* dense_tanh(Builder& b, std::vector<Instruction*>& p) {
+  Instruction* y = b.dot_general(p[0], p[1], {.lhs_contracting = {1}, .rhs_contracting = {0}});
+  y = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(p[2], y->shape().dims(), {1}));
+  return b.unary(Opcode::kTanh, y);
+}
+const std::vector<Shape> kDenseShapes = {Shape(DType::kF32, {64, 33}), Shape(DType::kF32, {33, 17}), Shape(DType::kF32, {17})};
+
+TEST(CudaBackendTest, EpiloguesCublasLtLacksRunAsALoopAfterTheMatmul) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  std::string steps;
+  testing::expect_matches_reference(
+      kDenseShapes, [](Builder& b, auto& p) { return std::vector<Instruction*>{dense_tanh(b, p)}; },
+      {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
+  EXPECT_NE(steps.find("matmul(cublasLt, 64x17x33, f32)"), std::string::npos) << steps;
+  EXPECT_NE(steps.find("loop kernel"), std::string::npos) << steps;
+}
+
+// The same lowering without a GPU: the output fusion the compiler forms (its passes run on the
+// CPU backend, as in the step tests) lowers, the epilogue a loop kernel in the PTX.
+TEST(CudaLoweringTest, EpiloguesCublasLtLacksLowerWithoutAGpu) {
+  auto m = std::make_unique<ir::Module>("dense_tanh");
+  Builder b(m->entry());
+  std::vector<Instruction*> p;
+  for (size_t i = 0; i < kDenseShapes.size(); ++i) p.push_back(b.parameter(kDenseShapes[i], str_cat("p", i)));
+  m->entry()->set_outputs({dense_tanh(b, p)});
+  auto exe = runtime::make_backend("cpu")->compile(std::move(m), {});
+  int output_fusions = 0;
+  for (const Instruction* i : exe->lowered_module()->entry()->post_order())
+    output_fusions += i->opcode() == Opcode::kFusion && i->attrs().fusion_kind == ir::FusionKind::kOutput;
+  ASSERT_EQ(output_fusions, 1) << "the compiler no longer fuses the epilogue: the test checks nothing";
+  EXPECT_NE(lower_to_ptx(*exe->lowered_module(), 90).find(".entry k"), std::string::npos);
+}
+
 TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
   auto m = std::make_unique<ir::Module>("sgd");
@@ -156,13 +192,13 @@ TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
 
 TEST(CudaBackendTest, OpsWithoutAGpuKernelAreACompileErrorNamingThem) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
-  auto m = std::make_unique<ir::Module>("needs_a_convolution");
+  auto m = std::make_unique<ir::Module>("needs_asymmetric_padding");
   Builder b(m->entry());
   Instruction* x = b.parameter(Shape(DType::kF32, {2, 8, 8, 3}), "x");
-  Instruction* w = b.parameter(Shape(DType::kF32, {3, 3, 3, 4}), "w");
-  m->entry()->set_outputs({b.convolution(x, w, {})});
+  Instruction* w = b.parameter(Shape(DType::kF32, {2, 2, 3, 4}), "w");
+  m->entry()->set_outputs({b.convolution(x, w, {.padding_low = {0, 0}, .padding_high = {1, 1}})});
   KILN_EXPECT_ERROR(backend->compile(std::move(m), {}), CompileError,
-                    "[cuda] needs_a_convolution: the cuda backend has no kernel yet for convolution");
+                    "[cuda] needs_asymmetric_padding: the cuda backend has no kernel yet for convolution (padding 0/1");
 }
 
 TEST(CudaBackendTest, ProgramsOfAnotherBackendAreRefused) {
