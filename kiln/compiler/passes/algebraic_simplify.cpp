@@ -72,10 +72,14 @@ int64_t disjoint_padding_dim(std::vector<Instruction*>& pieces) {
 // slice(e(a, b, ...)) -> e(slice(a), slice(b), ...) for an elementwise e that only slices
 // read and that they do not read twice over (its elements computed once either way): the
 // slices then become offsets in the loads of the fusion that consumes them, and e's whole
-// result is never written (an LSTM's z = x + h U, sliced into its four gates).
+// result is never written (an LSTM's z = x + h U, sliced into its four gates). Not over a
+// broadcast operand: a sliced broadcast would be materialized (a fusion reads a slice only of
+// a value it loads), and x W + broadcast(b) is a matmul's bias epilogue as it stands.
 Instruction* slice_of_elementwise(Instruction& x, ir::Builder& b) {
   Instruction* e = lhs(x);
   if (!ir::is_elementwise(e->opcode()) || is_output(*e)) return nullptr;
+  for (const Instruction* op : e->operands())
+    if (op->opcode() == Opcode::kBroadcastInDim) return nullptr;
   int64_t sliced = 0;
   for (const Instruction* u : e->users()) {
     if (u->opcode() != Opcode::kSlice) return nullptr;

@@ -220,14 +220,16 @@ TEST(AlgebraicSimplifyPassTest, SlicesOfAnElementwiseOpSliceItsOperandsInstead) 
   for (size_t k = 0; k < 2; ++k) EXPECT_EQ(after[k].to_vector<float>(), before[k].to_vector<float>());
 }
 
-TEST(AlgebraicSimplifyPassTest, KeepsAnElementwiseOpReadWholeOrSlicedTwiceOver) {
+TEST(AlgebraicSimplifyPassTest, KeepsAnElementwiseOpReadWholeSlicedTwiceOverOrOverABroadcast) {
   ir::Module m("m");
   ir::Builder b(m.entry());
   auto* x = b.parameter(Shape(DType::kF32, {4}), "x");
   auto* e = b.unary(Opcode::kExp, x);
   auto* f = b.unary(Opcode::kLog, x);
+  auto* biased = b.binary(Opcode::kAdd, x, b.broadcast_in_dim(b.parameter(Shape(DType::kF32, {}), "b"), {4}, {}));
   m.entry()->set_outputs({b.slice(e, {0}, {2}, {1}), e,  // e is also read whole
-                          b.slice(f, {0}, {3}, {1}), b.slice(f, {1}, {4}, {1})});  // 6 > 4 elements
+                          b.slice(f, {0}, {3}, {1}), b.slice(f, {1}, {4}, {1}),  // 6 > 4 elements
+                          b.slice(biased, {0}, {2}, {1})});  // a bias epilogue stays whole
   AlgebraicSimplifyPass pass;
   bool changed = true;
   run_and_print(pass, m, &changed);
