@@ -34,8 +34,8 @@ class Executable {
   /// nested programs' (while bodies, conditions, branches) arenas and carried buffers.
   virtual int64_t planned_peak_bytes() const = 0;
   /// The part of that peak the step's own values take (the arena: activations, gradients and
-  /// temporaries, nested programs' included; not arguments, outputs or constants). The whole
-  /// peak where a backend does not split it.
+  /// temporaries, nested programs' arenas included; not arguments, outputs, constants or a
+  /// loop's carried buffers). The whole peak where a backend does not split it.
   virtual int64_t planned_activation_bytes() const { return planned_peak_bytes(); }
   /// Number of kernel launches (steps) one run() makes.
   virtual int kernel_count() const = 0;

@@ -7,6 +7,7 @@
 #include "kiln/core/check.h"
 #include "kiln/ir/computation.h"
 #include "kiln/ir/shape_inference.h"
+#include "kiln/runtime/cpu/cpu_executable.h"
 
 namespace kiln::cpu {
 namespace {
@@ -21,6 +22,12 @@ int64_t owned_bytes(const std::vector<HostTensor>& tensors) {
   for (const HostTensor& t : tensors)
     if (t.storage() != nullptr) bytes += t.byte_size();
   return bytes;
+}
+
+// What a nested program holds beyond its arguments and outputs (the step's buffers).
+int64_t private_bytes(const runtime::Executable& program) {
+  const compiler::MemoryPlan& plan = dynamic_cast<const CpuExecutable&>(program).plan();
+  return program.planned_peak_bytes() - plan.argument_bytes - plan.output_bytes;
 }
 
 }  // namespace
@@ -106,8 +113,12 @@ void WhileStep::run(const void* const* operands) {
 }
 
 int64_t WhileStep::held_bytes() const {
-  // A program's arguments and outputs are results_ and next_, counted once here.
-  int64_t bytes = owned_bytes(results_) + owned_bytes(next_) + condition_->planned_activation_bytes();
+  const int64_t bytes = owned_bytes(results_) + owned_bytes(next_) + private_bytes(*condition_);
+  return body_ != nullptr ? bytes + private_bytes(*body_) : bytes;
+}
+
+int64_t WhileStep::activation_bytes() const {
+  const int64_t bytes = condition_->planned_activation_bytes();
   return body_ != nullptr ? bytes + body_->planned_activation_bytes() : bytes;
 }
 
@@ -120,6 +131,12 @@ ConditionalStep::ConditionalStep(const ir::Instruction& conditional, const Compi
 
 int64_t ConditionalStep::held_bytes() const {
   int64_t bytes = owned_bytes(results_);
+  for (const auto& b : branches_) bytes += private_bytes(*b);
+  return bytes;
+}
+
+int64_t ConditionalStep::activation_bytes() const {
+  int64_t bytes = 0;
   for (const auto& b : branches_) bytes += b->planned_activation_bytes();
   return bytes;
 }

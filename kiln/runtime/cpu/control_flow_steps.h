@@ -29,9 +29,13 @@ class TupleStep {
   /// `operands` point at the instruction's operand values.
   virtual void run(const void* const* operands) = 0;
   const std::vector<HostTensor>& results() const { return results_; }
-  /// What the step holds while its executable lives: the nested programs' activations
-  /// (each allocates its arena once) and the result and carried buffers it owns.
+  /// What the step holds while its executable lives: the result and carried buffers it owns,
+  /// and each nested program's arena, constants and own nested steps (its arguments and
+  /// outputs are those buffers). Part of the enclosing program's planned peak.
   virtual int64_t held_bytes() const = 0;
+  /// The nested programs' activations (arenas, theirs included): part of the enclosing
+  /// program's planned activation bytes.
+  virtual int64_t activation_bytes() const = 0;
 
  protected:
   std::vector<HostTensor> results_;
@@ -49,6 +53,7 @@ class WhileStep : public TupleStep {
   WhileStep(const ir::Instruction& loop, const CompileNested& compile);
   void run(const void* const* operands) override;
   int64_t held_bytes() const override;
+  int64_t activation_bytes() const override;
 
  private:
   std::unique_ptr<runtime::Executable> condition_, body_;
@@ -67,6 +72,7 @@ class ConditionalStep : public TupleStep {
   ConditionalStep(const ir::Instruction& conditional, const CompileNested& compile);
   void run(const void* const* operands) override;
   int64_t held_bytes() const override;
+  int64_t activation_bytes() const override;
 
  private:
   std::vector<std::unique_ptr<runtime::Executable>> branches_;

@@ -119,8 +119,10 @@ class CpuBackend : public runtime::Backend {
                             "\"mixed_bfloat16\")), which would save about ", mib(saved), " of activations in this step")
                   : "";
     KILN_THROW(OutOfMemoryError, "[", label, "] the step needs ", peak, " bytes (", mib(peak),
-               ": activations ", mib(plan.arena_bytes + nested), ", arguments ", mib(plan.argument_bytes),
-               ", outputs ", mib(plan.output_bytes), ") but the cpu device has ", limit, " bytes (",
+               ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
+               ", outputs ", mib(plan.output_bytes),
+               nested > 0 ? str_cat(", loops' and branches' programs and buffers ", mib(nested)) : std::string(),
+               ") but the cpu device has ", limit, " bytes (",
                mib(limit), "). Hint: the largest batch size that fits is about ", fits, policy_hint,
                "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
   }

@@ -462,7 +462,7 @@ class Lowerer {
     if (inst.opcode() == Opcode::kWhile) t = std::make_shared<WhileStep>(inst, compile_nested_);
     else t = std::make_shared<ConditionalStep>(inst, compile_nested_);
     tuples_[&inst] = t;
-    exe_.add_nested_bytes(t->held_bytes());
+    exe_.add_nested_bytes(t->held_bytes(), t->activation_bytes());
     Step s = make_step(inst, str_cat(ir::opcode_name(inst.opcode()), "(nested programs)"));
     s.run = [reads = s.reads, t](void* const* values) {
       with_pointers(reads, {}, values, [&](const void* const* in, void* const*) { t->run(in); });

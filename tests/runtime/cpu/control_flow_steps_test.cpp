@@ -109,7 +109,9 @@ TEST(WhileStepTest, NestedProgramsCountInThePlannedPeak) {
   const Shape s(DType::kF32, {64, 256});
   auto copied = make_cpu_backend()->compile(loop_module(s, 0, true), {});
   EXPECT_GE(copied->planned_peak_bytes(), 3 * s.byte_size() + 2 * s.byte_size());
-  EXPECT_GE(copied->planned_activation_bytes(), 2 * s.byte_size());
+  // The body's arena (its [1, 256] rows) counts in the activations; the carried buffers do not.
+  EXPECT_GT(copied->planned_activation_bytes(), 0);
+  EXPECT_LT(copied->planned_activation_bytes(), s.byte_size());
   // In place, the step needs no second ys.
   auto in_place = make_cpu_backend()->compile(loop_module(s, 0, false), {});
   EXPECT_LE(in_place->planned_peak_bytes(), copied->planned_peak_bytes() - s.byte_size());
