@@ -217,14 +217,16 @@ class Planner {
     for (const Instruction* v : live_to_end_) last_use_[v] = INT_MAX;
   }
 
-  // The dying arena operand whose slot `inst` may overwrite in place, or nullptr.
+  // The dying arena operand whose slot `inst` may overwrite in place, or nullptr. A
+  // dynamic_update_slice may take over only its operand x: it then writes just the update.
   const Instruction* in_place_donor(const Instruction* inst, int t) const {
-    bool elementwise = ir::is_elementwise(inst->opcode()) ||
+    const bool update = inst->opcode() == Opcode::kDynamicUpdateSlice;
+    bool elementwise = ir::is_elementwise(inst->opcode()) || update ||
         (inst->opcode() == Opcode::kFusion && inst->attrs().fusion_kind == ir::FusionKind::kLoop);
     if (!elementwise) return nullptr;
     int64_t size = plan_.buffers.at(inst).size;
-    for (const Instruction* op : inst->operands()) {
-      const Instruction* owner = plan_.storage_owner(op);
+    for (size_t i = 0; i < (update ? 1 : inst->operand_count()); ++i) {
+      const Instruction* owner = plan_.storage_owner(inst->operand(i));
       const BufferInfo& b = plan_.buffers.at(owner);
       if (b.kind != BufferKind::kArena || b.size != size || last_use_.at(owner) != t) continue;
       bool ok = true;

@@ -30,11 +30,12 @@ class Executable {
   /// output buffers (a dataset map's batches). The default runs and copies.
   virtual std::vector<HostTensor> run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs);
 
-  /// Peak bytes the memory plan needs: arena + arguments + outputs + constants.
+  /// Peak bytes the memory plan needs: arena + arguments + outputs + constants, and the
+  /// nested programs' (while bodies, conditions, branches) arenas and carried buffers.
   virtual int64_t planned_peak_bytes() const = 0;
   /// The part of that peak the step's own values take (the arena: activations, gradients and
-  /// temporaries; not arguments, outputs or constants). The whole peak where a backend does
-  /// not split it.
+  /// temporaries, nested programs' arenas included; not arguments, outputs, constants or a
+  /// loop's carried buffers). The whole peak where a backend does not split it.
   virtual int64_t planned_activation_bytes() const { return planned_peak_bytes(); }
   /// Number of kernel launches (steps) one run() makes.
   virtual int kernel_count() const = 0;

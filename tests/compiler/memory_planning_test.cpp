@@ -182,6 +182,51 @@ TEST(MemoryPlanningTest, CopiesTheUpdateWhenItReadsTheParameterAtOtherIndices) {
   EXPECT_EQ(plan.buffers.at(m.entry()->outputs()[0]).kind, BufferKind::kArena);
 }
 
+TEST(MemoryPlanningTest, ADynamicUpdateSliceOfADyingValueWritesIntoItsSlot) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {16, 8}), "x");
+  auto* u = b.parameter(Shape(DType::kF32, {1, 8}), "u");
+  auto* i = b.parameter(Shape(DType::kI32, {}), "i");
+  auto* stacked = b.unary(Opcode::kExp, x);  // an arena value read only by the update
+  auto* updated = b.dynamic_update_slice(stacked, u, {i, b.scalar(0, DType::kI32)});
+  m.entry()->set_outputs({b.unary(Opcode::kNeg, updated)});
+  MemoryPlan plan = plan_memory(m, TestTarget());
+  EXPECT_EQ(plan.buffers.at(updated).offset, plan.buffers.at(stacked).offset);
+  EXPECT_EQ(plan.arena_bytes, 16 * 8 * 4);
+}
+
+TEST(MemoryPlanningTest, ADynamicUpdateSliceKeepsItsOperandWhenItIsReadLater) {
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* x = b.parameter(Shape(DType::kF32, {16, 8}), "x");
+  auto* u = b.parameter(Shape(DType::kF32, {1, 8}), "u");
+  auto* stacked = b.unary(Opcode::kExp, x);
+  auto* zero = b.scalar(0, DType::kI32);
+  auto* updated = b.dynamic_update_slice(stacked, u, {zero, zero});
+  m.entry()->set_outputs({b.binary(Opcode::kAdd, updated, stacked)});  // the old value is read after
+  MemoryPlan plan = plan_memory(m, TestTarget());
+  EXPECT_NE(plan.buffers.at(updated).offset, plan.buffers.at(stacked).offset);
+}
+
+TEST(MemoryPlanningTest, DonatesALoopCarriedBufferToItsDynamicUpdateSlice) {
+  // A while body that writes row i of its carried [16, 8] buffer (a scan's stacked output):
+  // with output 0 aliased to parameter 0 the update runs in the parameter's storage.
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* ys = b.parameter(Shape(DType::kF32, {16, 8}), "ys");
+  auto* y = b.parameter(Shape(DType::kF32, {1, 8}), "y");
+  auto* i = b.parameter(Shape(DType::kI32, {}), "i");
+  auto* updated = b.dynamic_update_slice(ys, b.unary(Opcode::kTanh, y), {i, b.scalar(0, DType::kI32)});
+  m.entry()->set_outputs({updated});
+  m.add_alias({0, 0});
+  MemoryPlan plan = plan_memory(m, TestTarget());
+  EXPECT_EQ(plan.buffers.at(updated).kind, BufferKind::kDonated);
+  EXPECT_TRUE(plan.output_copies.empty());
+  EXPECT_EQ(plan.output_bytes, 0);
+  EXPECT_LT(plan.arena_bytes, 16 * 8 * 4);  // the tanh only: no [16, 8] copy anywhere
+}
+
 TEST(MemoryPlanningTest, AnUnchangedVariableNeedsNoCopy) {
   ir::Module m("m");
   ir::Builder b(m.entry());

@@ -21,7 +21,7 @@ bool ElementwiseFusionPass::run(ir::Module& module) {
   for (auto it = order.rbegin(); it != order.rend(); ++it) {
     Instruction* root = *it;
     if (fused.count(root) || !ir::is_elementwise(root->opcode())) continue;
-    std::vector<Instruction*> region = grow_producers(root, position);
+    std::vector<Instruction*> region = grow_producers(root, position, /*slices_as_views=*/true);
     int ops = 0;  // elementwise ops other than the root
     for (Instruction* inst : region) ops += (inst != root && ir::is_elementwise(inst->opcode()));
     if (region.size() == 1) continue;  // a lone op gains nothing from a fusion

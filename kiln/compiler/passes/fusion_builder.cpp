@@ -107,7 +107,7 @@ PositionMap positions(const std::vector<Instruction*>& post_order) {
   return position;
 }
 
-std::vector<Instruction*> grow_producers(Instruction* root, const PositionMap& position) {
+std::vector<Instruction*> grow_producers(Instruction* root, const PositionMap& position, bool slices_as_views) {
   // Visit candidates latest first: every user of a candidate comes later in post order, so by
   // the time it is popped, every user that will ever join has joined.
   using Item = std::pair<size_t, Instruction*>;
@@ -116,24 +116,29 @@ std::vector<Instruction*> grow_producers(Instruction* root, const PositionMap& p
   // a duplicated member's original stays, still reading its operands outside.
   std::unordered_set<const Instruction*> interior{root}, queued;
   std::vector<Instruction*> region{root};
+  auto is_view = [&](const Instruction& inst) { return slices_as_views && inst.opcode() == ir::Opcode::kSlice; };
+  std::unordered_set<const Instruction*> sliced;  // operands of member slices: they stay outside
   auto push_operands = [&](const Instruction* inst) {
     for (Instruction* op : inst->operands()) {
       auto it = position.find(op);
-      if (it == position.end() || !is_loop_fusible(*op) || !queued.insert(op).second) continue;
+      if (it == position.end() || !(is_loop_fusible(*op) || is_view(*op)) || !queued.insert(op).second) continue;
       candidates.emplace(it->second, op);
     }
   };
   push_operands(root);
+  // Candidates pop latest first, so every slice of a candidate has been decided before it.
   while (!candidates.empty()) {
     Instruction* p = candidates.top().second;
     candidates.pop();
+    if (sliced.count(p)) continue;
     bool all_users_in = !is_output(*p) &&
         std::all_of(p->users().begin(), p->users().end(),
                     [&](const Instruction* u) { return interior.count(u) > 0; });
-    if (!all_users_in && !is_cheap_to_duplicate(*p)) continue;
+    if (!all_users_in && !is_cheap_to_duplicate(*p) && !is_view(*p)) continue;
     if (all_users_in) interior.insert(p);
     region.push_back(p);
-    push_operands(p);
+    if (is_view(*p)) sliced.insert(p->operand(0));
+    else push_operands(p);
   }
   return region;
 }

@@ -28,8 +28,12 @@ PositionMap positions(const std::vector<ir::Instruction*>& post_order);
 
 /// The loop-fusible producers (is_loop_fusible) that can be fused into a kernel rooted at
 /// `root`: a producer joins when it is not an output and all its users are already in, or
-/// when it is cheap to duplicate (is_cheap_to_duplicate). Returns root and producers;
-/// instructions missing from `position` never join.
-std::vector<ir::Instruction*> grow_producers(ir::Instruction* root, const PositionMap& position);
+/// when it is cheap to duplicate (is_cheap_to_duplicate). With `slices_as_views`, a slice
+/// joins too (duplicated where other users need it: it is an offset and strides in the
+/// kernel's loads) as a leaf: its operand stays outside, since a loop kernel reads a slice
+/// only of a value it loads (codegen/loop_ir.h). Returns root and producers; instructions
+/// missing from `position` never join.
+std::vector<ir::Instruction*> grow_producers(ir::Instruction* root, const PositionMap& position,
+                                             bool slices_as_views = false);
 
 }  // namespace kiln::compiler

@@ -56,6 +56,8 @@ bool is_output(const Instruction& inst) {
 
 bool reads_elementwise(const Instruction& consumer, size_t operand_index) {
   if (ir::is_elementwise(consumer.opcode())) return true;
+  // Outside the box out[i] = x[i]; inside, x is not read at all.
+  if (consumer.opcode() == Opcode::kDynamicUpdateSlice) return operand_index == 0;
   if (consumer.opcode() != Opcode::kFusion ||
       consumer.attrs().fusion_kind != ir::FusionKind::kLoop)
     return false;

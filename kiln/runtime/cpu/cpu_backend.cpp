@@ -66,23 +66,7 @@ class CpuBackend : public runtime::Backend {
       TraceScope scope("compile", "memory-planning", label);
       return compiler::plan_memory(*module, target_, !options.debug.no_memory_planner);
     }();
-    const int64_t limit = target_.memory_limit_bytes();
-    if (plan.peak_bytes() > limit) {
-      const int64_t fits = estimate_largest_batch(*module, plan, limit);
-      // What a 16-bit compute dtype would save: the arena re-planned with f32 values at 2
-      // bytes (the step's f32 activations are what a mixed_bfloat16 policy halves).
-      const int64_t saved = plan.arena_bytes - compiler::arena_bytes_with_16bit_values(*module, target_);
-      const std::string policy_hint =
-          saved > 0 ? str_cat("; or train under the mixed_bfloat16 policy (keras::mixed_precision::set_global_policy(",
-                              "\"mixed_bfloat16\")), which would save about ", mib(saved), " of activations in this step")
-                    : "";
-      KILN_THROW(OutOfMemoryError, "[", options.label.empty() ? module->name() : options.label,
-                 "] the step needs ", plan.peak_bytes(), " bytes (", mib(plan.peak_bytes()),
-                 ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
-                 ", outputs ", mib(plan.output_bytes), ") but the cpu device has ", limit, " bytes (",
-                 mib(limit), "). Hint: the largest batch size that fits is about ", fits, policy_hint,
-                 "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
-    }
+    check_fits(*module, plan, 0, label);
     auto exe = std::make_unique<CpuExecutable>(std::move(module), std::move(plan), options.debug.profile,
                                                 options.debug.thread_governor);
     exe->set_collectives(options.collectives, options.replica_id);
@@ -92,6 +76,7 @@ class CpuBackend : public runtime::Backend {
       // A while body or branch is a program of its own, compiled (passes, plan, lowering) here.
       CompileNested compile_nested = [this, &options, &label](const ir::Computation& c,
                                                               const std::vector<size_t>* outputs,
+                                                              const std::vector<ir::OutputAlias>& aliases,
                                                               const std::string& name) {
         std::unique_ptr<ir::Module> nested = ir::extract_module(c, str_cat(label, ".", name));
         if (outputs != nullptr) {
@@ -99,6 +84,7 @@ class CpuBackend : public runtime::Backend {
           for (size_t i : *outputs) kept.push_back(nested->entry()->outputs().at(i));
           nested->entry()->set_outputs(std::move(kept));
         }
+        for (const ir::OutputAlias& a : aliases) nested->add_alias(a);
         runtime::CompileOptions nested_options = options;
         nested_options.label = nested->name();
         nested_options.debug.thread_governor = false;  // the enclosing step's governor decides
@@ -108,6 +94,7 @@ class CpuBackend : public runtime::Backend {
             horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
             MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir), compile_nested);
     }
+    check_fits(exe->module(), exe->plan(), exe->nested_bytes(), label);  // the nested programs are known now
     note_fallbacks(*exe);
     if (!options.debug.dump_ir_dir.empty())
       compiler::dump_text(options.debug.dump_ir_dir, str_cat(options.label.empty() ? exe->module().name() : options.label,
@@ -116,6 +103,30 @@ class CpuBackend : public runtime::Backend {
   }
 
  private:
+  // Throws OutOfMemoryError when the step's plan, with `nested` bytes of while/conditional
+  // programs and buffers beside it, does not fit the device.
+  void check_fits(const ir::Module& module, const compiler::MemoryPlan& plan, int64_t nested,
+                  const std::string& label) const {
+    const int64_t limit = target_.memory_limit_bytes();
+    const int64_t peak = plan.peak_bytes() + nested;
+    if (peak <= limit) return;
+    const int64_t fits = estimate_largest_batch(module, plan, limit - nested);
+    // What a 16-bit compute dtype would save: the arena re-planned with f32 values at 2
+    // bytes (the step's f32 activations are what a mixed_bfloat16 policy halves).
+    const int64_t saved = plan.arena_bytes - compiler::arena_bytes_with_16bit_values(module, target_);
+    const std::string policy_hint =
+        saved > 0 ? str_cat("; or train under the mixed_bfloat16 policy (keras::mixed_precision::set_global_policy(",
+                            "\"mixed_bfloat16\")), which would save about ", mib(saved), " of activations in this step")
+                  : "";
+    KILN_THROW(OutOfMemoryError, "[", label, "] the step needs ", peak, " bytes (", mib(peak),
+               ": activations ", mib(plan.arena_bytes), ", arguments ", mib(plan.argument_bytes),
+               ", outputs ", mib(plan.output_bytes),
+               nested > 0 ? str_cat(", loops' and branches' programs and buffers ", mib(nested)) : std::string(),
+               ") but the cpu device has ", limit, " bytes (",
+               mib(limit), "). Hint: the largest batch size that fits is about ", fits, policy_hint,
+               "; or raise KILN_CPU_MEMORY_LIMIT if the machine has more memory.");
+  }
+
   // Counts the steps `exe` runs on the reference evaluator and warns the first time this
   // backend falls back on an op: such a step is correct but can be orders of magnitude slower.
   void note_fallbacks(const CpuExecutable& exe) {

@@ -51,8 +51,8 @@ class CpuExecutable : public runtime::Executable {
 
   std::vector<HostTensor> run(std::span<HostTensor> arguments) override { return run_into(arguments, {}); }
   std::vector<HostTensor> run_into(std::span<HostTensor> arguments, std::span<HostTensor> outputs) override;
-  int64_t planned_peak_bytes() const override { return plan_.peak_bytes(); }
-  int64_t planned_activation_bytes() const override { return plan_.arena_bytes; }
+  int64_t planned_peak_bytes() const override { return plan_.peak_bytes() + nested_bytes_; }
+  int64_t planned_activation_bytes() const override { return plan_.arena_bytes + nested_activation_bytes_; }
   int kernel_count() const override { return static_cast<int>(steps_.size()); }
   std::string describe() const override;
   std::vector<std::string> reference_fallbacks() const override;
@@ -62,6 +62,13 @@ class CpuExecutable : public runtime::Executable {
   // Lowering fills these.
   int value_id(const ir::Instruction* inst) const;
   void add_step(Step step) { steps_.push_back(std::move(step)); }
+  /// Bytes a while or conditional step holds beside the plan (they live as long as this
+  /// executable): `bytes` in all, `activations` of them its nested programs' arenas.
+  void add_nested_bytes(int64_t bytes, int64_t activations) {
+    nested_bytes_ += bytes;
+    nested_activation_bytes_ += activations;
+  }
+  int64_t nested_bytes() const { return nested_bytes_; }
   /// Lowering notes each step it gives to the reference evaluator.
   void add_reference_fallback(ReferenceFallback fallback) { fallbacks_.push_back(std::move(fallback)); }
   const std::vector<ReferenceFallback>& reference_fallback_steps() const { return fallbacks_; }
@@ -82,6 +89,7 @@ class CpuExecutable : public runtime::Executable {
   std::unique_ptr<ir::Module> module_;
   std::unique_ptr<ir::Module> scratch_;  // one-op bodies built for unfused instructions
   compiler::MemoryPlan plan_;
+  int64_t nested_bytes_ = 0, nested_activation_bytes_ = 0;
   std::unordered_map<const ir::Instruction*, int> ids_;
   std::vector<Step> steps_;
   std::vector<ReferenceFallback> fallbacks_;

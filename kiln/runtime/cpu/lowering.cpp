@@ -75,6 +75,16 @@ std::string fallback_key(const Instruction& inst) {
   return key + ")";
 }
 
+// `count` copies of the element `value` from `dst` on: one element, then doubling copies
+// (an element-sized memcpy per element costs more than the pad itself).
+void fill_repeated(std::byte* dst, int64_t count, const std::vector<std::byte>& value) {
+  const int64_t total = count * static_cast<int64_t>(value.size());
+  if (total == 0) return;
+  std::memcpy(dst, value.data(), value.size());
+  for (int64_t done = static_cast<int64_t>(value.size()); done < total; done *= 2)
+    std::memcpy(dst + done, dst, static_cast<size_t>(std::min(done, total - done)));
+}
+
 class Lowerer {
  public:
   Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul,
@@ -318,7 +328,7 @@ class Lowerer {
     const int64_t count = inst.shape().num_elements();
     add(inst, "pad(fill+copy)", [=](const void* const* in, void* out) {
       auto* dst = static_cast<std::byte*>(out);
-      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * elem, fill.data(), static_cast<size_t>(elem));
+      fill_repeated(dst, count, fill);
       if (empty) return;
       const auto* src = static_cast<const std::byte*>(in[0]);
       if (r == 0) {
@@ -452,6 +462,7 @@ class Lowerer {
     if (inst.opcode() == Opcode::kWhile) t = std::make_shared<WhileStep>(inst, compile_nested_);
     else t = std::make_shared<ConditionalStep>(inst, compile_nested_);
     tuples_[&inst] = t;
+    exe_.add_nested_bytes(t->held_bytes(), t->activation_bytes());
     Step s = make_step(inst, str_cat(ir::opcode_name(inst.opcode()), "(nested programs)"));
     s.run = [reads = s.reads, t](void* const* values) {
       with_pointers(reads, {}, values, [&](const void* const* in, void* const*) { t->run(in); });
@@ -468,6 +479,17 @@ class Lowerer {
     });
   }
 
+  // Whether the plan puts `a` and `b` in the same bytes.
+  bool same_bytes(const Instruction* a, const Instruction* b) const {
+    const compiler::BufferInfo& x = exe_.plan().storage(a);
+    const compiler::BufferInfo& y = exe_.plan().storage(b);
+    const auto in_argument = [](const compiler::BufferInfo& i) {
+      return i.kind == compiler::BufferKind::kParameter || i.kind == compiler::BufferKind::kDonated;
+    };
+    if (in_argument(x) && in_argument(y)) return x.parameter_index == y.parameter_index;
+    return x.kind == compiler::BufferKind::kArena && y.kind == compiler::BufferKind::kArena && x.offset == y.offset;
+  }
+
   // The starts (operands after x, and after the update) share one index dtype, else the
   // reference evaluator runs it.
   bool add_dynamic_slice(const Instruction& inst) {
@@ -481,7 +503,10 @@ class Lowerer {
     for (size_t i = first; i < inst.operand_count(); ++i)
       if (inst.operand(i)->dtype() != g.index_dtype) return false;
     if (update) {
-      add(inst, "dynamic_update_slice(copy)", [g](const void* const* in, void* out) {
+      // The plan gave the result x's own bytes (a dying x, or a donated loop-carried buffer):
+      // the kernel then writes just the update.
+      const bool in_place = same_bytes(&inst, inst.operand(0));
+      add(inst, in_place ? "dynamic_update_slice(in place)" : "dynamic_update_slice(copy)", [g](const void* const* in, void* out) {
         dynamic_update_slice(g, g.clamped_starts(in + 2), in[0], in[1], out);
       });
     } else {
