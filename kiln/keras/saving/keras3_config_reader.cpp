@@ -344,17 +344,21 @@ json node2(const json& node_in, const Source& src, const std::string& layer, con
 }
 
 // input_layers/output_layers: one [name, node, tensor] reference, a list of them, or (Keras 3
-// models built on dicts) a dict of them.
+// models built on dicts) a dict of them: kept for outputs (a Functional with dict outputs).
 json refs2(const json& j, const Source& src, const char* key) {
   if (j.is_array() && j.size() == 3 && j[0].is_string()) return json::array({j});
-  if (j.is_object() && j.size() == 1) return refs2(j.begin().value(), src, key);
   const bool outputs = std::string(key) == "output_layers";
+  if (j.is_object() && outputs) {
+    json out = json::object();
+    for (const auto& [name, ref] : j.items()) out[name] = refs2(ref, src, key).at(0);
+    return out;
+  }
+  if (j.is_object() && j.size() == 1) return refs2(j.begin().value(), src, key);
   if (j.is_object()) {
     std::string names;
     for (const auto& [name, ref] : j.items()) names += (names.empty() ? "" : ", ") + name;
-    fail(src, std::string("the model's ") + (outputs ? "outputs" : "inputs") + " are a dict (" + names + ")",
-         outputs ? "Kiln's models take a list of outputs; in Keras, build the model with a list of output tensors"
-                 : "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
+    fail(src, "the model's inputs are a dict (" + names + ")",
+         "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
   }
   if (!j.is_array())
     fail(src, std::string(key) + " is " + j.dump().substr(0, 80), "Kiln's models take lists of inputs and outputs");
@@ -434,10 +438,9 @@ json training2(const json& cc, const Source& src) {
   if (!loss.is_string() && !loss.is_structured())
     fail(src, "compile_config loss is " + loss.dump().substr(0, 80),
          "Kiln loads a loss, a list of losses or a dict by output name; load with {.compile = false}");
-  if (cc.contains("weighted_metrics") && !is_neutral(cc["weighted_metrics"]))
-    fail(src, "compile_config has weighted_metrics=" + cc["weighted_metrics"].dump().substr(0, 80),
-         "load with {.compile = false} and compile in C++");
-  return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))}, {"weighted_metrics", nullptr},
+  const json weighted = cc.value("weighted_metrics", json());
+  return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))},
+          {"weighted_metrics", is_neutral(weighted) ? json() : unwrap(weighted)},
           {"loss_weights", unwrap(cc.value("loss_weights", json()))}, {"optimizer_config", optimizer_config}};
 }
 
