@@ -110,6 +110,15 @@ std::string known_classes() {
 }
 
 // Keras's defaults that change nothing: a key holding one of these may be ignored.
+// Keras 3.0-3.4 give each object in config.json a shared_object_id (a Bidirectional's forward
+// and backward layers' initializers different ones): not part of what an object is.
+json without_object_ids(json j) {
+  if (j.is_object()) j.erase("shared_object_id");
+  if (j.is_structured())
+    for (auto& [key, value] : j.items()) value = without_object_ids(value);
+  return j;
+}
+
 bool is_neutral(const json& v) {
   return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_array() && v.empty()) ||
          (v.is_object() && v.empty());
@@ -197,7 +206,8 @@ void recurrent_config2(const std::string& cls, const json& config3, json& out, c
     json forward = config3.at("layer");
     if (forward.is_object() && forward.contains("config")) forward["config"].erase("zero_output_for_mask");
     if (config3.contains("backward_layer") && !config3["backward_layer"].is_null()) {
-      json a = forward.value("config", json::object()), b = config3["backward_layer"].value("config", json::object());
+      json a = without_object_ids(forward.value("config", json::object())),
+           b = without_object_ids(config3["backward_layer"].value("config", json::object()));
       const bool flipped = a.value("go_backwards", false) != b.value("go_backwards", false);
       for (json* c : {&a, &b})
         for (const char* key : {"name", "go_backwards", "zero_output_for_mask"}) c->erase(key);
