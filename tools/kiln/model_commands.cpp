@@ -25,7 +25,7 @@ bool ends_with(const std::string& s, const std::string& suffix) { return s.ends_
 // The format, as load_model decides it, and the Keras version its writer recorded.
 std::pair<std::string, std::string> format_and_version(const std::string& path) {
   if (std::filesystem::is_directory(path)) return {"Kiln model directory (model.json + safetensors)", "-"};
-  if (ends_with(path, ".keras")) {
+  if (ends_with(path, ".keras") && !keras::has_hdf5_signature(path)) {
     const std::string metadata = io::ZipReader::open(path).read("metadata.json");
     std::smatch m;
     const bool found = std::regex_search(metadata, m, std::regex(R"re("keras_version"\s*:\s*"([^"]*)")re"));

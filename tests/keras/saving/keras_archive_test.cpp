@@ -345,6 +345,21 @@ TEST_F(KerasArchiveTest, Keras30To34RecurrentConfigsLoad) {
   expect_same_tensors({loaded->predict(x)}, {model->predict(x)}, "prediction");
 }
 
+// tf.keras 2.10's model.save("m.keras") wrote HDF5 (a public Bidirectional(LSTM) file is one):
+// load_model reads it by its signature, as tf.keras 2 does.
+TEST_F(KerasArchiveTest, AnHdf5FileNamedKerasLoadsAsH5) {
+  HostTensor x(Shape(DType::kI32, {8, 5}));
+  auto ids = x.data<int32_t>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(1 + (i * 5) % 6);
+  auto model = recurrent_model();
+  model->compile({.optimizer = Adam(), .loss = "mse"});
+  model->save(dir_.file("rnn.h5"));
+  std::filesystem::rename(dir_.file("rnn.h5"), dir_.file("rnn_h5.keras"));
+  std::unique_ptr<Model> loaded = load_model(dir_.file("rnn_h5.keras"));
+  EXPECT_TRUE(loaded->is_compiled());
+  expect_same_tensors({loaded->predict(x)}, {model->predict(x)}, "prediction");
+}
+
 // Verify that the directory Keras 3.6+'s save_model(model, path, zipped=False) writes (the
 // archive's members as files) loads, with its optimizer state, and serves load_weights.
 TEST_F(KerasArchiveTest, UnzippedKerasDirectoryLoads) {
