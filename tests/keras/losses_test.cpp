@@ -66,14 +66,31 @@ TEST(LossesTest, AMaskedLossIsTheMeanOverTheKeptSteps) {
   Tensor p = f32({1, 3, 2}, {1, 1, 2, 0, 3, 3});
   Tensor mask = cast(i32({1, 3}, {1, 1, 0}), DType::kBool);
   EXPECT_NEAR(scalar(MeanSquaredError()(y, p)), 4.0, 1e-6);
-  EXPECT_NEAR(scalar(MeanSquaredError().masked(y, p, mask)), 1.5, 1e-6);
-  EXPECT_NEAR(scalar(MeanSquaredError({.reduction = "sum"}).masked(y, p, mask)), 3.0, 1e-6);
-  EXPECT_EQ(MeanSquaredError({.reduction = "none"}).masked(y, p, mask).to_vector<float>(), (std::vector<float>{1, 2, 0}));
+  EXPECT_NEAR(scalar(MeanSquaredError().weighted(y, p, Tensor(), mask)), 1.5, 1e-6);
+  EXPECT_NEAR(scalar(MeanSquaredError({.reduction = "sum"}).weighted(y, p, Tensor(), mask)), 3.0, 1e-6);
+  EXPECT_EQ(MeanSquaredError({.reduction = "none"}).weighted(y, p, Tensor(), mask).to_vector<float>(), (std::vector<float>{1, 2, 0}));
   // Nothing kept: 0 (Keras's divide_no_nan), not NaN.
   Tensor none_kept = cast(i32({1, 3}, {0, 0, 0}), DType::kBool);
-  EXPECT_EQ(scalar(MeanSquaredError().masked(y, p, none_kept)), 0.0);
-  KILN_EXPECT_ERROR(MeanSquaredError().masked(y, p, Tensor::from_vector<float>({1, 2}, {1, 1})), ShapeError,
+  EXPECT_EQ(scalar(MeanSquaredError().weighted(y, p, Tensor(), none_kept)), 0.0);
+  KILN_EXPECT_ERROR(MeanSquaredError().weighted(y, p, Tensor(), Tensor::from_vector<float>({1, 2}, {1, 1})), ShapeError,
                     "do not broadcast to the values f32[1,3]");
+}
+
+TEST(LossesTest, SampleWeightsMultiplyTheLossesAndAMaskCountsTheKeptSteps) {
+  // Per-step MSE 1, 2, 9 (as above), step weights 3, 0.5, 7. Keras: without a mask the weighted
+  // sum over all 3 values (not over the weights' sum); with one, sample_weight * mask over the 2
+  // kept steps.
+  Tensor y = f32({1, 3, 2}, {0, 0, 0, 0, 0, 0});
+  Tensor p = f32({1, 3, 2}, {1, 1, 2, 0, 3, 3});
+  Tensor w = f32({1, 3}, {3, 0.5, 7});
+  Tensor mask = cast(i32({1, 3}, {1, 1, 0}), DType::kBool);
+  EXPECT_NEAR(scalar(MeanSquaredError().weighted(y, p, w, Tensor())), (3 + 1 + 63) / 3.0, 1e-5);
+  EXPECT_NEAR(scalar(MeanSquaredError().weighted(y, p, w, mask)), (3 + 1) / 2.0, 1e-6);
+  EXPECT_NEAR(scalar(MeanSquaredError({.reduction = "sum"}).weighted(y, p, w, mask)), 4.0, 1e-6);
+  // One weight per sample broadcasts over its steps.
+  EXPECT_NEAR(scalar(MeanSquaredError().weighted(y, p, f32({1}, {0.5}), mask)), 0.75, 1e-6);
+  KILN_EXPECT_ERROR(MeanSquaredError().weighted(y, p, f32({1, 2}, {1, 1}), Tensor()), ShapeError,
+                    "sample weights f32[1,2] do not broadcast");
 }
 
 // The catalogue against the formulas written out per row in double, on inputs that visit each

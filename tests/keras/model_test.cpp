@@ -232,15 +232,20 @@ TEST(ModelTest, FitBeforeCompileIsAConfigError) {
   KILN_EXPECT_ERROR(model->fit(batches(x, y, 2)), ConfigError, "needs a compiled model");
 }
 
-// Keras reads (x, y, w) as sample weights; until Kiln weighs samples it must refuse them, not
-// train as if every weight were 1.
-TEST(ModelTest, ElementsWithSampleWeightsAreRefusedNotSilentlyDropped) {
+// Keras reads (x, y, w) as sample weights (#19: they were dropped, so w = 0 still trained):
+// weights of 0 give a loss of 0 and leave the model bitwise as it was.
+TEST(ModelTest, ElementsWithZeroSampleWeightsDoNotTrain) {
   Sequential model({Flatten({.input_shape = {28, 28}}), Dense(10)});
   model.compile({.optimizer = "sgd", .loss = "sparse_categorical_crossentropy"});
-  HostTensor x(Shape(DType::kF32, {4, 28, 28})), y(Shape(DType::kI32, {4})), w(Shape(DType::kF32, {4}));
+  HostTensor x = HostTensor::from_vector<float>({4, 28, 28}, std::vector<float>(4 * 28 * 28, 0.5f));
+  HostTensor y = HostTensor::from_vector<int32_t>({4}, {1, 2, 3, 4}), w(Shape(DType::kF32, {4}));
   data::Dataset weighted = data::Dataset::from_tensor_slices({x, y, w}).batch(2, true);
-  KILN_EXPECT_ERROR(model.fit(weighted, {.verbose = 0}), DataError, "does not support sample weights");
-  KILN_EXPECT_ERROR(model.evaluate(weighted, {.verbose = 0}), DataError, "does not support sample weights");
+  const std::vector<HostTensor> before = model.get_weights();
+  model.fit(weighted, {.epochs = 2, .verbose = 0});
+  for (size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(model.get_weights()[i].to_vector<float>(), before[i].to_vector<float>()) << i;
+  EXPECT_EQ(model.evaluate(weighted, {.verbose = 0}).at("loss"), 0.0);
+  EXPECT_GT(model.evaluate(data::Dataset::from_tensor_slices({x, y}).batch(2, true), {.verbose = 0}).at("loss"), 0.0);
 }
 
 TEST(ModelTest, DenseShapeErrorInsideFitNamesTheLayer) {

@@ -12,6 +12,11 @@ std::string Args::get(const std::string& name, const std::string& fallback) cons
   return it == options.end() ? fallback : it->second;
 }
 
+std::vector<std::string> Args::get_all(const std::string& name) const {
+  auto it = all_values.find(name);
+  return it == all_values.end() ? std::vector<std::string>{} : it->second;
+}
+
 int64_t Args::get_positive(const std::string& name, int64_t fallback) const {
   if (!has(name)) return fallback;
   const std::string text = get(name);
@@ -38,7 +43,10 @@ Args parse_args(const std::string& command, const std::vector<std::string>& argv
     } else if (spec.value_options.contains(a)) {
       if (i + 1 == argv.size())
         KILN_THROW(ValueError, "[kiln ", command, "] ", a, " needs a value. Hint: kiln ", command, " --help.");
+      if (args.has(a) && !spec.repeatable.contains(a))
+        KILN_THROW(ValueError, "[kiln ", command, "] ", a, " was given twice. Hint: kiln ", command, " --help.");
       args.options[a] = argv[++i];
+      args.all_values[a].push_back(args.options[a]);
     } else {
       KILN_THROW(ValueError, "[kiln ", command, "] unknown option ", a, ". Hint: kiln ", command,
                  " --help lists the options it takes.");

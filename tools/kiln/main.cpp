@@ -69,16 +69,21 @@ const std::map<std::string, Command> kCommands = {
       {.min_positional = 1, .max_positional = 1},
       [](const Args& a) { return kiln::cli::inspect(a.positional[0], std::cout); }}},
     {"eval",
-     {"kiln eval <model> (--mnist | --x x.npy --y y.npy) [--batch-size 32]",
+     {"kiln eval <model> (--mnist | --x x.npy --y y.npy) [--sample-weight w.npy] [--batch-size 32]",
       "Runs model.evaluate with the saved compile arguments and prints the loss and each compiled\n"
-      "metric, one 'name: value' line each, then the same as one JSON object on the last line\n"
-      "(NaN or infinity there as null).\n"
+      "metric (for several outputs each output's loss and metrics too), one 'name: value' line each,\n"
+      "then the same as one JSON object on the last line (NaN or infinity there as null).\n"
       "  --mnist            the MNIST test split (from KILN_DATA or ~/.cache/kiln/mnist; fetch it with\n"
       "                     scripts/fetch_mnist.sh): pixels / 255 in the model's input shape (784\n"
       "                     values per example), integer labels (for sparse losses)\n"
-      "  --x x.npy --y y.npy  inputs and targets as numpy.save wrote them, used as they are\n"
+      "  --x x.npy --y y.npy  inputs and targets as numpy.save wrote them, used as they are; a model\n"
+      "                     with several outputs takes --y <output>=y.npy once per output (or one\n"
+      "                     --y file per output, in the order of the outputs)\n"
+      "  --sample-weight w.npy  sample weights (one per row) for every output, or\n"
+      "                     --sample-weight <output>=w.npy once per output (evaluate's sample_weight)\n"
       "  --batch-size n     evaluate's batch size (default 32)",
-      {.value_options = {"--x", "--y", "--batch-size"}, .flags = {"--mnist"}, .min_positional = 1, .max_positional = 1},
+      {.value_options = {"--x", "--y", "--sample-weight", "--batch-size"}, .repeatable = {"--y", "--sample-weight"},
+       .flags = {"--mnist"}, .min_positional = 1, .max_positional = 1},
       [](const Args& a) { return kiln::cli::eval(a, std::cout); }}},
     {"convert",
      {"kiln convert <in> <out> [--config <model>]",

@@ -1,6 +1,7 @@
 // `kiln summary`, `inspect`, `eval` and `convert` over keras::load_model (every format Kiln reads).
 #include "tools/kiln/model_commands.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -24,7 +25,7 @@ bool ends_with(const std::string& s, const std::string& suffix) { return s.ends_
 // The format, as load_model decides it, and the Keras version its writer recorded.
 std::pair<std::string, std::string> format_and_version(const std::string& path) {
   if (std::filesystem::is_directory(path)) return {"Kiln model directory (model.json + safetensors)", "-"};
-  if (ends_with(path, ".keras")) {
+  if (ends_with(path, ".keras") && !keras::has_hdf5_signature(path)) {
     const std::string metadata = io::ZipReader::open(path).read("metadata.json");
     std::smatch m;
     const bool found = std::regex_search(metadata, m, std::regex(R"re("keras_version"\s*:\s*"([^"]*)")re"));
@@ -93,6 +94,45 @@ int inspect(const std::string& path, std::ostream& out) {
   return 0;
 }
 
+namespace {
+
+// Splits "<output>=<path>" when <output> names one of the model's outputs; {"", value} otherwise.
+std::pair<std::string, std::string> output_and_path(const std::string& value, const std::vector<std::string>& outputs) {
+  const size_t eq = value.find('=');
+  if (eq != std::string::npos && std::find(outputs.begin(), outputs.end(), value.substr(0, eq)) != outputs.end())
+    return {value.substr(0, eq), value.substr(eq + 1)};
+  return {"", value};
+}
+
+// The arrays of a repeatable option (--y, --sample-weight), one per output in the order of the
+// model's outputs: given as <output>=<file.npy> each, or as files in output order.
+std::vector<HostTensor> per_output_arrays(const Args& args, const std::string& option, const keras::Model& model,
+                                          const std::string& path) {
+  const std::vector<std::string> outputs = model.output_names(), values = args.get_all(option);
+  std::string names;
+  for (const std::string& o : outputs) names += (names.empty() ? "" : ", ") + o;
+  std::vector<std::pair<std::string, std::string>> given;
+  size_t named = 0;
+  for (const std::string& v : values) {
+    given.push_back(output_and_path(v, outputs));
+    if (!given.back().first.empty()) ++named;
+  }
+  if (given.size() != outputs.size() || (named != 0 && named != given.size()))
+    KILN_THROW(ValueError, "[kiln eval] ", path, " has ", outputs.size(), " output(s) (", names, "), and received ",
+               values.size(), " ", option, " value(s)", named != 0 && named != given.size() ? ", some by output name and some not" : "",
+               ". Hint: ", option, " <output>=<file.npy> once per output, or one file per output in this order.");
+  std::vector<HostTensor> out(outputs.size());
+  for (size_t i = 0; i < given.size(); ++i) {
+    const size_t slot = named == 0 ? i : static_cast<size_t>(std::find(outputs.begin(), outputs.end(), given[i].first) - outputs.begin());
+    if (out[slot].defined())
+      KILN_THROW(ValueError, "[kiln eval] ", option, " names the output '", outputs[slot], "' twice.");
+    out[slot] = data::read_npy(given[i].second);
+  }
+  return out;
+}
+
+}  // namespace
+
 int eval(const Args& args, std::ostream& out) {
   const std::string& path = args.positional.at(0);
   const bool npy = args.has("--x") || args.has("--y");
@@ -103,9 +143,27 @@ int eval(const Args& args, std::ostream& out) {
   if (!model->is_compiled())
     KILN_THROW(ValueError, "[", path, "] holds no compile arguments (loss, metrics), so it cannot be evaluated. "
                "Hint: save the model after compile() with include_optimizer=true.");
-  auto [x, y] = npy ? std::pair{data::read_npy(args.get("--x")), data::read_npy(args.get("--y"))}
-                    : mnist_test_split(*model, path);
-  const keras::Logs logs = model->evaluate(x, y, batch_size, {.verbose = 0});
+  HostTensor x;
+  std::vector<HostTensor> ys;
+  if (npy) {
+    x = data::read_npy(args.get("--x"));
+    ys = per_output_arrays(args, "--y", *model, path);
+  } else {
+    if (model->num_outputs() != 1)
+      KILN_THROW(ValueError, "[kiln eval] ", path, " has ", model->num_outputs(), " outputs; --mnist gives one label "
+                 "array. Hint: --x x.npy --y <output>=y.npy per output.");
+    auto [mx, my] = mnist_test_split(*model, path);
+    x = std::move(mx);
+    ys = {std::move(my)};
+  }
+  keras::EvaluateOptions options{.verbose = 0};
+  if (args.has("--sample-weight")) {
+    if (args.get_all("--sample-weight").size() == 1 && args.get("--sample-weight").find('=') == std::string::npos)
+      options.sample_weight.all = data::read_npy(args.get("--sample-weight"));
+    else
+      options.sample_weight.per_output = per_output_arrays(args, "--sample-weight", *model, path);
+  }
+  const keras::Logs logs = model->evaluate(x, ys, batch_size, std::move(options));
   std::string json = "{";
   for (const auto& [name, value] : logs) {
     out << name << ": " << number_text(value) << "\n";

@@ -168,6 +168,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
   if (n == "one") n = "ones";
   if (n == "normal") n = "random_normal";
   if (n == "uniform") n = "random_uniform";
+  if (n == "orthogonal_initializer") n = "orthogonal";  // Keras 3.0-3.3's class name
   Initializer init(n);
   const bool known = n == "zeros" || n == "ones" || n == "constant" || n == "random_normal" ||
                      n == "random_uniform" || n == "truncated_normal" || n == "variance_scaling" || n == "orthogonal" || preset(n);

@@ -14,10 +14,12 @@ class Loss {
   virtual ~Loss() = default;
   /// The reduced loss of a batch (a scalar unless reduction is "none").
   Tensor operator()(const Tensor& y_true, const Tensor& y_pred) const;
-  /// The loss of a masked output (y_pred's Keras mask, bool (batch, T)): the per-sample losses
-  /// at masked steps are zeroed and, as in Keras 2.11+ and 3, "sum_over_batch_size" is the mean
-  /// over the kept steps (0 when none is kept); "sum" sums the kept ones.
-  Tensor masked(const Tensor& y_true, const Tensor& y_pred, const Tensor& mask) const;
+  /// The loss weighted by `sample_weight` (per sample (batch,) or per step (batch, T)) and/or
+  /// an output's mask (y_pred's Keras mask, bool (batch, T)); either may be undefined. As in
+  /// Keras 2.11+ and 3: the per-sample losses are multiplied by weight * mask;
+  /// "sum_over_batch_size" then divides by the number of kept values (all of them without a
+  /// mask, so weights are not normalized; 0 when none is kept) and "sum" sums.
+  Tensor weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight, const Tensor& mask) const;
   /// Per-sample losses (batch,) before reduction.
   virtual Tensor call(const Tensor& y_true, const Tensor& y_pred) const = 0;
   const std::string& name() const { return name_; }

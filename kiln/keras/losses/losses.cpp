@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 
@@ -54,14 +55,19 @@ Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {
   return mean(losses);  // sum / number of per-sample values
 }
 
-Tensor Loss::masked(const Tensor& y_true, const Tensor& y_pred, const Tensor& mask) const {
+Tensor Loss::weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight, const Tensor& mask) const {
+  if (!sample_weight.defined() && !mask.defined()) return (*this)(y_true, y_pred);
   Tensor losses = per_sample(y_true, y_pred);
-  Tensor w = broadcast_weights(mask, losses.shape(), name_);
+  const Tensor m = mask.defined() ? broadcast_weights(mask, losses.shape(), name_) : Tensor();
+  Tensor w = sample_weight.defined() ? broadcast_weights(sample_weight, losses.shape(), name_) : m;
+  if (sample_weight.defined() && m.defined()) w = w * m;  // Keras's apply_mask: sample_weight * mask
   Tensor weighted = losses * w;
   if (reduction_ == "none") return weighted;
   if (reduction_ == "sum") return reduce_sum(weighted);
-  // Keras's apply_valid_mask: the mean over the kept values; divide_no_nan when none is kept.
-  return reduce_sum(weighted) / maximum(reduce_sum(w), 1.0);
+  // Keras's apply_valid_mask: over the kept values (divide_no_nan when none is kept); without
+  // a mask compute_weighted_loss divides by the number of values, not by the weights' sum.
+  if (!m.defined()) return reduce_sum(weighted) / static_cast<double>(std::max<int64_t>(losses.shape().num_elements(), 1));
+  return reduce_sum(weighted) / maximum(reduce_sum(m), 1.0);
 }
 
 std::string Loss::get_config() const {

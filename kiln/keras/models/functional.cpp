@@ -53,6 +53,32 @@ nlohmann::json shape_json(const Dims& dims) {
 Functional::Functional(std::vector<KerasTensor> inputs, KerasTensor output, FunctionalOptions options)
     : Functional(std::move(inputs), std::vector<KerasTensor>{std::move(output)}, std::move(options)) {}
 
+namespace {
+
+using NamedTensors = std::vector<std::pair<std::string, KerasTensor>>;
+
+// A dict of outputs in key order (Keras's nest.flatten of a dict); a key given twice is an error.
+NamedTensors by_key(NamedTensors outputs, const std::string& model) {
+  std::stable_sort(outputs.begin(), outputs.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 1; i < outputs.size(); ++i)
+    if (outputs[i].first == outputs[i - 1].first)
+      KILN_THROW(ValueError, "[", model, "] the dict of outputs has the key '", outputs[i].first, "' twice.");
+  return outputs;
+}
+
+std::vector<KerasTensor> values_of(const NamedTensors& outputs) {
+  std::vector<KerasTensor> out;
+  for (const auto& entry : outputs) out.push_back(entry.second);
+  return out;
+}
+
+}  // namespace
+
+Functional::Functional(std::vector<KerasTensor> inputs, NamedTensors outputs, FunctionalOptions options)
+    : Functional(std::move(inputs), values_of(outputs = by_key(std::move(outputs), options.name)), options) {
+  for (const auto& entry : outputs) output_keys_.push_back(entry.first);
+}
+
 Functional::Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, FunctionalOptions options)
     : Model(options.name), inputs_(std::move(inputs)), outputs_(std::move(outputs)) {
   if (inputs_.empty()) KILN_THROW(ValueError, "[", name_, "] a functional model needs at least one input.");
@@ -150,6 +176,7 @@ const KerasTensor& Functional::output() const {
 }
 
 std::vector<std::string> Functional::output_names() const {
+  if (!output_keys_.empty()) return output_keys_;
   std::vector<std::string> names;
   for (const KerasTensor& out : outputs_) names.push_back(out.layer().name());
   return names;
@@ -272,8 +299,10 @@ std::string Functional::to_json() const {
   }
   nlohmann::json input_layers = nlohmann::json::array();
   for (const KerasTensor& in : inputs_) input_layers.push_back(ref(in));
-  nlohmann::json output_layers = nlohmann::json::array();
-  for (const KerasTensor& out : outputs_) output_layers.push_back(ref(out));
+  nlohmann::json output_layers = output_keys_.empty() ? nlohmann::json::array() : nlohmann::json::object();
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    if (output_keys_.empty()) output_layers.push_back(ref(outputs_[i]));
+    else output_layers[output_keys_[i]] = ref(outputs_[i]);  // Keras's nest.pack_sequence_as of a dict
   nlohmann::json j = {{"class_name", "Functional"},
                       {"config", {{"name", name_}, {"layers", layers}, {"input_layers", input_layers},
                                   {"output_layers", output_layers}}}};
@@ -356,11 +385,17 @@ std::unique_ptr<Functional> Functional::from_json(const std::string& json, const
     std::vector<KerasTensor> inputs;
     for (const nlohmann::json& r : config.at("input_layers")) inputs.push_back(lookup(r));
     const nlohmann::json& refs = config.at("output_layers");
+    const FunctionalOptions options{config.value("name", "model")};
+    if (refs.is_object()) {  // a dict of outputs
+      NamedTensors outputs;
+      for (const auto& [key, r] : refs.items()) outputs.emplace_back(key, lookup(r));
+      return std::make_unique<Functional>(inputs, outputs, options);
+    }
     std::vector<KerasTensor> outputs;
     if (is_tensor_ref(refs)) outputs.push_back(lookup(refs));  // a bare reference: one output
     else
       for (const nlohmann::json& r : refs) outputs.push_back(lookup(r));
-    return std::make_unique<Functional>(inputs, outputs, FunctionalOptions{config.value("name", "model")});
+    return std::make_unique<Functional>(inputs, outputs, options);
   } catch (const nlohmann::json::exception& e) {
     KILN_THROW(ConfigError, "[", where, "] malformed Functional config: ", e.what(), ".");
   }

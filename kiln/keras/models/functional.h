@@ -30,6 +30,14 @@ class Functional : public Model {
   /// a loss per output, fit one y per output, and call_outputs/predict_outputs return one
   /// tensor per output, in this order. Each output is named after the layer that makes it.
   Functional(std::vector<KerasTensor> inputs, std::vector<KerasTensor> outputs, FunctionalOptions options = {});
+  /// A model whose outputs are a dict (Keras's keras.Model(inputs, {"a": out_a, "b": out_b})),
+  /// given as {{"a", out_a}, {"b", out_b}} (pairs, not a std::map, whose iterator-pair
+  /// constructor would make a braced {out_1, out_2} ambiguous): the outputs are in the order
+  /// of their keys (as Keras flattens a dict) and named by them, so losses, metrics, y and
+  /// sample weights go by key, and predict_by_name returns them by key. Saved as Keras writes
+  /// it: output_layers a dict of [layer, node, tensor] references.
+  Functional(std::vector<KerasTensor> inputs, std::vector<std::pair<std::string, KerasTensor>> outputs,
+             FunctionalOptions options = {});
 
   Tensor call(const Tensor& x, bool training) override;
   /// The forward pass on one tensor per input, in the order of `inputs` (single-output models).
@@ -50,6 +58,8 @@ class Functional : public Model {
   /// The output of a single-output model; ValueError naming outputs() for several.
   const KerasTensor& output() const;
   const std::vector<KerasTensor>& outputs() const { return outputs_; }
+  /// The keys of a model built on a dict of outputs, in output order; empty otherwise.
+  const std::vector<std::string>& output_keys() const { return output_keys_; }
 
  protected:
   std::vector<Dims> layer_output_shapes() const override;
@@ -62,6 +72,7 @@ class Functional : public Model {
 
   std::vector<KerasTensor> inputs_;
   std::vector<KerasTensor> outputs_;
+  std::vector<std::string> output_keys_;
   /// Every node between inputs and outputs, inputs first, each after its inputs.
   std::vector<std::shared_ptr<internal::KerasNode>> nodes_;
   /// A node's index among its layer's nodes in this model (Keras's node_index).

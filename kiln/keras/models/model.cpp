@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/distribute/strategy.h"
+#include "kiln/keras/losses/sample_weight.h"
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -163,20 +164,27 @@ void Model::compile(CompileOptions options) {
 
 void Model::make_step_functions() {
   // One compiled program per step kind; the functions trace on their first call.
-  // Step inputs are x_1..x_n then y_1..y_m (n = num_inputs(), m = num_outputs()).
-  const auto n = static_cast<std::ptrdiff_t>(num_inputs());
-  train_function_ = std::make_unique<Function>("train_step", [this, n](const std::vector<Tensor>& in) {
-    return train_step({in.begin(), in.begin() + n}, {in.begin() + n, in.end()});
-  });
+  // Step inputs are x_1..x_n, y_1..y_m, then w_1..w_m when the batches carry sample weights.
+  train_function_ = std::make_unique<Function>(
+      "train_step", [this](const std::vector<Tensor>& in) { return train_step(split_step_args(in)); });
   multi_step_train_function_.reset();
   if (const int k = compiled_.steps_per_execution; k > 1) {
-    // Inputs x_1..x_n, y stacked [k, ...]; outputs each metric's results stacked [k, ...].
+    // The step's inputs stacked [k, ...]; outputs each metric's results stacked [k, ...].
     multi_step_train_function_ = std::make_unique<Function>(
         str_cat("train_step_x", k), [this, k](const std::vector<Tensor>& in) { return multi_train_step(in, k); });
   }
-  test_function_ = std::make_unique<Function>("test_step", [this, n](const std::vector<Tensor>& in) {
-    return test_step({in.begin(), in.begin() + n}, {in.begin() + n, in.end()});
-  });
+  test_function_ = std::make_unique<Function>(
+      "test_step", [this](const std::vector<Tensor>& in) { return test_step(split_step_args(in)); });
+}
+
+Model::StepArgs Model::split_step_args(const std::vector<Tensor>& in) const {
+  const size_t n = num_inputs(), m = num_outputs();
+  KILN_CHECK(in.size() == n + m || in.size() == n + 2 * m, "step_args gives inputs, labels and optional weights");
+  StepArgs args;
+  args.x.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(n));
+  args.ys.assign(in.begin() + static_cast<std::ptrdiff_t>(n), in.begin() + static_cast<std::ptrdiff_t>(n + m));
+  args.sample_weights.assign(in.begin() + static_cast<std::ptrdiff_t>(n + m), in.end());
+  return args;
 }
 
 void Model::check_compiled(const char* where) const {
@@ -196,40 +204,37 @@ std::vector<Tensor> Model::call_outputs(const std::vector<Tensor>& inputs, bool 
 }
 
 std::vector<HostTensor> Model::step_args(const data::Element& batch) const {
-  const size_t outputs = num_outputs(), n = num_inputs() + outputs;
-  if (outputs > 1 && batch.size() != n) {
+  const size_t inputs = num_inputs(), outputs = num_outputs(), n = inputs + outputs;
+  // Keras's (x, y, sample_weight): after the labels one weight array for every output, or one per output.
+  const bool one_weight = batch.size() == n + 1, per_output = batch.size() == n + outputs;
+  if (batch.size() < n || (batch.size() > n && !one_weight && !per_output)) {
     std::string names;
     for (const std::string& o : output_names()) names += (names.empty() ? "" : ", ") + o;
-    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and ", outputs,
-               " label arrays (one per output: ", names, "), received ", batch.size(), " components ",
-               batch.shapes_string(), ". Hint: from_tensor_slices({x, y_1, ..., y_m}) or fit(x, {y_1, ..., y_m}).");
+    KILN_THROW(DataError, "[", name_, "] expected elements with ", inputs, " input(s), ", outputs,
+               " label array(s) (one per output: ", names, ") and optionally the sample weights (one array, or one per "
+               "output), received ", batch.size(), " components ", batch.shapes_string(),
+               ". Hint: from_tensor_slices({x_1, ..., x_n, y_1, ..., y_m}) or, weighted, ({x..., y..., w}) or "
+               "({x..., y..., w_1, ..., w_m}).");
   }
-  if (batch.size() < n)
-    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
-               batch.shapes_string(), ". Hint: from_tensor_slices({x_1, ..., x_n, y}) keeps the labels with the inputs.");
-  // Keras reads a component after the labels as sample weights; Kiln does not weigh samples
-  // yet, and dropping the weights would train as if they were all 1.
-  if (batch.size() > n)
-    KILN_THROW(DataError, "[", name_, "] expected elements with ", num_inputs(), " input(s) and the labels, received ",
-               batch.size(), " components ", batch.shapes_string(), ": Kiln does not support sample weights (a "
-               "component after the labels) yet. Hint: drop the extra component with map(), or repeat rows to weigh them.");
-  return {batch.begin(), batch.begin() + n};
+  std::vector<HostTensor> args(batch.begin(), batch.end());
+  if (one_weight && outputs > 1) args.insert(args.end(), outputs - 1, args.back());
+  return args;
 }
 
-std::vector<Tensor> Model::train_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys) {
+std::vector<Tensor> Model::train_step(const StepArgs& args) {
   GradientTape tape;
   clear_activity_losses();
-  const std::vector<Tensor> y_preds = call_outputs(x, /*training=*/true);
-  const StepLoss loss = compute_loss(ys, y_preds);
+  const std::vector<Tensor> y_preds = call_outputs(args.x, /*training=*/true);
+  const StepLoss loss = compute_loss(args.ys, y_preds, args.sample_weights);
   std::vector<Variable> vars = trainable_weights();  // after the call: layers are built
   // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
-  compiled_.optimizer->apply_gradients(replica_gradients(tape, compiled_.optimizer->scale_loss(loss.total), ys[0], vars), vars);
+  compiled_.optimizer->apply_gradients(
+      replica_gradients(tape, compiled_.optimizer->scale_loss(loss.total), args.ys[0], vars), vars);
   for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
-  return update_metrics(ys, y_preds, loss.total, loss.own, loss.masks);
+  return update_metrics(args.ys, y_preds, loss);
 }
 
 std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, int k) {
-  const auto n = static_cast<std::ptrdiff_t>(num_inputs());
   // Step j's inputs: row j of each stacked tensor. The loop reads its rows in place (the
   // stacked tensors are captures and the loop walks the step numbers): slicing rows 1..k-1
   // into a tensor of its own would copy k - 1 batches into the arena, which compile time
@@ -248,7 +253,7 @@ std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, 
   // Step 0 runs as itself: it creates the optimizer's slots, and names every variable a step
   // reads or assigns. Steps 1..k-1 are one loop carrying those variables.
   std::vector<Tensor> first = step_inputs(Tensor::scalar(0, DType::kI32));
-  std::vector<Tensor> first_logs = train_step({first.begin(), first.begin() + n}, {first.begin() + n, first.end()});
+  std::vector<Tensor> first_logs = train_step(split_step_args(first));
   trace::TraceContext& ctx = *trace::TraceContext::current();
   const std::vector<std::shared_ptr<trace::VariableState>> vars = ctx.captured_variables();
   std::vector<Tensor> values;
@@ -256,8 +261,7 @@ std::vector<Tensor> Model::multi_train_step(const std::vector<Tensor>& stacked, 
   ScanResult rest = scan(
       [&](const std::vector<Tensor>& carry, const std::vector<Tensor>& step) -> std::pair<std::vector<Tensor>, std::vector<Tensor>> {
         for (size_t i = 0; i < vars.size(); ++i) ctx.carry_variable(vars[i].get(), carry[i]);
-        std::vector<Tensor> x = step_inputs(step[0]);
-        std::vector<Tensor> logs = train_step({x.begin(), x.begin() + n}, {x.begin() + n, x.end()});
+        std::vector<Tensor> logs = train_step(split_step_args(step_inputs(step[0])));
         std::vector<Tensor> next;
         for (const auto& v : vars) next.push_back(ctx.read_variable(v));
         return {next, logs};
@@ -334,28 +338,34 @@ std::vector<Logs> Model::run_train_steps(const std::vector<StepBatch>& batches) 
   return logs;
 }
 
-std::vector<Tensor> Model::test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys) {
+std::vector<Tensor> Model::test_step(const StepArgs& args) {
   clear_activity_losses();
-  const std::vector<Tensor> y_preds = call_outputs(x, /*training=*/false);
-  const StepLoss loss = compute_loss(ys, y_preds);
-  return update_metrics(ys, y_preds, loss.total, loss.own, loss.masks);
+  const std::vector<Tensor> y_preds = call_outputs(args.x, /*training=*/false);
+  return update_metrics(args.ys, y_preds, compute_loss(args.ys, y_preds, args.sample_weights));
 }
 
-Model::StepLoss Model::compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds) {
+Model::StepLoss Model::compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
+                                    const std::vector<Tensor>& sample_weights) {
   KILN_CHECK(ys.size() == targets_.size() && y_preds.size() == targets_.size(), "one label and one prediction per output");
   std::vector<Tensor> masks = std::exchange(output_masks_, {});
   masks.resize(targets_.size());
-  // Keras's LossesContainer: sum_i w_i * loss_i, then the regularization losses; a masked
-  // output's loss is its compiled loss weighted by the mask.
+  std::vector<Tensor> weights = sample_weights;
+  weights.resize(targets_.size());
+  // Keras's LossesContainer: sum_i w_i * loss_i, then the regularization losses; each output's
+  // loss weighted by its sample weights times its mask (Keras's apply_mask).
   Tensor total;
   std::vector<Tensor> own(targets_.size());
   for (size_t i = 0; i < targets_.size(); ++i) {
+    if (masks[i].defined() && weights[i].defined())
+      weights[i] = broadcast_weights(weights[i], masks[i].shape(), targets_[i].name) * cast(masks[i], DType::kF32);
+    else if (masks[i].defined())
+      weights[i] = masks[i];
     if (!targets_[i].loss) continue;
-    own[i] = masks[i].defined() ? targets_[i].loss->masked(ys[i], y_preds[i], masks[i]) : (*targets_[i].loss)(ys[i], y_preds[i]);
+    own[i] = targets_[i].loss->weighted(ys[i], y_preds[i], sample_weights.empty() ? Tensor() : sample_weights[i], masks[i]);
     const Tensor weighted = targets_[i].loss_weight == 1.0 ? own[i] : own[i] * targets_[i].loss_weight;
     total = total.defined() ? total + weighted : weighted;
   }
-  return {with_regularization(total), std::move(own), std::move(masks)};
+  return {with_regularization(total), std::move(own), std::move(masks), std::move(weights)};
 }
 
 Tensor Model::with_regularization(Tensor loss) const {
@@ -373,24 +383,28 @@ void Model::clear_activity_losses() {
 }
 
 std::vector<Tensor> Model::update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
-                                          const Tensor& loss, const std::vector<Tensor>& output_losses,
-                                          const std::vector<Tensor>& masks) {
+                                          const StepLoss& loss) {
   // Keras weighs each batch's mean loss by its rows, so a short last batch counts for what it
   // holds and the epoch's loss is the mean over samples, as the other metrics are. A replica
   // with no rows (a partial batch smaller than the replica count) has nothing to add.
   const int64_t rows = ys[0].rank() > 0 ? ys[0].dims()[0] : 1;
   if (rows > 0) {
-    loss_tracker_->update(loss, static_cast<double>(rows));
+    loss_tracker_->update(loss.total, static_cast<double>(rows));
     for (size_t i = 0; i < targets_.size(); ++i)
-      if (targets_[i].loss_tracker) targets_[i].loss_tracker->update(output_losses[i], static_cast<double>(rows));
+      if (targets_[i].loss_tracker) targets_[i].loss_tracker->update(loss.own[i], static_cast<double>(rows));
     for (size_t i = 0; i < targets_.size(); ++i) {
       // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
       const Tensor& p = y_preds[i];
       const Tensor y_pred = size_of(p.dtype()) == 2 && is_floating(p.dtype()) ? cast(p, DType::kF32) : p;
-      // Keras's compiled metrics take the output's mask as their sample weights.
-      for (const MetricHandle& m : targets_[i].metrics)
-        if (masks[i].defined()) m->update_state_weighted(ys[i], y_pred, masks[i]);
-        else m->update_state(ys[i], y_pred);
+      // Keras's compiled metrics take the output's mask as their sample weights, the weighted
+      // ones the sample weights times the mask.
+      auto update = [&](const std::vector<MetricHandle>& metrics, const Tensor& weights) {
+        for (const MetricHandle& m : metrics)
+          if (weights.defined()) m->update_state_weighted(ys[i], y_pred, weights);
+          else m->update_state(ys[i], y_pred);
+      };
+      update(targets_[i].metrics, loss.masks[i]);
+      update(targets_[i].weighted_metrics, loss.weights[i]);
     }
   }
   // Keras computes results in cross-replica context, from the accumulators summed over the
@@ -400,7 +414,7 @@ std::vector<Tensor> Model::update_metrics(const std::vector<Tensor>& ys, const s
   for (const OutputTarget& t : targets_)
     if (t.loss_tracker) results.push_back(t.loss_tracker->result());
   for (const OutputTarget& t : targets_)
-    for (const MetricHandle& m : t.metrics) results.push_back(m->result());
+    for (const MetricHandle& m : t.all_metrics()) results.push_back(m->result());
   return results;
 }
 
@@ -411,7 +425,7 @@ std::vector<Variable> Model::metric_variables() const {
   for (const OutputTarget& t : targets_)
     if (t.loss_tracker) append(*t.loss_tracker);
   for (const OutputTarget& t : targets_)
-    for (const MetricHandle& m : t.metrics) append(*m);
+    for (const MetricHandle& m : t.all_metrics()) append(*m);
   return out;
 }
 
@@ -419,24 +433,23 @@ void Model::reset_metrics() {
   loss_tracker_->reset_state();
   for (const OutputTarget& t : targets_) {
     if (t.loss_tracker) t.loss_tracker->reset_state();
-    for (const MetricHandle& m : t.metrics) m->reset_state();
+    for (const MetricHandle& m : t.all_metrics()) m->reset_state();
   }
 }
 
 Logs Model::logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix) const {
   // Keras 2's names: "loss", then for several outputs "<output>_loss" each, then the metrics
-  // ("<output>_<metric>" for several outputs), in the order update_metrics returns them.
+  // under the names compile gave them, in the order update_metrics returns them.
   Logs logs;
   size_t next = 0;
   logs.set(prefix + "loss", outputs[next++].to_vector<double>()[0]);
   for (const OutputTarget& t : targets_)
     if (t.loss_tracker) logs.set(prefix + t.loss_tracker->name(), outputs[next++].to_vector<double>()[0]);
-  const bool several = targets_.size() > 1;
   for (const OutputTarget& t : targets_)
-    for (const MetricHandle& m : t.metrics) {
+    for (const std::string& log_name : t.log_names) {
       // A vector result (Precision at several thresholds) logs one scalar per element.
       const std::vector<double> values = outputs[next++].to_vector<double>();
-      const std::string name = prefix + (several ? t.name + "_" : "") + m->name();
+      const std::string name = prefix + log_name;
       if (values.size() == 1) logs.set(name, values[0]);
       else
         for (size_t k = 0; k < values.size(); ++k) logs.set(name + "_" + std::to_string(k), values[k]);
@@ -531,6 +544,21 @@ std::vector<HostTensor> Model::predict_outputs(const HostTensor& x, PredictOptio
   for (int64_t start = 0; start < n; start += options.batch_size)
     parts.push_back((*predict_function_)({x.slice_rows(start, std::min(n, start + options.batch_size))}));
   return concat_outputs(parts, num_outputs());
+}
+
+std::map<std::string, HostTensor> Model::named(std::vector<HostTensor> outputs) const {
+  const std::vector<std::string> names = output_names();
+  std::map<std::string, HostTensor> out;
+  for (size_t i = 0; i < names.size(); ++i) out[names[i]] = std::move(outputs[i]);
+  return out;
+}
+
+std::map<std::string, HostTensor> Model::predict_by_name(const data::Dataset& dataset, PredictOptions options) {
+  return named(predict_outputs(dataset, options));
+}
+
+std::map<std::string, HostTensor> Model::predict_by_name(const HostTensor& x, PredictOptions options) {
+  return named(predict_outputs(x, options));
 }
 
 }  // namespace kiln::keras

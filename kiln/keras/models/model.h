@@ -47,6 +47,13 @@ struct CompileOptions {
   /// logged as "<output>_<metric>".
   std::vector<std::vector<MetricHandle>> output_metrics = {};
   std::map<std::string, std::vector<MetricHandle>> metrics_by_output = {};
+  /// Metrics weighed by the sample weights (Keras's weighted_metrics), in the same three forms
+  /// as metrics. `metrics` never see the sample weights (only an output's mask), as in Keras.
+  /// Logged as "<metric>" ("weighted_<metric>" when a metric of that name exists; for several
+  /// outputs "<output>_<metric>", or "<output>_weighted_<metric>"), tf.keras 2.15's names.
+  std::vector<MetricHandle> weighted_metrics = {};
+  std::vector<std::vector<MetricHandle>> output_weighted_metrics = {};
+  std::map<std::string, std::vector<MetricHandle>> weighted_metrics_by_output = {};
   /// Steps per host round trip (S20): fit runs k train steps as one compiled program (step 0,
   /// then one while loop over the other k-1, so its size does not grow with k) and hands
   /// callbacks the k buffered logs afterwards.
@@ -68,6 +75,18 @@ struct FitOptions {
   int device_prefetch = kDefaultDevicePrefetch;
 };
 
+/// Keras's sample_weight of fit/evaluate on arrays: one array for every output, one per output
+/// in the order of the outputs, or by output name (an output left out is unweighted); set at
+/// most one form. Each array holds a weight per row (rows,) or per step (rows, T). The loss of
+/// an output is mean(loss * weight) over its values (Keras does not normalize by the weights);
+/// weighted_metrics see them, metrics do not.
+struct SampleWeights {
+  HostTensor all = HostTensor();
+  std::vector<HostTensor> per_output = {};
+  std::map<std::string, HostTensor> by_output = {};
+  bool empty() const { return !all.defined() && per_output.empty() && by_output.empty(); }
+};
+
 /// Model::fit(x, y) options: Keras's fit on in-memory arrays, with its defaults.
 struct ArrayFitOptions {
   int64_t batch_size = 32;
@@ -84,12 +103,18 @@ struct ArrayFitOptions {
   std::vector<CallbackHandle> callbacks = {};
   int verbose = 1;
   int initial_epoch = 0;
+  SampleWeights sample_weight = {};
+  /// Weight of each class id (keys 0..C-1), multiplied into the sample weights of each row by
+  /// its label (sparse labels, or the argmax of one-hot ones); single-output models, as in Keras.
+  std::map<int64_t, double> class_weight = {};
 };
 
 struct EvaluateOptions {
   int64_t steps = -1;
   std::vector<CallbackHandle> callbacks = {};
   int verbose = 1;
+  /// evaluate(x, y) only: a Dataset carries its weights in its elements.
+  SampleWeights sample_weight = {};
 };
 
 struct PredictOptions {
@@ -138,7 +163,9 @@ class Model {
   virtual Tensor call_multi(const std::vector<Tensor>& inputs, bool training);
   /// The forward pass returning one tensor per model output (default: call_multi's one).
   virtual std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training);
-  /// Number of model inputs: fit/evaluate elements are (x_1, ..., x_n, y_1, ..., y_m), predict's (x_1, ..., x_n).
+  /// Number of model inputs: fit/evaluate elements are (x_1, ..., x_n, y_1, ..., y_m), then
+  /// optionally the sample weights: one array w for every output, or one per output (w_1, ..., w_m);
+  /// predict's are (x_1, ..., x_n).
   virtual size_t num_inputs() const { return 1; }
   /// The outputs' names (Keras's output_names: the layers that make them); one per output.
   virtual std::vector<std::string> output_names() const { return {layers_.empty() ? name_ : layers_.back()->name()}; }
@@ -187,12 +214,20 @@ class Model {
   History fit(const HostTensor& x, const std::vector<HostTensor>& ys, ArrayFitOptions options = {});
   Logs evaluate(const HostTensor& x, const std::vector<HostTensor>& ys, int64_t batch_size = 32,
                 EvaluateOptions options = {});
+  /// The same with y by output name (Keras's fit(x, {"a": y_a, "b": y_b}); a dict-output
+  /// model's keys). Named apart: a braced {y_1, y_2} would also match a map's iterator pair.
+  History fit_by_name(const HostTensor& x, const std::map<std::string, HostTensor>& ys, ArrayFitOptions options = {});
+  Logs evaluate_by_name(const HostTensor& x, const std::map<std::string, HostTensor>& ys, int64_t batch_size = 32,
+                        EvaluateOptions options = {});
   /// Model outputs for every batch (elements (x) or (x, y)), concatenated along the batch.
   HostTensor predict(const data::Dataset& dataset, PredictOptions options = {});
   HostTensor predict(const HostTensor& x, PredictOptions options = {});
   /// The same for every output of the model, in the order of the outputs.
   std::vector<HostTensor> predict_outputs(const data::Dataset& dataset, PredictOptions options = {});
   std::vector<HostTensor> predict_outputs(const HostTensor& x, PredictOptions options = {});
+  /// The same by output name (Keras's predict of a dict-output model).
+  std::map<std::string, HostTensor> predict_by_name(const data::Dataset& dataset, PredictOptions options = {});
+  std::map<std::string, HostTensor> predict_by_name(const HostTensor& x, PredictOptions options = {});
 
   /// Prints the Keras table: Layer (type), Output Shape, Param #, and the totals.
   void summary(std::ostream& out = std::cout) const;
@@ -254,26 +289,47 @@ class Model {
   NameScope name_scope_;
 
  private:
-  /// What compile resolved for one output: its loss (may be empty: none), weight, metrics,
-  /// and the "<output>_loss" tracker of a multi-output model.
+  /// What compile resolved for one output: its loss (may be empty: none), weight, metrics
+  /// and weighted metrics, the names they log under, and the "<output>_loss" tracker of a
+  /// multi-output model.
   struct OutputTarget {
     std::string name;
     LossHandle loss;
     double loss_weight = 1.0;
-    std::vector<MetricHandle> metrics;
+    std::vector<MetricHandle> metrics, weighted_metrics;
+    std::vector<std::string> log_names;  // of all_metrics()
     std::unique_ptr<Mean> loss_tracker;
+    /// The metrics, then the weighted ones (Keras's order of results).
+    std::vector<MetricHandle> all_metrics() const;
   };
   /// compile's per-output resolution of the loss, loss_weights and metrics options (model_outputs.cpp).
   std::vector<OutputTarget> resolve_outputs(const CompileOptions& options) const;
+  /// Places compile's metrics (or weighted_metrics) option, in its three forms, into `slot`
+  /// of each target.
+  void resolve_metrics(const std::vector<MetricHandle>& flat, const std::vector<std::vector<MetricHandle>>& list,
+                       const std::map<std::string, std::vector<MetricHandle>>& by_name, const char* option,
+                       const std::vector<std::string>& names, std::vector<OutputTarget>& targets,
+                       std::vector<MetricHandle> OutputTarget::*slot) const;
+  /// Each target's log_names, as Keras names the metrics; a ValueError for a name used twice.
+  static void name_metrics(std::vector<OutputTarget>& targets, const std::string& model);
   /// The total loss (weighted sum of the outputs' losses, plus regularization), each
-  /// output's own loss (unweighted; undefined for an output without a loss) and each output's
-  /// mask (taken from output_masks_; a masked output's loss is the mean over its kept steps).
+  /// output's own loss (without its loss weight; undefined for an output without a loss), each
+  /// output's mask (taken from output_masks_; a masked output's loss is the mean over its kept
+  /// steps) and its sample weights times its mask (what weighted_metrics take; undefined: none).
   struct StepLoss {
     Tensor total;
-    std::vector<Tensor> own, masks;
+    std::vector<Tensor> own, masks, weights;
   };
-  StepLoss compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds);
-  std::vector<Tensor> train_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys);
+  /// `sample_weights`: one per output, or empty (unweighted).
+  StepLoss compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
+                        const std::vector<Tensor>& sample_weights);
+  /// A step's inputs split into the model inputs, the labels and the sample weights (empty,
+  /// or one per output).
+  struct StepArgs {
+    std::vector<Tensor> x, ys, sample_weights;
+  };
+  StepArgs split_step_args(const std::vector<Tensor>& in) const;
+  std::vector<Tensor> train_step(const StepArgs& args);
   /// steps_per_execution = k steps over inputs stacked [k, ...]: step 0 as itself, steps
   /// 1..k-1 as one scan carrying every variable step 0 touched; each metric output stacked
   /// [k, ...].
@@ -283,14 +339,17 @@ class Model {
   /// Runs the compiled train steps on `batches` (one program when there are k of them) and
   /// returns one Logs per batch.
   std::vector<Logs> run_train_steps(const std::vector<StepBatch>& batches);
-  std::vector<Tensor> test_step(const std::vector<Tensor>& x, const std::vector<Tensor>& ys);
-  /// The num_inputs() + num_outputs() components of a batch (the inputs, then the y's).
+  std::vector<Tensor> test_step(const StepArgs& args);
+  /// The components of a batch the steps take: the inputs, the y's, then the sample weights
+  /// when the batch has them, one per output (a single weight array is repeated for each).
   std::vector<HostTensor> step_args(const data::Element& batch) const;
-  /// Each output's metrics and loss tracker are updated; `masks`: each output's mask (the
-  /// metrics' sample weights; undefined: unweighted), from compute_loss.
+  /// Each output's metrics and loss tracker are updated: metrics weighed by the output's
+  /// mask, weighted_metrics by its sample weights times the mask (from compute_loss).
   std::vector<Tensor> update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
-                                     const Tensor& loss, const std::vector<Tensor>& output_losses,
-                                     const std::vector<Tensor>& masks);
+                                     const StepLoss& loss);
+  /// Each output's value from `by_name`, in output order; ValueError for a missing or unknown name.
+  std::vector<HostTensor> by_output_order(const std::map<std::string, HostTensor>& by_name, const char* what) const;
+  std::map<std::string, HostTensor> named(std::vector<HostTensor> outputs) const;
   /// The first num_inputs() components of a predict element.
   std::vector<HostTensor> predict_args(const data::Element& element) const;
   /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.

@@ -58,9 +58,11 @@ StepInput Model::step_input(const data::Dataset& dataset, uint64_t epoch, StepKi
 }
 
 void Model::compile_for_spec(const data::Dataset& dataset, bool train) {
-  const std::optional<std::vector<Shape>> spec = dataset.element_spec();
-  // Unknown, or not (x..., y...) batches: the first batch's checks will say what is wrong.
-  if (!spec || spec->size() != num_inputs() + num_outputs()) return;
+  std::optional<std::vector<Shape>> spec = dataset.element_spec();
+  // Unknown, or not (x..., y..., [w...]) batches: the first batch's checks will say what is wrong.
+  const size_t n = num_inputs() + num_outputs(), outputs = num_outputs();
+  if (!spec || (spec->size() != n && spec->size() != n + 1 && spec->size() != n + outputs)) return;
+  if (spec->size() == n + 1 && outputs > 1) spec->insert(spec->end(), outputs - 1, spec->back());  // as step_args
   for (const Shape& s : *spec)
     if (s.rank() == 0 || s.dims()[0] != spec->front().dims()[0]) return;
   auto compile = [&](int64_t rows) {

@@ -39,6 +39,58 @@ void distribute(const std::vector<T>& list, const std::map<std::string, T>& by_n
 
 }  // namespace
 
+std::vector<MetricHandle> Model::OutputTarget::all_metrics() const {
+  std::vector<MetricHandle> out = metrics;
+  out.insert(out.end(), weighted_metrics.begin(), weighted_metrics.end());
+  return out;
+}
+
+void Model::resolve_metrics(const std::vector<MetricHandle>& flat, const std::vector<std::vector<MetricHandle>>& list,
+                            const std::map<std::string, std::vector<MetricHandle>>& by_name, const char* option,
+                            const std::vector<std::string>& names, std::vector<OutputTarget>& targets,
+                            std::vector<MetricHandle> OutputTarget::*slot) const {
+  if (!flat.empty() && (!list.empty() || !by_name.empty()))
+    KILN_THROW(ValueError, "[", name_, "] compile received ", option, " both for every output and per output. Hint: set one.");
+  distribute(list, by_name, (std::string("output_") + option).c_str(), names, name_,
+             [&](size_t i) -> std::vector<MetricHandle>& { return targets[i].*slot; });
+  if (targets.size() == 1) {
+    if (!flat.empty()) targets[0].*slot = flat;
+    return;
+  }
+  // Keras broadcasts a flat list to every output, a copy of each metric per output (a metric's
+  // state belongs to one output).
+  for (OutputTarget& t : targets)
+    for (const MetricHandle& m : flat) {
+      try {
+        (t.*slot).push_back(copy_metric(*m));
+      } catch (const ConfigError& e) {
+        KILN_THROW(ConfigError, "[", name_, "] metric '", m->name(), "' of ", option, " applies to every output, so "
+                   "each output gets a copy made from its config, which this metric cannot make (", e.what(),
+                   "). Hint: pass one metric object per output with output_", option, ".");
+      }
+    }
+}
+
+void Model::name_metrics(std::vector<OutputTarget>& targets, const std::string& model) {
+  // tf.keras 2.15's MetricsContainer._set_metric_names: several outputs prefix "<output>_"; a
+  // weighted metric whose name is taken gets "weighted_" (after the output's prefix).
+  std::set<std::string> taken;
+  const bool several = targets.size() > 1;
+  auto add = [&](const std::string& name) {
+    if (!taken.insert(name).second)
+      KILN_THROW(ValueError, "[", model, "] found two metrics with the same name: ", name, ". Hint: all the metrics "
+                 "of a model need unique names (give one another: metrics::MeanAbsoluteError(\"mae_2\")).");
+    return name;
+  };
+  for (OutputTarget& t : targets) {
+    t.log_names.clear();
+    const std::string prefix = several ? t.name + "_" : "";
+    for (const MetricHandle& m : t.metrics) t.log_names.push_back(add(prefix + m->name()));
+    for (const MetricHandle& m : t.weighted_metrics)
+      t.log_names.push_back(add(taken.count(prefix + m->name()) ? prefix + "weighted_" + m->name() : prefix + m->name()));
+  }
+}
+
 std::vector<Model::OutputTarget> Model::resolve_outputs(const CompileOptions& options) const {
   const std::vector<std::string> names = output_names();
   if (std::set<std::string>(names.begin(), names.end()).size() != names.size())
@@ -62,24 +114,11 @@ std::vector<Model::OutputTarget> Model::resolve_outputs(const CompileOptions& op
   distribute(options.loss_weights, options.loss_weight_by_output, "loss_weights", names, name_,
              [&](size_t i) -> double& { return targets[i].loss_weight; });
 
-  const bool flat = !options.metrics.empty();
-  if (flat && (!options.output_metrics.empty() || !options.metrics_by_output.empty()))
-    KILN_THROW(ValueError, "[", name_, "] compile received metrics both for every output and per output. Hint: set one.");
-  distribute(options.output_metrics, options.metrics_by_output, "output_metrics", names, name_,
-             [&](size_t i) -> std::vector<MetricHandle>& { return targets[i].metrics; });
-  if (flat && targets.size() == 1) targets[0].metrics = options.metrics;
-  // Keras broadcasts a flat list to every output, a copy of each metric per output (a metric's
-  // state belongs to one output).
-  for (OutputTarget& t : targets)
-    for (const MetricHandle& m : flat && targets.size() > 1 ? options.metrics : std::vector<MetricHandle>{}) {
-      try {
-        t.metrics.push_back(copy_metric(*m));
-      } catch (const ConfigError& e) {
-        KILN_THROW(ConfigError, "[", name_, "] metric '", m->name(), "' applies to every output, so each output "
-                   "gets a copy made from its config, which this metric cannot make (", e.what(), "). Hint: pass one "
-                   "metric object per output with output_metrics.");
-      }
-    }
+  resolve_metrics(options.metrics, options.output_metrics, options.metrics_by_output, "metrics", names, targets,
+                  &OutputTarget::metrics);
+  resolve_metrics(options.weighted_metrics, options.output_weighted_metrics, options.weighted_metrics_by_output,
+                  "weighted_metrics", names, targets, &OutputTarget::weighted_metrics);
+  name_metrics(targets, name_);
   if (targets.size() > 1)  // Keras logs each output's own loss as "<output>_loss"
     for (OutputTarget& t : targets)
       if (t.loss) t.loss_tracker = std::make_unique<Mean>(t.name + "_loss");

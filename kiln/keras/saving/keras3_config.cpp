@@ -142,8 +142,9 @@ json compile_config3(const CompileOptions& options) {
   };
   const json loss = public3(tc["loss"], "keras.losses");
   const json metrics = public3(tc.value("metrics", json::array()), "keras.metrics");
+  const json weighted = public3(tc.value("weighted_metrics", json()), "keras.metrics");
   return {{"optimizer", optimizer_config3(*options.optimizer)}, {"loss", loss}, {"loss_weights", tc["loss_weights"]},
-          {"metrics", metrics}, {"weighted_metrics", nullptr}, {"run_eagerly", false},
+          {"metrics", metrics}, {"weighted_metrics", weighted}, {"run_eagerly", false},
           {"steps_per_execution", options.steps_per_execution}, {"jit_compile", "auto"}};
 }
 

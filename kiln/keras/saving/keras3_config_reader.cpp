@@ -110,6 +110,15 @@ std::string known_classes() {
 }
 
 // Keras's defaults that change nothing: a key holding one of these may be ignored.
+// Keras 3.0-3.4 give each object in config.json a shared_object_id (a Bidirectional's forward
+// and backward layers' initializers different ones): not part of what an object is.
+json without_object_ids(json j) {
+  if (j.is_object()) j.erase("shared_object_id");
+  if (j.is_structured())
+    for (auto& [key, value] : j.items()) value = without_object_ids(value);
+  return j;
+}
+
 bool is_neutral(const json& v) {
   return v.is_null() || (v.is_boolean() && !v.get<bool>()) || (v.is_array() && v.empty()) ||
          (v.is_object() && v.empty());
@@ -197,7 +206,8 @@ void recurrent_config2(const std::string& cls, const json& config3, json& out, c
     json forward = config3.at("layer");
     if (forward.is_object() && forward.contains("config")) forward["config"].erase("zero_output_for_mask");
     if (config3.contains("backward_layer") && !config3["backward_layer"].is_null()) {
-      json a = forward.value("config", json::object()), b = config3["backward_layer"].value("config", json::object());
+      json a = without_object_ids(forward.value("config", json::object())),
+           b = without_object_ids(config3["backward_layer"].value("config", json::object()));
       const bool flipped = a.value("go_backwards", false) != b.value("go_backwards", false);
       for (json* c : {&a, &b})
         for (const char* key : {"name", "go_backwards", "zero_output_for_mask"}) c->erase(key);
@@ -344,17 +354,21 @@ json node2(const json& node_in, const Source& src, const std::string& layer, con
 }
 
 // input_layers/output_layers: one [name, node, tensor] reference, a list of them, or (Keras 3
-// models built on dicts) a dict of them.
+// models built on dicts) a dict of them: kept for outputs (a Functional with dict outputs).
 json refs2(const json& j, const Source& src, const char* key) {
   if (j.is_array() && j.size() == 3 && j[0].is_string()) return json::array({j});
-  if (j.is_object() && j.size() == 1) return refs2(j.begin().value(), src, key);
   const bool outputs = std::string(key) == "output_layers";
+  if (j.is_object() && outputs) {
+    json out = json::object();
+    for (const auto& [name, ref] : j.items()) out[name] = refs2(ref, src, key).at(0);
+    return out;
+  }
+  if (j.is_object() && j.size() == 1) return refs2(j.begin().value(), src, key);
   if (j.is_object()) {
     std::string names;
     for (const auto& [name, ref] : j.items()) names += (names.empty() ? "" : ", ") + name;
-    fail(src, std::string("the model's ") + (outputs ? "outputs" : "inputs") + " are a dict (" + names + ")",
-         outputs ? "Kiln's models take a list of outputs; in Keras, build the model with a list of output tensors"
-                 : "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
+    fail(src, "the model's inputs are a dict (" + names + ")",
+         "Kiln's models take a list of inputs; in Keras, build the model on a list of Input tensors");
   }
   if (!j.is_array())
     fail(src, std::string(key) + " is " + j.dump().substr(0, 80), "Kiln's models take lists of inputs and outputs");
@@ -434,10 +448,9 @@ json training2(const json& cc, const Source& src) {
   if (!loss.is_string() && !loss.is_structured())
     fail(src, "compile_config loss is " + loss.dump().substr(0, 80),
          "Kiln loads a loss, a list of losses or a dict by output name; load with {.compile = false}");
-  if (cc.contains("weighted_metrics") && !is_neutral(cc["weighted_metrics"]))
-    fail(src, "compile_config has weighted_metrics=" + cc["weighted_metrics"].dump().substr(0, 80),
-         "load with {.compile = false} and compile in C++");
-  return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))}, {"weighted_metrics", nullptr},
+  const json weighted = cc.value("weighted_metrics", json());
+  return {{"loss", loss}, {"metrics", unwrap(cc.value("metrics", json::array()))},
+          {"weighted_metrics", is_neutral(weighted) ? json() : unwrap(weighted)},
           {"loss_weights", unwrap(cc.value("loss_weights", json()))}, {"optimizer_config", optimizer_config}};
 }
 

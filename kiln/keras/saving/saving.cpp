@@ -3,6 +3,7 @@
 #include "kiln/keras/saving/saving.h"
 
 #include <filesystem>
+#include <fstream>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -14,6 +15,12 @@
 
 namespace kiln::keras {
 
+bool has_hdf5_signature(const std::string& path) {
+  char head[8] = {};
+  std::ifstream(path, std::ios::binary).read(head, sizeof head);
+  return std::string(head, sizeof head) == std::string("\x89HDF\r\n\x1a\n", 8);
+}
+
 std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) {
   std::error_code ec;
   // A .keras path is Keras 3's zip archive; a directory of that name is an earlier Kiln's save,
@@ -23,7 +30,7 @@ std::unique_ptr<Model> load_model(const std::string& path, LoadOptions options) 
   if (!std::filesystem::exists(path, ec))
     KILN_THROW(IOError, "[", path, "] does not exist. Hint: pass the path model.save wrote (a .keras or .h5 file, "
                "or a model directory).");
-  if (is_keras_archive_path(path)) return load_model_keras(path, options);
+  if (is_keras_archive_path(path) && !has_hdf5_signature(path)) return load_model_keras(path, options);
   return load_model_h5(path, options);
 }
 

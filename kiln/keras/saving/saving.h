@@ -27,6 +27,11 @@ struct LoadOptions {
   CustomObjects custom_objects = {};
 };
 
+/// True when the file at `path` starts with HDF5's signature. tf.keras 2.x before 2.12 saved
+/// model.save("m.keras") as HDF5; load_model (as tf.keras 2) and `kiln inspect` read such a
+/// .keras file as .h5.
+bool has_hdf5_signature(const std::string& path);
+
 /// Loads a model saved by Model::save or by Keras 2.0-2.15's model.save("m.h5"): a directory
 /// is the directory format, a file the Keras 2 HDF5 format. Every model_config form those
 /// Keras versions wrote is read (Sequential as a bare layer list or with build_input_shape,

@@ -155,6 +155,23 @@ std::vector<MetricHandle> metrics_of(const json& j) {
   return out;
 }
 
+// compile's metrics or weighted_metrics as Keras 2 writes them: as compile received them.
+json metrics_json(const std::vector<MetricHandle>& flat, const std::vector<std::vector<MetricHandle>>& list,
+                  const std::map<std::string, std::vector<MetricHandle>>& by_name) {
+  json out = list_or_dict(list, by_name, metric_list_json);
+  return out.is_null() ? metric_list_json(flat) : out;
+}
+
+// The inverse. A list of lists or a dict of lists: metrics per output; a flat list applies to
+// every output. tf.keras 2 writes a trained single-output model's metrics as [[...]]: one output's.
+void read_metrics(const json& metrics, std::vector<MetricHandle>* flat, std::vector<std::vector<MetricHandle>>* list,
+                  std::map<std::string, std::vector<MetricHandle>>* by_name) {
+  const bool per_output = (metrics.is_array() && metrics.size() > 1 && metrics[0].is_array()) ||
+                          (metrics.is_object() && !is_serialized_object(metrics));
+  if (per_output) read_list_or_dict(metrics, list, by_name, metrics_of);
+  else metrics_from_json(metrics, flat);
+}
+
 }  // namespace
 
 MetricHandle copy_metric(const Metric& metric) {
@@ -165,11 +182,10 @@ MetricHandle copy_metric(const Metric& metric) {
 std::string training_config_json(const CompileOptions& options) {
   auto loss_or_null = [](const LossHandle& l) { return l ? loss_json(*l) : json(); };
   json loss = options.loss ? loss_json(*options.loss) : list_or_dict(options.losses, options.loss_by_output, loss_or_null);
-  json metrics = list_or_dict(options.output_metrics, options.metrics_by_output, metric_list_json);
-  if (metrics.is_null()) metrics = metric_list_json(options.metrics);
+  json weighted = metrics_json(options.weighted_metrics, options.output_weighted_metrics, options.weighted_metrics_by_output);
   json j = {{"loss", loss},
-            {"metrics", metrics},
-            {"weighted_metrics", nullptr},
+            {"metrics", metrics_json(options.metrics, options.output_metrics, options.metrics_by_output)},
+            {"weighted_metrics", weighted.empty() ? json() : weighted},
             {"loss_weights", list_or_dict(options.loss_weights, options.loss_weight_by_output, [](double w) { return w; })},
             {"optimizer_config",
              {{"class_name", options.optimizer->class_name()}, {"config", json::parse(options.optimizer->get_config())}}}};
@@ -195,13 +211,9 @@ CompileOptions compile_options_from_training_config(const std::string& text) {
       if (!w.is_number()) KILN_THROW(ConfigError, "[training_config] a loss weight is ", w.dump(), ", not a number.");
       return w.get<double>();
     });
-  const json metrics = j.value("metrics", json());
-  // A list of lists or a dict of lists: metrics per output; a flat list applies to every
-  // output. tf.keras 2 writes a trained single-output model's metrics as [[...]]: one output's.
-  const bool per_output = (metrics.is_array() && metrics.size() > 1 && metrics[0].is_array()) ||
-                          (metrics.is_object() && !is_serialized_object(metrics));
-  if (per_output) read_list_or_dict(metrics, &options.output_metrics, &options.metrics_by_output, metrics_of);
-  else metrics_from_json(metrics, &options.metrics);
+  read_metrics(j.value("metrics", json()), &options.metrics, &options.output_metrics, &options.metrics_by_output);
+  read_metrics(j.value("weighted_metrics", json()), &options.weighted_metrics, &options.output_weighted_metrics,
+               &options.weighted_metrics_by_output);
   const json& opt = j["optimizer_config"];
   if (!opt.is_object() || !opt.contains("class_name"))
     KILN_THROW(ConfigError, "[training_config] optimizer_config lacks class_name: ", opt.dump().substr(0, 200), ".");

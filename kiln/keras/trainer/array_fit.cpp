@@ -1,5 +1,8 @@
 // Model::fit(x, y) and Model::evaluate(x, y): Keras's in-memory forms, as pipelines over the
-// rows (from_tensor_slices, a full shuffle of row indices, batch) fed to the Dataset forms.
+// rows (from_tensor_slices, a full shuffle of row indices, batch) fed to the Dataset forms;
+// sample_weight and class_weight become one weight array per output after the labels.
+#include <algorithm>
+
 #include "kiln/core/check.h"
 #include "kiln/keras/models/model.h"
 
@@ -31,6 +34,87 @@ std::vector<HostTensor> components(const HostTensor& x, const std::vector<HostTe
   return out;
 }
 
+std::string output_list(const Model& model) {
+  std::string names;
+  for (const std::string& o : model.output_names()) names += (names.empty() ? "" : ", ") + o;
+  return names;
+}
+
+HostTensor checked_weights(const HostTensor& w, int64_t rows, const Model& model, const std::string& what) {
+  if (!w.defined() || w.rank() == 0 || w.dims()[0] != rows)
+    KILN_THROW(ShapeError, "[", model.name(), "] ", what, " expected ", rows, " rows (one weight per example), received ",
+               w.defined() ? str_cat(w.shape()) : "an empty tensor", ".");
+  return w.dtype() == DType::kF32 ? w : HostTensor::from_vector<float>(w.dims(), w.to_vector<float>());
+}
+
+// Keras's class_weight: each row's weight is that of its class (the sparse label, or the
+// argmax of a one-hot row), times its sample weight if any.
+HostTensor class_weighted(const std::map<int64_t, double>& class_weight, const HostTensor& y, const HostTensor& sample_weight,
+                          const Model& model) {
+  int64_t expected = 0;
+  for (const auto& entry : class_weight)
+    if (entry.first != expected++)
+      KILN_THROW(ValueError, "[", model.name(), "] expected class_weight to have the keys 0 to ", class_weight.size() - 1,
+                 " (one per class), received key ", entry.first, ".");
+  const int64_t rows = y.dims()[0], per_row = y.num_elements() / std::max<int64_t>(rows, 1);
+  const bool one_hot = y.rank() >= 2 && y.dims().back() > 1;
+  if (!one_hot && per_row != 1)
+    KILN_THROW(ShapeError, "[", model.name(), "] class_weight needs one label per row (sparse, or one-hot rows), received y ",
+               y.shape(), ".");
+  const std::vector<double> labels = y.to_vector<double>();
+  const std::vector<float> given = sample_weight.defined() ? sample_weight.to_vector<float>() : std::vector<float>();
+  const int64_t steps = sample_weight.defined() ? sample_weight.num_elements() / std::max<int64_t>(rows, 1) : 1;
+  std::vector<float> out(static_cast<size_t>(rows * steps));
+  for (int64_t r = 0; r < rows; ++r) {
+    const auto row = labels.begin() + r * per_row;
+    const double label = one_hot ? static_cast<double>(std::max_element(row, row + per_row) - row) : *row;
+    const auto it = class_weight.find(static_cast<int64_t>(label));
+    if (it == class_weight.end() || label != static_cast<double>(it->first))
+      KILN_THROW(ValueError, "[", model.name(), "] class_weight has no weight for the label ", label, " of row ", r,
+                 ". Hint: give every class 0..C-1 a weight.");
+    for (int64_t t = 0; t < steps; ++t) {
+      const auto k = static_cast<size_t>(r * steps + t);
+      out[k] = static_cast<float>(it->second) * (given.empty() ? 1.0F : given[k]);
+    }
+  }
+  return HostTensor::from_vector<float>(sample_weight.defined() ? sample_weight.dims() : Dims{rows}, out);
+}
+
+// The weight arrays after the labels: one per output (an output without weights gets ones),
+// or none when neither sample_weight nor class_weight is given.
+std::vector<HostTensor> output_weights(const SampleWeights& sw, const std::map<int64_t, double>& class_weight,
+                                       const std::vector<HostTensor>& ys, const Model& model, const char* what) {
+  const size_t outputs = model.num_outputs();
+  const int64_t rows = ys[0].dims()[0];
+  if (!class_weight.empty() && outputs > 1)
+    KILN_THROW(ValueError, "[", model.name(), "] class_weight is only supported for Models with a single output (this "
+               "one has ", outputs, ": ", output_list(model), "). Hint: weigh the rows of each output with sample_weight.");
+  const int forms = (sw.all.defined() ? 1 : 0) + (sw.per_output.empty() ? 0 : 1) + (sw.by_output.empty() ? 0 : 1);
+  if (forms > 1)
+    KILN_THROW(ValueError, "[", model.name(), "] ", what, " received sample_weight in more than one form (all, "
+               "per_output, by_output). Hint: set one.");
+  if (forms == 0 && class_weight.empty()) return {};
+  std::vector<HostTensor> out(outputs);
+  if (sw.all.defined()) std::fill(out.begin(), out.end(), checked_weights(sw.all, rows, model, str_cat(what, "'s sample_weight")));
+  if (!sw.per_output.empty() && sw.per_output.size() != outputs)
+    KILN_THROW(ValueError, "[", model.name(), "] ", what, " received ", sw.per_output.size(), " sample_weight arrays for a "
+               "model with ", outputs, " output(s) (", output_list(model), "). Hint: give one per output, in this order.");
+  for (size_t i = 0; i < sw.per_output.size(); ++i)
+    out[i] = checked_weights(sw.per_output[i], rows, model, str_cat(what, "'s sample_weight for output ", i));
+  const std::vector<std::string> names = model.output_names();
+  for (const auto& [name, w] : sw.by_output) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    if (it == names.end())
+      KILN_THROW(ValueError, "[", model.name(), "] ", what, " received sample_weight for an output named '", name,
+                 "'; the model's outputs are: ", output_list(model), ".");
+    out[static_cast<size_t>(it - names.begin())] = checked_weights(w, rows, model, str_cat(what, "'s sample_weight for ", name));
+  }
+  if (!class_weight.empty()) out[0] = class_weighted(class_weight, ys[0], out[0], model);
+  for (HostTensor& w : out)  // unweighted outputs: ones weigh as no weights do
+    if (!w.defined()) w = HostTensor::from_vector<float>({rows}, std::vector<float>(static_cast<size_t>(rows), 1.0F));
+  return out;
+}
+
 std::vector<HostTensor> rows_of(const std::vector<HostTensor>& parts, int64_t begin, int64_t end) {
   std::vector<HostTensor> out;
   for (const HostTensor& p : parts) out.push_back(p.slice_rows(begin, end));
@@ -53,6 +137,13 @@ History Model::fit(const HostTensor& x, const HostTensor& y, ArrayFitOptions opt
 
 History Model::fit(const HostTensor& x, const std::vector<HostTensor>& ys, ArrayFitOptions options) {
   const std::vector<HostTensor> parts = components(x, ys, *this, "fit");
+  // Keras: the validation rows keep their sample weights; class_weight weighs training alone.
+  std::vector<HostTensor> validation_parts = parts, train_parts = parts;
+  const std::vector<HostTensor> weights = output_weights(options.sample_weight, {}, ys, *this, "fit");
+  validation_parts.insert(validation_parts.end(), weights.begin(), weights.end());
+  const std::vector<HostTensor> train_weights =
+      options.class_weight.empty() ? weights : output_weights(options.sample_weight, options.class_weight, ys, *this, "fit");
+  train_parts.insert(train_parts.end(), train_weights.begin(), train_weights.end());
   check_batch_size(options.batch_size, name_, "fit");
   if (!(options.validation_split >= 0.0 && options.validation_split < 1.0))
     KILN_THROW(ValueError, "[", name_, "] fit: validation_split must be in [0, 1), received ", options.validation_split, ".");
@@ -63,7 +154,7 @@ History Model::fit(const HostTensor& x, const std::vector<HostTensor>& ys, Array
   if (train_rows <= 0)
     KILN_THROW(ValueError, "[", name_, "] fit: validation_split ", options.validation_split, " of ", rows,
                " rows leaves none to train on.");
-  data::Dataset train = data::Dataset::from_tensor_slices(rows_of(parts, 0, train_rows));
+  data::Dataset train = data::Dataset::from_tensor_slices(rows_of(train_parts, 0, train_rows));
   if (options.shuffle) train = train.shuffle(train_rows, options.seed);  // reshuffled each epoch
   FitOptions fit_options{.epochs = options.epochs,
                          .callbacks = std::move(options.callbacks),
@@ -73,7 +164,7 @@ History Model::fit(const HostTensor& x, const std::vector<HostTensor>& ys, Array
     const auto& [xv, yv] = *options.validation_data;
     fit_options.validation_data = batches(components(xv, {yv}, *this, "fit's validation_data"), options.batch_size);
   } else if (validation_rows > 0) {
-    fit_options.validation_data = batches(rows_of(parts, train_rows, rows), options.batch_size);
+    fit_options.validation_data = batches(rows_of(validation_parts, train_rows, rows), options.batch_size);
   }
   return fit(train.batch(options.batch_size), std::move(fit_options));
 }
@@ -83,9 +174,38 @@ Logs Model::evaluate(const HostTensor& x, const HostTensor& y, int64_t batch_siz
 }
 
 Logs Model::evaluate(const HostTensor& x, const std::vector<HostTensor>& ys, int64_t batch_size, EvaluateOptions options) {
-  const std::vector<HostTensor> parts = components(x, ys, *this, "evaluate");
+  std::vector<HostTensor> parts = components(x, ys, *this, "evaluate");
+  const std::vector<HostTensor> weights = output_weights(options.sample_weight, {}, ys, *this, "evaluate");
+  parts.insert(parts.end(), weights.begin(), weights.end());
   check_batch_size(batch_size, name_, "evaluate");
+  options.sample_weight = {};  // now in the dataset's elements
   return evaluate(batches(parts, batch_size), std::move(options));
+}
+
+std::vector<HostTensor> Model::by_output_order(const std::map<std::string, HostTensor>& by_name, const char* what) const {
+  const std::vector<std::string> names = output_names();
+  std::vector<HostTensor> out;
+  for (const std::string& name : names) {
+    const auto it = by_name.find(name);
+    if (it == by_name.end())
+      KILN_THROW(ValueError, "[", name_, "] ", what, " received no y for the output '", name, "'; the model's outputs are: ",
+                 output_list(*this), ". Hint: give one y per output, by its name.");
+    out.push_back(it->second);
+  }
+  for (const auto& entry : by_name)
+    if (std::find(names.begin(), names.end(), entry.first) == names.end())
+      KILN_THROW(ValueError, "[", name_, "] ", what, " received y for an output named '", entry.first,
+                 "'; the model's outputs are: ", output_list(*this), ".");
+  return out;
+}
+
+History Model::fit_by_name(const HostTensor& x, const std::map<std::string, HostTensor>& ys, ArrayFitOptions options) {
+  return fit(x, by_output_order(ys, "fit"), std::move(options));
+}
+
+Logs Model::evaluate_by_name(const HostTensor& x, const std::map<std::string, HostTensor>& ys, int64_t batch_size,
+                             EvaluateOptions options) {
+  return evaluate(x, by_output_order(ys, "evaluate"), batch_size, std::move(options));
 }
 
 }  // namespace kiln::keras

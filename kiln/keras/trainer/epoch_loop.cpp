@@ -213,6 +213,9 @@ TrainingState Model::training_state() {
 
 Logs Model::evaluate(const data::Dataset& dataset, EvaluateOptions options) {
   check_compiled("evaluate");
+  if (!options.sample_weight.empty())
+    KILN_THROW(ValueError, "[", name_, "] evaluate received sample_weight with a Dataset, whose elements carry their "
+               "weights. Hint: from_tensor_slices({x..., y..., w}) puts them after the labels.");
   std::vector<CallbackHandle> list = options.callbacks;
   if (options.verbose > 0 && is_chief()) list.push_back(std::make_shared<ProgbarLogger>());  // rank 0 prints
   CallbackList callbacks(std::move(list), this, {.epochs = 1, .steps = options.steps, .verbose = options.verbose});

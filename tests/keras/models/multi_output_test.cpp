@@ -245,7 +245,7 @@ TEST(MultiOutputTest, DatasetElementsCarryOneLabelPerOutput) {
   const std::vector<HostTensor> w1 = from_arrays->get_weights(), w2 = from_dataset->get_weights();
   for (size_t k = 0; k < w1.size(); ++k) EXPECT_EQ(w1[k].to_vector<float>(), w2[k].to_vector<float>()) << k;
   KILN_EXPECT_ERROR(from_dataset->evaluate(data::Dataset::from_tensor_slices({d.x, d.ya}).batch(2), {.verbose = 0}),
-                    DataError, "2 label arrays (one per output: a, b)");
+                    DataError, "2 label array(s) (one per output: a, b)");
 }
 
 TEST(MultiOutputTest, StepsPerExecutionTrainsLikeOneStepAtATime) {

@@ -5,6 +5,8 @@
 // and key. Round trips with optimizer state are in round_trip_test.cpp.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include <filesystem>
 #include <fstream>
 
@@ -308,6 +310,54 @@ TEST_F(KerasArchiveTest, RecurrentLayersAndWrappersRoundTripInKeras3sLayout) {
                                                    {kKerasConfigMember, edited.dump()},
                                                    {kKerasWeightsMember, zip.read(kKerasWeightsMember)}});
   KILN_EXPECT_ERROR(load_model(dir_.file("rnn.keras")), IOError, "has recurrent_activation=hard_sigmoid, which in Keras 3");
+}
+
+// Keras 3.0-3.3 name the orthogonal initializer OrthogonalInitializer, and Keras 3.0-3.4 give
+// every object in config.json a shared_object_id, a Bidirectional's forward and backward
+// layers different ones: public Keras 3.3.3 (LSTM) and 3.0.5 (Bidirectional LSTM) files failed
+// on these. The same layout made from Kiln's own file loads and predicts the same.
+TEST_F(KerasArchiveTest, Keras30To34RecurrentConfigsLoad) {
+  HostTensor x(Shape(DType::kI32, {8, 5}));
+  auto ids = x.data<int32_t>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = i % 5 == 4 ? 0 : static_cast<int32_t>(1 + (i * 7) % 6);
+  auto model = recurrent_model();
+  model->save(dir_.file("rnn.keras"));
+  const io::ZipReader zip = io::ZipReader::open(dir_.file("rnn.keras"));
+  json edited = json::parse(zip.read(kKerasConfigMember));
+  int64_t next_id = 1000, renamed = 0;
+  std::function<void(json&)> as_keras30 = [&](json& j) {
+    if (j.is_object() && j.value("module", "") == "keras.initializers") {
+      j["shared_object_id"] = next_id++;
+      if (j.value("class_name", "") == "Orthogonal") {
+        j["class_name"] = "OrthogonalInitializer";
+        ++renamed;
+      }
+    }
+    if (j.is_structured())
+      for (auto& [key, value] : j.items()) as_keras30(value);
+  };
+  as_keras30(edited);
+  ASSERT_GT(renamed, 0);
+  io::write_zip_atomically(dir_.file("rnn.keras"), {{"metadata.json", zip.read("metadata.json")},
+                                                   {kKerasConfigMember, edited.dump()},
+                                                   {kKerasWeightsMember, zip.read(kKerasWeightsMember)}});
+  std::unique_ptr<Model> loaded = load_model(dir_.file("rnn.keras"));
+  expect_same_tensors({loaded->predict(x)}, {model->predict(x)}, "prediction");
+}
+
+// tf.keras 2.10's model.save("m.keras") wrote HDF5 (a public Bidirectional(LSTM) file is one):
+// load_model reads it by its signature, as tf.keras 2 does.
+TEST_F(KerasArchiveTest, AnHdf5FileNamedKerasLoadsAsH5) {
+  HostTensor x(Shape(DType::kI32, {8, 5}));
+  auto ids = x.data<int32_t>();
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(1 + (i * 5) % 6);
+  auto model = recurrent_model();
+  model->compile({.optimizer = Adam(), .loss = "mse"});
+  model->save(dir_.file("rnn.h5"));
+  std::filesystem::rename(dir_.file("rnn.h5"), dir_.file("rnn_h5.keras"));
+  std::unique_ptr<Model> loaded = load_model(dir_.file("rnn_h5.keras"));
+  EXPECT_TRUE(loaded->is_compiled());
+  expect_same_tensors({loaded->predict(x)}, {model->predict(x)}, "prediction");
 }
 
 // Verify that the directory Keras 3.6+'s save_model(model, path, zipped=False) writes (the

@@ -115,6 +115,46 @@ TEST(KilnCliTest, EvalOnMnistUsesTheTestSplitScaledToTheModelInputShape) {
   EXPECT_EQ(out, expected_eval_output(logs));
 }
 
+TEST(KilnCliTest, EvalOfAMultiOutputModelTakesYPerOutputAndPrintsEachOutputsLossAndMetrics) {
+  kiln::testing::TempDir dir;
+  KerasTensor in = Input({3});
+  KerasTensor h = Dense(4, {.activation = "relu", .name = "trunk"})(in);
+  Functional model({in}, {Dense(2, {.name = "reg"})(h), Dense(3, {.name = "cls"})(h)});
+  model.compile({.optimizer = Adam(), .losses = {"mse", SparseCategoricalCrossentropy({.from_logits = true})},
+                 .metrics_by_output = {{"cls", {"accuracy"}}}, .weighted_metrics_by_output = {{"reg", {"mae"}}}});
+  const auto [x, y_reg] = rows(37);
+  std::vector<int32_t> labels;
+  std::vector<float> weights;
+  for (int i = 0; i < 37; ++i) {
+    labels.push_back(i % 3);
+    weights.push_back(static_cast<float>(i % 4) * 0.5f);
+  }
+  const HostTensor y_cls = HostTensor::from_vector<int32_t>({37}, labels), w = HostTensor::from_vector<float>({37}, weights);
+  for (const auto& [name, t] : std::map<std::string, HostTensor>{{"x", x}, {"reg", y_reg}, {"cls", y_cls}, {"w", w}})
+    data::write_npy(dir.file(name + ".npy"), t);
+  model.save(dir.file("m.h5"));
+  const std::vector<HostTensor> ys{y_reg, y_cls};
+  const Logs logs = model.evaluate(x, ys, 8, {.verbose = 0});
+  ASSERT_EQ(logs.items().size(), 5u);  // loss, reg_loss, cls_loss, reg_mae, cls_accuracy
+  const std::string base = "eval " + dir.file("m.h5") + " --x " + dir.file("x.npy") + " --batch-size 8";
+  // By output name in any order, or one file per output in output order.
+  for (const std::string& ys_args : {" --y cls=" + dir.file("cls.npy") + " --y reg=" + dir.file("reg.npy"),
+                                    " --y " + dir.file("reg.npy") + " --y " + dir.file("cls.npy")}) {
+    const auto [out, status] = run_kiln(base + ys_args);
+    EXPECT_EQ(status, 0) << out;
+    EXPECT_EQ(out, expected_eval_output(logs));
+  }
+  const Logs weighted = model.evaluate(x, ys, 8, {.verbose = 0, .sample_weight = {.all = w}});
+  const auto [out, status] = run_kiln(base + " --y reg=" + dir.file("reg.npy") + " --y cls=" + dir.file("cls.npy") +
+                                      " --sample-weight " + dir.file("w.npy"));
+  EXPECT_EQ(status, 0) << out;
+  EXPECT_EQ(out, expected_eval_output(weighted));
+  EXPECT_NE(weighted.at("reg_mae"), logs.at("reg_mae"));
+  const auto [bad, bad_status] = run_kiln(base + " --y reg=" + dir.file("reg.npy"));
+  EXPECT_EQ(bad_status, 1);
+  EXPECT_NE(bad.find("has 2 output(s) (reg, cls), and received 1 --y value(s)"), std::string::npos) << bad;
+}
+
 TEST(KilnCliTest, EvalErrorsSayWhatIsMissing) {
   kiln::testing::TempDir dir;
   auto model = trained_model();
