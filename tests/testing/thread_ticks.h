@@ -4,11 +4,14 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 namespace kiln::testing {
 
@@ -33,6 +36,25 @@ inline double thread_cpu_seconds() {
   timespec t{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+/// Whether an idle OpenMP worker can be told from a busy one: OMP_WAIT_POLICY=active keeps
+/// idle workers spinning.
+inline bool idle_workers_sleep() {
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  return policy == nullptr || std::string(policy) != "active";
+}
+
+/// The other threads' ticks while this thread spends `seconds` of its own CPU time calling
+/// `run` repeatedly. One call and a pause come first, so the workers go idle (libgomp spins a
+/// bounded while, GOMP_SPINCOUNT, then sleeps): what they accrue after is work they shared.
+template <typename Fn>
+long worker_ticks_while_running(Fn&& run, double seconds) {
+  run();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const long before = other_threads_ticks();
+  for (const double until = thread_cpu_seconds() + seconds; thread_cpu_seconds() < until;) run();
+  return other_threads_ticks() - before;
 }
 
 }  // namespace kiln::testing

@@ -6,11 +6,8 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <random>
-#include <thread>
 
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
@@ -165,8 +162,7 @@ TEST(OnednnConvolutionTest, TheTimedChoiceIsRecordedAndReused) {
 // convolutions on two (issue 19). A kernel created for two threads and run while one thread is
 // the team size must leave the other OpenMP thread idle, and give the same results.
 TEST(OnednnConvolutionTest, EachRunUsesTheTeamSizeOfThatRun) {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (policy != nullptr && std::string(policy) == "active")
+  if (!testing::idle_workers_sleep())
     GTEST_SKIP() << "OMP_WAIT_POLICY=active: idle OpenMP workers never stop spinning";
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
@@ -201,24 +197,15 @@ TEST(OnednnConvolutionTest, EachRunUsesTheTeamSizeOfThatRun) {
       kernels[k]->run(ins[k].data(), outs[k].data());
     }
   };
-  // The workers' CPU time while this thread spends `seconds` of its own running the kernels;
-  // first the workers go idle: libgomp spins a bounded while (GOMP_SPINCOUNT), then sleeps.
-  auto worker_ticks_while_running = [&](double seconds) {
-    std::vector<std::vector<float>> outs;
-    run_all(outs);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const long before = testing::other_threads_ticks();
-    for (const double until = testing::thread_cpu_seconds() + seconds; testing::thread_cpu_seconds() < until;) run_all(outs);
-    return testing::other_threads_ticks() - before;
-  };
 
-  std::vector<std::vector<float>> two, one;
+  std::vector<std::vector<float>> two, one, scratch;
+  auto run_again = [&] { run_all(scratch); };
   run_all(two);
   // The measure sees a worker's work: on two threads it does about half of it.
-  EXPECT_GT(worker_ticks_while_running(0.3), 5);
+  EXPECT_GT(testing::worker_ticks_while_running(run_again, 0.3), 5);
   omp_set_num_threads(1);
   run_all(one);
-  EXPECT_LE(worker_ticks_while_running(0.3), 1);
+  EXPECT_LE(testing::worker_ticks_while_running(run_again, 0.3), 1);
   omp_set_num_threads(saved);
   for (size_t k = 0; k < ops.size(); ++k)
     for (size_t i = 0; i < one[k].size(); ++i)

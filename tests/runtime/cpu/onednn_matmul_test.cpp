@@ -7,13 +7,10 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
-#include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <filesystem>
 #include <random>
 #include <string>
-#include <thread>
 
 #include "kiln/ir/builder.h"
 #include "kiln/ir/module.h"
@@ -163,8 +160,7 @@ TEST(OnednnMatmulTest, TheTimedChoiceIsRecordedAndReusedFromMemoryAndDisk) {
 // size when the primitive is created: a step the thread governor runs on one thread must run
 // its matmuls on one (the other OpenMP thread idle), with the same results.
 TEST(OnednnMatmulTest, EachRunUsesTheTeamSizeOfThatRun) {
-  const char* policy = std::getenv("OMP_WAIT_POLICY");
-  if (policy != nullptr && std::string(policy) == "active")
+  if (!testing::idle_workers_sleep())
     GTEST_SKIP() << "OMP_WAIT_POLICY=active: idle OpenMP workers never stop spinning";
   const int saved = omp_get_max_threads();
   omp_set_num_threads(2);
@@ -186,23 +182,13 @@ TEST(OnednnMatmulTest, EachRunUsesTheTeamSizeOfThatRun) {
       kernels[k]->run(lhs[k].raw_data(), rhs[k].raw_data(), nullptr, outs.back().raw_data());
     }
   };
-  // The workers' CPU time while this thread spends `seconds` of its own running the kernels;
-  // first the workers go idle: libgomp spins a bounded while (GOMP_SPINCOUNT), then sleeps.
-  auto worker_ticks_while_running = [&](double seconds) {
-    std::vector<HostTensor> outs;
-    run_all(outs);
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    const long before = testing::other_threads_ticks();
-    for (const double until = testing::thread_cpu_seconds() + seconds; testing::thread_cpu_seconds() < until;)
-      run_all(outs);
-    return testing::other_threads_ticks() - before;
-  };
-  std::vector<HostTensor> two, one;
+  std::vector<HostTensor> two, one, scratch;
+  auto run_again = [&] { run_all(scratch); };
   run_all(two);
-  EXPECT_GT(worker_ticks_while_running(0.3), 5);  // on two threads a worker does about half
+  EXPECT_GT(testing::worker_ticks_while_running(run_again, 0.3), 5);  // on two threads a worker does about half
   omp_set_num_threads(1);
   run_all(one);
-  EXPECT_LE(worker_ticks_while_running(0.3), 1);
+  EXPECT_LE(testing::worker_ticks_while_running(run_again, 0.3), 1);
   omp_set_num_threads(saved);
   for (size_t k = 0; k < all.size(); ++k) {
     const std::vector<float> a = one[k].to_vector<float>(), b = two[k].to_vector<float>();
