@@ -192,6 +192,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   const D& self_as() const {
     return static_cast<const D&>(self());
   }
+  /// Records the activity penalty of an output a call returns beside its main one (an RNN's
+  /// final states), as Keras penalizes every output; returns `output`.
+  Tensor add_activity_loss(const Tensor& output) { return self().with_activity_loss(output); }
 
  private:
   Layer& self() { return body_ ? *body_ : *this; }

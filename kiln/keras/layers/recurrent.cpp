@@ -22,6 +22,7 @@ Recurrent::Recurrent(int64_t units, RecurrentOptions options, int gates, const c
       gates_(gates),
       cell_(cell) {
   if (units <= 0) KILN_THROW(ValueError, "[", class_name_of(cell), "] expected units > 0, received units=", units, ".");
+  set_activity_regularizer(options_.activity_regularizer);
   activations::get(options_.activation);  // unknown names fail at construction, as in Keras
   activations::get(options_.recurrent_activation);
 }
@@ -53,10 +54,14 @@ void Recurrent::build_weights(const Dims& input_shape) {
   if (input_shape.size() != 2)
     KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, features), received per-example ",
                "dims of rank ", input_shape.size(), ". Hint: a recurrent layer reads sequences; reshape or embed first.");
-  kernel_ = add_weight(cell_ + "/kernel", {input_shape[1], gates_ * units_}, options_.kernel_initializer);
-  recurrent_kernel_ = add_weight(cell_ + "/recurrent_kernel", {units_, gates_ * units_}, options_.recurrent_initializer);
-  if (options_.use_bias) {
-    bias_ = add_weight(cell_ + "/bias", bias_dims(), options_.bias_initializer);
+  const RecurrentOptions& o = options_;
+  kernel_ = add_weight(cell_ + "/kernel", {input_shape[1], gates_ * units_}, o.kernel_initializer, /*trainable=*/true,
+                       o.kernel_regularizer, o.kernel_constraint);
+  recurrent_kernel_ = add_weight(cell_ + "/recurrent_kernel", {units_, gates_ * units_}, o.recurrent_initializer,
+                                 /*trainable=*/true, o.recurrent_regularizer, o.recurrent_constraint);
+  if (o.use_bias) {
+    bias_ = add_weight(cell_ + "/bias", bias_dims(), o.bias_initializer, /*trainable=*/true, o.bias_regularizer,
+                       o.bias_constraint);
     if (gates_ == 4 && options_.unit_forget_bias) {
       // Keras's unit_forget_bias: the forget gate's block starts at ones. Written into the
       // variable's bytes (the copy shares them), in whatever dtype it keeps.
@@ -103,9 +108,8 @@ std::vector<Tensor> Recurrent::call_with_state(const Tensor& x, const Tensor& ma
     flags["mask"] = true;
   }
   inputs.insert(inputs.end(), initial_state.begin(), initial_state.end());
-  std::vector<Tensor> out{(*this)(inputs, training, flags)};
-  const std::vector<Tensor>& states = self_as<Recurrent>().last_states_;
-  out.insert(out.end(), states.begin(), states.end());
+  std::vector<Tensor> out{(*this)(inputs, training, flags)};  // the output's activity loss added
+  for (const Tensor& state : self_as<Recurrent>().last_states_) out.push_back(add_activity_loss(state));
   return out;
 }
 
@@ -242,13 +246,11 @@ std::string Recurrent::get_config() const {
   j["activation"] = o.activation.empty() ? "linear" : o.activation;
   if (gates_ > 1) j["recurrent_activation"] = o.recurrent_activation.empty() ? "linear" : o.recurrent_activation;
   j["use_bias"] = o.use_bias;
-  j["kernel_initializer"] = internal::initializer_json(o.kernel_initializer);
-  j["recurrent_initializer"] = internal::initializer_json(o.recurrent_initializer);
-  j["bias_initializer"] = internal::initializer_json(o.bias_initializer);
+  internal::put_weight_fields(j, "kernel", o.kernel_initializer, o.kernel_regularizer, o.kernel_constraint);
+  internal::put_weight_fields(j, "recurrent", o.recurrent_initializer, o.recurrent_regularizer, o.recurrent_constraint);
+  internal::put_weight_fields(j, "bias", o.bias_initializer, o.bias_regularizer, o.bias_constraint);
+  j["activity_regularizer"] = internal::regularizer_json(o.activity_regularizer);
   if (gates_ == 4) j["unit_forget_bias"] = o.unit_forget_bias;
-  for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    j[key] = nullptr;
   j["dropout"] = 0.0;
   j["recurrent_dropout"] = 0.0;
   if (gates_ > 1) j["implementation"] = 2;
@@ -267,21 +269,17 @@ RecurrentOptions recurrent_options(const nlohmann::json& j, const char* cls) {
   if (j.contains("recurrent_activation"))
     o.recurrent_activation = internal::activation_from_json(j["recurrent_activation"]);
   o.use_bias = j.value("use_bias", true);
-  for (auto [key, field] : {std::pair{"kernel_initializer", &o.kernel_initializer},
-                            std::pair{"recurrent_initializer", &o.recurrent_initializer},
-                            std::pair{"bias_initializer", &o.bias_initializer}})
-    if (j.contains(key) && !j[key].is_null()) *field = internal::initializer_from_json(j[key]);
+  internal::get_weight_fields(j, "kernel", &o.kernel_initializer, &o.kernel_regularizer, &o.kernel_constraint);
+  internal::get_weight_fields(j, "recurrent", &o.recurrent_initializer, &o.recurrent_regularizer,
+                              &o.recurrent_constraint);
+  internal::get_weight_fields(j, "bias", &o.bias_initializer, &o.bias_regularizer, &o.bias_constraint);
+  if (j.contains("activity_regularizer")) o.activity_regularizer = internal::regularizer_from_json(j["activity_regularizer"]);
   o.unit_forget_bias = j.value("unit_forget_bias", true);
   o.reset_after = j.value("reset_after", true);
   o.return_sequences = j.value("return_sequences", false);
   o.return_state = j.value("return_state", false);
   o.go_backwards = j.value("go_backwards", false);
   o.unroll = j.value("unroll", false);
-  for (const char* key : {"kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "activity_regularizer",
-                          "kernel_constraint", "recurrent_constraint", "bias_constraint"})
-    internal::require_null(j, key, who,
-                           "Kiln's recurrent layers build no regularizers or constraints; remove it from the config "
-                           "(it changes training only) to load the model.");
   for (const char* key : {"dropout", "recurrent_dropout"})
     if (j.contains(key) && j[key].is_number() && j[key].get<double>() != 0.0)
       KILN_THROW(ConfigError, "[", who, "] ", key, "=", j[key].dump(), " is not built in Kiln's recurrent layers. ",

@@ -15,6 +15,16 @@ struct RecurrentOptions {
   Initializer kernel_initializer = "glorot_uniform";
   Initializer recurrent_initializer = "orthogonal";
   Initializer bias_initializer = "zeros";
+  /// Penalties training adds to the loss (Keras's *_regularizer), and constraints applied after
+  /// each optimizer step, per weight; the activity regularizer penalizes every output (the
+  /// sequence or last output, and with return_state the final states), over the batch.
+  std::optional<Regularizer> kernel_regularizer = std::nullopt;
+  std::optional<Regularizer> recurrent_regularizer = std::nullopt;
+  std::optional<Regularizer> bias_regularizer = std::nullopt;
+  std::optional<Regularizer> activity_regularizer = std::nullopt;
+  std::optional<Constraint> kernel_constraint = std::nullopt;
+  std::optional<Constraint> recurrent_constraint = std::nullopt;
+  std::optional<Constraint> bias_constraint = std::nullopt;
   /// LSTM: the forget gate's bias starts at 1 (Jozefowicz et al.), the rest from bias_initializer.
   bool unit_forget_bias = true;
   /// GRU: the reset gate applies after the recurrent matmul (Keras 2's default, CuDNN's form),

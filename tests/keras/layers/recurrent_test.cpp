@@ -227,6 +227,56 @@ TEST(RecurrentTest, ConfigsRoundTripAndUnbuiltFeaturesFailLoudly) {
   KILN_EXPECT_ERROR(bad(Tensor::from_vector<float>({1, 3}, {1, 2, 3})), ShapeError, "(batch, time, features)");
 }
 
+TEST(RecurrentTest, RegularizersPenalizeEachWeightAndEveryOutputAndConstraintsHold) {
+  // Keras's LSTM: kernel/recurrent/bias regularizers on their weights, the activity
+  // regularizer on every output (with return_state, the final states too), divided by the batch.
+  LSTM lstm(3, {.kernel_regularizer = Regularizer::from_config("L2", R"({"l2": 0.5})"),
+                .recurrent_regularizer = Regularizer::from_config("L1", R"({"l1": 0.25})"),
+                .bias_regularizer = Regularizer::from_config("L2", R"({"l2": 0.125})"),
+                .activity_regularizer = Regularizer::from_config("L2", R"({"l2": 0.01})"),
+                .kernel_constraint = Constraint::from_config("NonNeg"), .name = "l"});
+  lstm.build(Dims{4, 2});
+  auto sum = [](const Variable& v, bool squares) {
+    double total = 0;
+    for (float e : v.storage().to_vector<float>()) total += squares ? double(e) * e : std::abs(double(e));
+    return total;
+  };
+  const std::vector<Tensor> penalties = lstm.regularization_losses();
+  ASSERT_EQ(penalties.size(), 3u);
+  EXPECT_NEAR(penalties[0].to_vector<double>()[0], 0.5 * sum(lstm.kernel(), true), 1e-5);
+  EXPECT_NEAR(penalties[1].to_vector<double>()[0], 0.25 * sum(lstm.recurrent_kernel(), false), 1e-5);
+  EXPECT_NEAR(penalties[2].to_vector<double>()[0], 0.125 * sum(lstm.bias(), true), 1e-5);  // the forget block's ones
+
+  const Tensor x(random_f64({2, 4, 2}, 7).astype(DType::kF32));
+  const std::vector<Tensor> out = lstm.call_with_state(x);
+  ASSERT_EQ(out.size(), 3u);  // output, h, c
+  ASSERT_EQ(lstm.activity_losses().size(), 3u);
+  for (size_t k = 0; k < out.size(); ++k) {
+    double squares = 0;
+    for (float e : out[k].to_vector<float>()) squares += double(e) * e;
+    EXPECT_NEAR(lstm.activity_losses()[k].to_vector<double>()[0], 0.01 * squares / 2, 1e-7) << "output " << k;
+  }
+
+  // The kernel starts with negative entries (glorot_uniform); NonNeg zeroes them.
+  auto least = [](const Variable& v) { return std::ranges::min(v.storage().to_vector<float>()); };
+  ASSERT_LT(least(lstm.kernel()), 0.0f);
+  lstm.apply_constraints();
+  EXPECT_EQ(least(lstm.kernel()), 0.0f);
+  EXPECT_LT(least(lstm.recurrent_kernel()), 0.0f);  // unconstrained
+
+  // Configs round-trip them, and Keras 3's serialized form loads.
+  const std::string config = lstm.get_config();
+  for (const char* key : {"\"kernel_regularizer\":{", "\"recurrent_regularizer\":{", "\"bias_regularizer\":{",
+                          "\"activity_regularizer\":{", "\"kernel_constraint\":{", "\"recurrent_constraint\":null"})
+    EXPECT_NE(config.find(key), std::string::npos) << key << " not in " << config;
+  EXPECT_EQ(LSTM::from_config(config).get_config(), config);
+  GRU keras3 = GRU::from_config(R"({"name": "g", "units": 2, "recurrent_regularizer": {"module": "keras.regularizers",
+      "class_name": "L2", "config": {"l2": 0.02}, "registered_name": null}})");
+  keras3.build(Dims{3, 2});
+  ASSERT_EQ(keras3.regularization_losses().size(), 1u);
+  EXPECT_NEAR(keras3.regularization_losses()[0].to_vector<double>()[0], 0.02 * sum(keras3.recurrent_kernel(), true), 1e-6);
+}
+
 TEST(WrappersTest, BidirectionalNamesWeightsAsKerasAndDifferentiates) {
   Bidirectional bi(LSTM(2, {.return_sequences = true}), {.merge_mode = "concat"});
   bi.build(Dims{4, 3});
