@@ -105,8 +105,13 @@ Instruction* zeros(const Instruction& like, size_t dim, int64_t extent, ir::Buil
 // and an add per pair (the gradient of slicing a value into parts, as an LSTM's four gates).
 // Adding 0 is exact but for the sign of a zero (-0 + 0 = +0), as "x + 0 -> x".
 Instruction* sum_of_padded_pieces(Instruction& x, ir::Builder& b) {
-  if (x.users().size() == 1 && x.users()[0]->opcode() == Opcode::kAdd) return nullptr;  // not the tree's root
   std::vector<Instruction*> pieces;
+  // The rewrite starts at the tree's root: the topmost add whose leaves are all padded pieces
+  // (an enclosing add that also sums something else leaves this one the root).
+  if (x.users().size() == 1 && x.users()[0]->opcode() == Opcode::kAdd &&
+      collect_padded_pieces(x.users()[0], true, pieces))
+    return nullptr;
+  pieces.clear();
   if (!collect_padded_pieces(&x, true, pieces) || pieces.size() < 2) return nullptr;
   const int64_t dim = disjoint_padding_dim(pieces);
   if (dim < 0) return nullptr;

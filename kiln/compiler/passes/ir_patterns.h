@@ -27,7 +27,8 @@ bool is_output(const ir::Instruction& inst);
 
 /// True when output element i of `consumer` reads only element i of operand `operand_index`
 /// (an elementwise op, a loop fusion whose body uses that parameter only in elementwise
-/// ops, or the operand a dynamic_update_slice writes its update into). Such an operand's buffer may be overwritten by the result in place.
+/// ops, or the operand a dynamic_update_slice writes its update into). Such an operand's
+/// buffer may be overwritten by the result in place.
 bool reads_elementwise(const ir::Instruction& consumer, size_t operand_index);
 
 }  // namespace kiln::compiler

@@ -180,6 +180,31 @@ TEST(AlgebraicSimplifyPassTest, ASumOfZeroPaddedPiecesBecomesOneConcatenate) {
   EXPECT_EQ(after[0].to_vector<float>(), before[0].to_vector<float>());
 }
 
+TEST(AlgebraicSimplifyPassTest, APaddedSumInsideALargerSumStillBecomesAConcatenate) {
+  // (pad(a) + pad(b)) + y: the enclosing add also sums y, so the padded pieces' own add is the
+  // root that becomes one concatenate.
+  ir::Module m("m");
+  ir::Builder b(m.entry());
+  auto* a = b.parameter(Shape(DType::kF32, {2, 3}), "a");
+  auto* c = b.parameter(Shape(DType::kF32, {2, 3}), "c");
+  auto* y = b.parameter(Shape(DType::kF32, {2, 6}), "y");
+  auto* pieces = b.binary(Opcode::kAdd, b.pad(a, {0, 0}, {0, 3}, 0), b.pad(c, {0, 3}, {0, 0}, 0));
+  m.entry()->set_outputs({b.binary(Opcode::kAdd, pieces, y)});
+  std::vector<HostTensor> args;
+  for (const Shape& s : {a->shape(), c->shape(), y->shape()}) {
+    HostTensor t(s);
+    for (int64_t k = 0; k < s.num_elements(); ++k)
+      t.data<float>()[static_cast<size_t>(k)] = 0.5f * static_cast<float>(k) - static_cast<float>(args.size());
+    args.push_back(std::move(t));
+  }
+  const std::vector<HostTensor> before = ir::evaluate(m, args);
+  AlgebraicSimplifyPass pass;
+  const std::string after_pass = run_and_print(pass, m);
+  EXPECT_NE(after_pass.find("concatenate(%0, %1), axis=1"), std::string::npos) << after_pass;
+  EXPECT_EQ(after_pass.find("pad"), std::string::npos) << after_pass;
+  EXPECT_EQ(ir::evaluate(m, args)[0].to_vector<float>(), before[0].to_vector<float>());
+}
+
 TEST(AlgebraicSimplifyPassTest, LeavesOverlappingOrNonZeroPaddedPiecesAlone) {
   for (auto [lows, value] : {std::pair{std::vector<int64_t>{0, 2}, 0.0}, std::pair{std::vector<int64_t>{0, 3}, 1.0}}) {
     PaddedPieces p(lows, value);
