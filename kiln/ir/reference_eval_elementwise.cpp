@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kiln/core/float_math.h"
 #include "kiln/ir/reference_eval_impl.h"
 
 namespace kiln::ir::ref {
@@ -20,11 +21,11 @@ T unary_value(Opcode op, T x) {
       case Opcode::kNeg: return -x;
       case Opcode::kAbs: return std::fabs(x);
       case Opcode::kSign: return (x != x || x == T(0)) ? x : (x > T(0) ? T(1) : T(-1));  // keeps NaN, -0
-      case Opcode::kExp: return std::exp(x);
-      case Opcode::kLog: return std::log(x);
+      case Opcode::kExp: return float_math::exp(x);
+      case Opcode::kLog: return float_math::log(x);
       case Opcode::kLog1p: return std::log1p(x);
-      case Opcode::kTanh: return std::tanh(x);
-      case Opcode::kLogistic: return T(1) / (T(1) + std::exp(-x));
+      case Opcode::kTanh: return float_math::tanh(x);
+      case Opcode::kLogistic: return float_math::logistic(x);
       case Opcode::kSqrt: return std::sqrt(x);
       case Opcode::kRsqrt: return T(1) / std::sqrt(x);
       case Opcode::kErf: return std::erf(x);

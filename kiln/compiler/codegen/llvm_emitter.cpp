@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kiln/core/check.h"
+#include "kiln/core/float_math.h"
 #include "kiln/core/str_cat.h"
 
 namespace kiln::codegen {
@@ -54,6 +55,46 @@ Space collapse(const LoopStage& st) {
   }
   return s;
 }
+
+// core/float_math.h's arithmetic over IR values of `w` f64 lanes: each call is the one IEEE
+// operation the scalar arithmetic does, so generated code matches the interpreter bit for bit.
+struct IrArith {
+  using D = Value*;
+  using I = Value*;
+  using B = Value*;
+  IRBuilder<>& b;
+  Type* d;  // <w x double>
+  Type* i;  // <w x i64>
+
+  IrArith(IRBuilder<>& builder, int w)
+      : b(builder), d(lanes(Type::getDoubleTy(builder.getContext()), w)), i(lanes(Type::getInt64Ty(builder.getContext()), w)) {}
+  static Type* lanes(Type* t, int w) {
+    return w == 1 ? t : static_cast<Type*>(llvm::FixedVectorType::get(t, static_cast<unsigned>(w)));
+  }
+  D c(double v) { return llvm::ConstantFP::get(d, v); }
+  Value* ic(uint64_t v) { return llvm::ConstantInt::get(i, v); }
+  D add(D x, D y) { return b.CreateFAdd(x, y); }
+  D sub(D x, D y) { return b.CreateFSub(x, y); }
+  D mul(D x, D y) { return b.CreateFMul(x, y); }
+  D div(D x, D y) { return b.CreateFDiv(x, y); }
+  D fma(D x, D y, D z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {d}, {x, y, z}); }
+  D abs(D x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
+  D copysign(D x, D y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y); }
+  B lt(D x, D y) { return b.CreateFCmpOLT(x, y); }
+  B gt(D x, D y) { return b.CreateFCmpOGT(x, y); }
+  B eq(D x, D y) { return b.CreateFCmpOEQ(x, y); }
+  B is_nan(D x) { return b.CreateFCmpUNO(x, x); }
+  D select(B m, D x, D y) { return b.CreateSelect(m, x, y); }
+  I bits(D x) { return b.CreateBitCast(x, i); }
+  D from_bits(I x) { return b.CreateBitCast(x, d); }
+  I iadd(I x, uint64_t y) { return b.CreateAdd(x, ic(y)); }
+  I isub(I x, I y) { return b.CreateSub(x, y); }
+  I iand(I x, uint64_t y) { return b.CreateAnd(x, ic(y)); }
+  I ior(I x, uint64_t y) { return b.CreateOr(x, ic(y)); }
+  I shl(I x, int n) { return b.CreateShl(x, ic(static_cast<uint64_t>(n))); }
+  I shr(I x, int n) { return b.CreateLShr(x, ic(static_cast<uint64_t>(n))); }
+  D u2d(I x) { return b.CreateUIToFP(x, d); }
+};
 
 class StageEmitter {
  public:
@@ -297,6 +338,19 @@ class StageEmitter {
     return r;
   }
 
+  // f32 registers on the CPU run core/float_math.h's recipes, as the interpreter does; f64
+  // registers and the GPU's libdevice keep their libm functions.
+  bool f32_recipes() const { return target_ == KernelTarget::kCpu && reg_->isFloatTy(); }
+  template <typename Recipe>
+  Value* f32_recipe(Value* a, Recipe recipe) {
+    IrArith m(b_, width_of(a));
+    return b_.CreateFPTrunc(recipe(m, b_.CreateFPExt(a, m.d)), a->getType());
+  }
+  Value* exp_value(Value* a) {
+    return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::exp_f32_recipe(m, x); })
+                         : call_math("exp", a);
+  }
+
   Value* bool_value(Value* cond) { return b_.CreateUIToFP(cond, vec(reg_, width_of(cond))); }
   // An i64 integer's low 32 bits as a signed i32, back in a register.
   Value* wrap_i32(Value* v, int w) {
@@ -326,14 +380,17 @@ class StageEmitter {
         return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), fconst(1, w),
                                b_.CreateSelect(b_.CreateFCmpOLT(a, zero), fconst(-1, w), a));
       }
-      case LoopOp::kExp: return call_math("exp", a);
-      case LoopOp::kLog: return call_math("log", a);
+      case LoopOp::kExp: return exp_value(a);
+      case LoopOp::kLog:
+        return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::log_f32_recipe(m, x); })
+                             : call_math("log", a);
       case LoopOp::kLog1p: return call_math("log1p", a);
-      case LoopOp::kTanh: return call_math("tanh", a);
+      case LoopOp::kTanh:
+        return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::tanh_f32_recipe(m, x); })
+                             : call_math("tanh", a);
       case LoopOp::kErf: return call_math("erf", a);
       case LoopOp::kPow: return call_math("pow", a, bv);
-      case LoopOp::kLogistic:
-        return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), call_math("exp", b_.CreateFNeg(a))));
+      case LoopOp::kLogistic: return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), exp_value(b_.CreateFNeg(a))));
       case LoopOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
       case LoopOp::kRsqrt: return b_.CreateFDiv(fconst(1, w), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
       case LoopOp::kCopy: return a;

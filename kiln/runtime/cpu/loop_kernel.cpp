@@ -15,6 +15,7 @@
 #include "kiln/core/check.h"
 #include "kiln/core/debug_options.h"
 #include "kiln/core/dtype_dispatch.h"
+#include "kiln/core/float_math.h"
 #include "kiln/ir/instruction.h"
 #include "kiln/runtime/cpu/cpu_isa_impl.h"
 #include "kiln/runtime/cpu/cpu_jit.h"
