@@ -28,6 +28,14 @@ std::unique_ptr<Functional> two_heads() {
   return model;
 }
 
+// The head a alone, as a single-output model.
+std::unique_ptr<Functional> head_a() {
+  KerasTensor x = Input({2});
+  auto model = std::make_unique<Functional>(std::vector<KerasTensor>{x}, std::vector<KerasTensor>{Dense(1, {.name = "a"})(x)});
+  model->set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  return model;
+}
+
 // Rows x = (1, 0), (0, 1), (1, 1), (2, -1): a = 1, 2, 3, 0 and b = -0.75, 0.75, -0.25, -2.25;
 // the targets are 0, so a's squared errors are 1, 4, 9, 0 and b's 0.5625, 0.5625, 0.0625, 5.0625.
 struct Rows {
@@ -112,9 +120,8 @@ TEST(SampleWeightTest, AZeroWeightOnOneOutputLeavesThatHeadBitwiseUnchanged) {
 
 TEST(SampleWeightTest, SingleOutputWeightedMetricsAreNamedAsKerasNamesThem) {
   const Rows r;
-  KerasTensor x = Input({2});
-  Functional model({x}, Dense(1, {.name = "a"})(x));
-  model.set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
   model.compile({.optimizer = SGD(), .loss = "mse", .metrics = {"mae"}, .weighted_metrics = {"mae", "mse"}});
   const Logs logs = model.evaluate(r.x, r.ya, 4, {.verbose = 0, .sample_weight = {.all = r.wa}});
   std::vector<std::string> names;
@@ -227,9 +234,8 @@ TEST(SampleWeightTest, ValidationDataCarriesItsWeightsIntoTheValLossAndWeightedM
   // A model a = x . (1, 2) that does not move (learning rate 0): its val_ values are Rows's
   // hand values: val_loss kLossA, val_weighted_mae kWeightedMaeA, val_mae the unweighted kMaeA.
   const Rows r;
-  KerasTensor x = Input({2});
-  Functional model({x}, Dense(1, {.name = "a"})(x));
-  model.set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
   model.compile({.optimizer = SGD({.learning_rate = 0.0}), .loss = "mse", .metrics = {"mae"}, .weighted_metrics = {"mae"}});
   auto expect_weighted = [](const History& h, const std::string& form) {
     SCOPED_TRACE(form);
@@ -256,9 +262,8 @@ TEST(SampleWeightTest, WeightedPrecisionAndRecallCountTheWeightsOfTheirRows) {
   // a = 1, 2, 3, 0 against labels 1, 0, 1, 1 at threshold 0.5; weights 1, 0, 2, 0.5.
   // Weighted: tp 1 + 2, fp 0, fn 0.5. Unweighted: tp 2, fp 1, fn 1.
   const Rows r;
-  KerasTensor x = Input({2});
-  Functional model({x}, Dense(1, {.name = "a"})(x));
-  model.set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
   model.compile({.optimizer = SGD(), .loss = "mse", .metrics = {metrics::Precision()},
                  .weighted_metrics = {metrics::Precision(), metrics::Recall(), metrics::AUC()}});
   const Logs logs = model.evaluate(r.x, f32({4, 1}, {1, 0, 1, 1}), 4, {.verbose = 0, .sample_weight = {.all = r.wa}});
