@@ -399,6 +399,34 @@ TEST(RecurrentDropoutTest, GradientsWithFixedMasksMatchFiniteDifferences) {
   EXPECT_FALSE(gru_before.last_dropout_masks().recurrent.empty());
 }
 
+TEST(RecurrentDropoutTest, FitTrainsWithDropoutAndASeededRunRepeatsBitwise) {
+  // The compiled train step (the masks captured by the scan's while body and its gradient):
+  // the loss falls, two seeded runs from the same weights are identical, and the same model
+  // without dropout trains differently.
+  const HostTensor x = random_f64({32, 5, 3}, 9).astype(DType::kF32);
+  std::vector<float> yv;
+  const std::vector<float> xv = x.to_vector<float>();
+  for (size_t b = 0; b < 32; ++b) yv.push_back(xv[b * 15 + 12] - 0.5F * xv[b * 15 + 1]);
+  const HostTensor y = HostTensor::from_vector<float>({32, 1}, yv);
+  std::vector<HostTensor> start;
+  auto train = [&](double dropout, double recurrent_dropout) {
+    Sequential model({LSTM(4, {.dropout = dropout, .recurrent_dropout = recurrent_dropout, .seed = 1,
+                               .input_shape = {5, 3}}),
+                      Dense(1)});
+    if (start.empty()) start = model.get_weights();
+    model.set_weights(start);
+    model.compile({.optimizer = Adam({.learning_rate = 0.05}), .loss = "mse"});
+    const History h = model.fit(x, y, {.batch_size = 8, .epochs = 15, .shuffle = false, .verbose = 0});
+    return std::pair{h.history.at("loss"), model.get_weights()};
+  };
+  const auto [losses, weights] = train(0.2, 0.3);
+  EXPECT_LT(losses.back(), 0.5 * losses.front());
+  const auto [again, weights_again] = train(0.2, 0.3);
+  EXPECT_EQ(again, losses);
+  for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(weights[i].to_vector<float>(), weights_again[i].to_vector<float>());
+  EXPECT_NE(train(0.0, 0.0).first, losses);
+}
+
 TEST(RecurrentDropoutTest, ConfigsRoundTripTheRatesAsKerasWritesThem) {
   LSTM lstm(3, {.dropout = 0.2, .recurrent_dropout = 0.1, .seed = 7, .name = "l"});
   const json config = json::parse(lstm.get_config());
