@@ -292,8 +292,13 @@ TEST(MetricsTest, WeightedAccuracyCountsOnlyTheWeightedValues) {
   Mean m;  // per-value weights: (1 * 1 + 3 * 2) / 3
   m.update(f32({2}, {1, 3}), f32({2}, {1, 2}));
   EXPECT_NEAR(scalar(m.result()), 7.0 / 3.0, 1e-6);
-  metrics::Precision precision;
-  KILN_EXPECT_ERROR(precision.update_state_weighted(y, p, y), ValueError, "does not take sample weights yet");
+  // A Metric subclass that does not override update_state_weighted says so.
+  struct Count : Metric {
+    Count() : Metric("count") {}
+    void update_state(const Tensor&, const Tensor&) override {}
+    Tensor result() const override { return Tensor::scalar(0, DType::kF32); }
+  } count;
+  KILN_EXPECT_ERROR(count.update_state_weighted(y, p, y), ValueError, "[count] this metric does not take sample weights");
 }
 
 TEST(MetricsTest, MeanIsTheRunningMeanOfEveryValue) {

@@ -7,8 +7,10 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
 #include "kiln/keras/layers/config_impl.h"
+#include "kiln/keras/layers/random_key_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
+#include "kiln/trace/ops/random.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/scan.h"
 #include "kiln/trace/ops/shape.h"
@@ -22,6 +24,12 @@ Recurrent::Recurrent(int64_t units, RecurrentOptions options, int gates, const c
       gates_(gates),
       cell_(cell) {
   if (units <= 0) KILN_THROW(ValueError, "[", class_name_of(cell), "] expected units > 0, received units=", units, ".");
+  const std::pair<const char*, double> rates[] = {{"dropout", options_.dropout},
+                                                  {"recurrent_dropout", options_.recurrent_dropout}};
+  for (const auto& [key, rate] : rates)
+    if (!(rate >= 0 && rate < 1))
+      KILN_THROW(ValueError, "[", options_.name.empty() ? class_name_of(cell) : options_.name, "] expected ", key,
+                 " in [0, 1), received ", key, "=", rate, ".");
   set_activity_regularizer(options_.activity_regularizer);
   activations::get(options_.activation);  // unknown names fail at construction, as in Keras
   activations::get(options_.recurrent_activation);
@@ -55,6 +63,7 @@ void Recurrent::build_weights(const Dims& input_shape) {
     KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, features), received per-example ",
                "dims of rank ", input_shape.size(), ". Hint: a recurrent layer reads sequences; reshape or embed first.");
   const RecurrentOptions& o = options_;
+  if (o.dropout > 0 || o.recurrent_dropout > 0) counter_ = internal::make_seed_state(name());
   kernel_ = add_weight(cell_ + "/kernel", {input_shape[1], gates_ * units_}, o.kernel_initializer, /*trainable=*/true,
                        o.kernel_regularizer, o.kernel_constraint);
   recurrent_kernel_ = add_weight(cell_ + "/recurrent_kernel", {units_, gates_ * units_}, o.recurrent_initializer,
@@ -81,14 +90,53 @@ Tensor Recurrent::gate(const Tensor& t, int k) const {
   return slice(t, starts, limits);
 }
 
-Tensor Recurrent::call(const Tensor& x, bool /*training*/) { return call_masked(x, Tensor(), false); }
+Tensor Recurrent::recurrent_projection(const Tensor& h, const Tensor& recurrent_kernel,
+                                       const std::vector<Tensor>& h_masks) const {
+  if (h_masks.empty()) return matmul(h, recurrent_kernel);
+  std::vector<Tensor> parts;
+  for (int k = 0; k < static_cast<int>(h_masks.size()); ++k)
+    parts.push_back(matmul(h * h_masks[static_cast<size_t>(k)], gate(recurrent_kernel, k)));
+  return parts.size() == 1 ? parts[0] : concat(parts, 1);
+}
 
-Tensor Recurrent::call_masked(const Tensor& x, const Tensor& mask, bool /*training*/) {
-  std::vector<Tensor> out = run(x, mask, {});
+Tensor Recurrent::input_projection(const Tensor& x, const std::vector<Tensor>& x_masks) const {
+  const Tensor time_major = transpose(x, {1, 0, 2});  // (time, batch, features)
+  if (x_masks.empty()) return matmul(time_major, kernel_);
+  // A mask (batch, features) is the same at every step: broadcast over the time axis.
+  auto masked = [&](const Tensor& m) { return time_major * expand_dims(m, 0); };
+  if (x_masks.size() == 1) return matmul(masked(x_masks[0]), kernel_);
+  std::vector<Tensor> parts;
+  for (int k = 0; k < static_cast<int>(x_masks.size()); ++k)
+    parts.push_back(matmul(masked(x_masks[static_cast<size_t>(k)]), gate(kernel_, k)));
+  return concat(parts, 2);
+}
+
+Recurrent::DropoutMasks Recurrent::draw_dropout_masks(int64_t batch, int64_t features, DType dtype) const {
+  const RecurrentOptions& o = options_;
+  // tf.keras 2.15: recurrent_dropout switches LSTM and GRU to implementation 1, with a mask per
+  // gate for the inputs and for h; implementation 2 (no recurrent dropout) masks the inputs
+  // once for all gates. SimpleRNN has one of each.
+  const int64_t per_gate = o.recurrent_dropout > 0 ? gates_ : 1;
+  const Tensor key = internal::next_random_key(counter_, o.seed, name());
+  // One draw per kind, its columns split per gate; the kinds take distinct keys.
+  auto draw = [&](double rate, int64_t width, const Tensor& kind_key) {
+    std::vector<Tensor> masks;
+    if (rate == 0) return masks;
+    const Tensor all = dropout(ones(Shape(dtype, {batch, per_gate * width})), rate, kind_key, /*training=*/true);
+    for (int64_t k = 0; k < per_gate; ++k) masks.push_back(slice(all, {0, k * width}, {batch, (k + 1) * width}));
+    return masks;
+  };
+  return {draw(o.dropout, features, key * 2.0), draw(o.recurrent_dropout, units_, key * 2.0 + 1.0)};
+}
+
+Tensor Recurrent::call(const Tensor& x, bool training) { return call_masked(x, Tensor(), training); }
+
+Tensor Recurrent::call_masked(const Tensor& x, const Tensor& mask, bool training) {
+  std::vector<Tensor> out = run(x, mask, {}, training);
   return out[0];
 }
 
-Tensor Recurrent::call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool /*training*/) {
+Tensor Recurrent::call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) {
   const bool has_mask = flags.count("mask") && flags.at("mask");
   for (const auto& [flag, on] : flags)
     if (flag != "mask")
@@ -96,7 +144,7 @@ Tensor Recurrent::call_multi(const std::vector<Tensor>& inputs, const CallFlags&
   const size_t first_state = has_mask ? 2 : 1;
   std::vector<Tensor> states(inputs.begin() + static_cast<std::ptrdiff_t>(std::min(first_state, inputs.size())),
                              inputs.end());
-  return run(inputs.at(0), has_mask ? inputs.at(1) : Tensor(), std::move(states))[0];
+  return run(inputs.at(0), has_mask ? inputs.at(1) : Tensor(), std::move(states), training)[0];
 }
 
 std::vector<Tensor> Recurrent::call_with_state(const Tensor& x, const Tensor& mask,
@@ -113,7 +161,7 @@ std::vector<Tensor> Recurrent::call_with_state(const Tensor& x, const Tensor& ma
   return out;
 }
 
-std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states) const {
+std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states, bool training) const {
   const int64_t features = kernel_.shape().dim(0);
   if (x.rank() != 3 || x.dim(2) != features)
     KILN_THROW(ShapeError, "[", name(), "] expected input of shape (batch, time, ", features, "), received ",
@@ -132,8 +180,13 @@ std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vec
     if (s.shape() != state_shape)
       KILN_THROW(ShapeError, "[", name(), "] expected initial states of shape ", state_shape, ", received ", s.shape(), ".");
 
-  // Time-major for scan: x @ kernel for all steps in one matmul, the recurrence per step.
-  Tensor x_proj = matmul(transpose(x, {1, 0, 2}), kernel_);
+  last_dropout_masks_ = {};
+  if (training && (options_.dropout > 0 || options_.recurrent_dropout > 0))
+    last_dropout_masks_ = draw_dropout_masks(batch, features, x.dtype());
+  const std::vector<Tensor> h_masks = last_dropout_masks_.recurrent;
+  // Time-major for scan: x @ kernel for all steps in one matmul (one per gate with per-gate
+  // input masks), the recurrence per step.
+  Tensor x_proj = input_projection(x, last_dropout_masks_.input);
   if (options_.use_bias) x_proj = x_proj + input_bias();
   std::vector<Tensor> scanned{x_proj};
   if (mask.defined()) scanned.push_back(transpose(mask, {1, 0}));
@@ -146,9 +199,10 @@ std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vec
   const size_t n = states.size();
   // By value: scan's gradient calls the body again (recomputing each step from its saved
   // carry) after this function has returned.
-  auto body = [this, n, u, batch, repeat_output](const std::vector<Tensor>& carry, const std::vector<Tensor>& x_t) {
+  auto body = [this, n, u, h_masks, batch, repeat_output](const std::vector<Tensor>& carry,
+                                                          const std::vector<Tensor>& x_t) {
     const std::vector<Tensor> prev(carry.begin(), carry.begin() + static_cast<std::ptrdiff_t>(n));
-    std::vector<Tensor> next = step(x_t[0], prev, u);
+    std::vector<Tensor> next = step(x_t[0], prev, u, h_masks);
     Tensor out = next[0];
     if (x_t.size() > 1) {
       const Tensor keep = broadcast_to(expand_dims(x_t[1], 1), {batch, units_});
@@ -185,17 +239,17 @@ std::vector<Tensor> Recurrent::run(const Tensor& x, const Tensor& mask, std::vec
 SimpleRNN::SimpleRNN(int64_t units, RecurrentOptions options) : Recurrent(units, std::move(options), 1, "simple_rnn_cell") {}
 
 std::vector<Tensor> SimpleRNN::step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                                    const Tensor& recurrent_kernel) const {
-  return {activations::get(options_.activation)(x_proj + matmul(states[0], recurrent_kernel))};
+                                    const Tensor& recurrent_kernel, const std::vector<Tensor>& h_masks) const {
+  return {activations::get(options_.activation)(x_proj + recurrent_projection(states[0], recurrent_kernel, h_masks))};
 }
 
 LSTM::LSTM(int64_t units, RecurrentOptions options) : Recurrent(units, std::move(options), 4, "lstm_cell") {}
 
 std::vector<Tensor> LSTM::step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                               const Tensor& recurrent_kernel) const {
+                               const Tensor& recurrent_kernel, const std::vector<Tensor>& h_masks) const {
   const auto act = activations::get(options_.activation);
   const auto rec = activations::get(options_.recurrent_activation);
-  const Tensor z = x_proj + matmul(states[0], recurrent_kernel);
+  const Tensor z = x_proj + recurrent_projection(states[0], recurrent_kernel, h_masks);
   const Tensor i = rec(gate(z, 0)), f = rec(gate(z, 1)), o = rec(gate(z, 3));
   const Tensor c = f * states[1] + i * act(gate(z, 2));
   return {o * act(c), c};
@@ -211,22 +265,24 @@ Tensor GRU::input_bias() const {
 }
 
 std::vector<Tensor> GRU::step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                              const Tensor& recurrent_kernel) const {
+                              const Tensor& recurrent_kernel, const std::vector<Tensor>& h_masks) const {
   const auto act = activations::get(options_.activation);
   const auto rec = activations::get(options_.recurrent_activation);
   const Tensor& h = states[0];
+  // h as gate k sees it: through its recurrent dropout mask, if any.
+  auto h_for = [&](int k) { return h_masks.empty() ? h : h * h_masks[static_cast<size_t>(k)]; };
   Tensor hh;
   Tensor z, r;
   if (options_.reset_after) {
-    Tensor inner = matmul(h, recurrent_kernel);
+    Tensor inner = recurrent_projection(h, recurrent_kernel, h_masks);
     if (options_.use_bias) inner = inner + squeeze(slice(bias_, {1, 0}, {2, 3 * units_}), 0);
     z = rec(gate(x_proj, 0) + gate(inner, 0));
     r = rec(gate(x_proj, 1) + gate(inner, 1));
     hh = act(gate(x_proj, 2) + r * gate(inner, 2));
   } else {
-    z = rec(gate(x_proj, 0) + matmul(h, gate(recurrent_kernel, 0)));
-    r = rec(gate(x_proj, 1) + matmul(h, gate(recurrent_kernel, 1)));
-    hh = act(gate(x_proj, 2) + matmul(r * h, gate(recurrent_kernel, 2)));
+    z = rec(gate(x_proj, 0) + matmul(h_for(0), gate(recurrent_kernel, 0)));
+    r = rec(gate(x_proj, 1) + matmul(h_for(1), gate(recurrent_kernel, 1)));
+    hh = act(gate(x_proj, 2) + matmul(r * h_for(2), gate(recurrent_kernel, 2)));
   }
   return {z * h + (1.0 - z) * hh};
 }
@@ -251,9 +307,11 @@ std::string Recurrent::get_config() const {
   internal::put_weight_fields(j, "bias", o.bias_initializer, o.bias_regularizer, o.bias_constraint);
   j["activity_regularizer"] = internal::regularizer_json(o.activity_regularizer);
   if (gates_ == 4) j["unit_forget_bias"] = o.unit_forget_bias;
-  j["dropout"] = 0.0;
-  j["recurrent_dropout"] = 0.0;
-  if (gates_ > 1) j["implementation"] = 2;
+  j["dropout"] = o.dropout;
+  j["recurrent_dropout"] = o.recurrent_dropout;
+  if (o.seed) j["seed"] = *o.seed;  // Keras 3's key; tf.keras 2 configs have none
+  // tf.keras 2.15's cells switch to implementation 1 when recurrent_dropout is set.
+  if (gates_ > 1) j["implementation"] = o.recurrent_dropout > 0 ? 1 : 2;
   if (gates_ == 3) j["reset_after"] = o.reset_after;
   return j.dump();
 }
@@ -280,10 +338,10 @@ RecurrentOptions recurrent_options(const nlohmann::json& j, const char* cls) {
   o.return_state = j.value("return_state", false);
   o.go_backwards = j.value("go_backwards", false);
   o.unroll = j.value("unroll", false);
-  for (const char* key : {"dropout", "recurrent_dropout"})
-    if (j.contains(key) && j[key].is_number() && j[key].get<double>() != 0.0)
-      KILN_THROW(ConfigError, "[", who, "] ", key, "=", j[key].dump(), " is not built in Kiln's recurrent layers. ",
-                 "Hint: set it to 0 (it changes training only) or put a Dropout layer before the layer.");
+  o.dropout = j.contains("dropout") && j["dropout"].is_number() ? j["dropout"].get<double>() : 0.0;
+  o.recurrent_dropout =
+      j.contains("recurrent_dropout") && j["recurrent_dropout"].is_number() ? j["recurrent_dropout"].get<double>() : 0.0;
+  if (j.contains("seed") && j["seed"].is_number_integer()) o.seed = j["seed"].get<uint64_t>();
   if (j.value("stateful", false))
     KILN_THROW(ConfigError, "[", who, "] stateful=true is not built in Kiln (states do not carry across batches). ",
                "Hint: pass the states explicitly with call_with_state.");

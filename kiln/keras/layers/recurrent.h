@@ -38,6 +38,15 @@ struct RecurrentOptions {
   bool go_backwards = false;
   /// Kept for Keras configs; unrolled or not, the layer computes the same.
   bool unroll = false;
+  /// Fractions in [0, 1) of the input features (dropout) and of the previous output h
+  /// (recurrent_dropout) zeroed in training, the rest scaled by 1 / (1 - rate), as tf.keras
+  /// 2.15: the masks are drawn once per call (per batch) and kept for every step. LSTM and GRU
+  /// use one input mask for all gates, or, with recurrent_dropout (Keras's implementation 1),
+  /// one input and one recurrent mask per gate. Inference is unchanged.
+  double dropout = 0.0;
+  double recurrent_dropout = 0.0;
+  /// Seeds the dropout masks (Keras 3's seed); unseeded: derived from the layer name.
+  std::optional<uint64_t> seed = std::nullopt;
   Dims input_shape = {};  // (time, features)
   std::string name = "";
   /// The dtype policy (a Policy or its name: "mixed_bfloat16"); none takes the global policy.
@@ -73,6 +82,19 @@ class Recurrent : public Layer {
   /// Outputs zeros at masked steps instead of repeating the last output (Keras's
   /// zero_output_for_mask; Bidirectional sets it to return_sequences).
   void set_zero_output_for_mask(bool on) { zero_output_for_mask_ = on; }
+  /// The dropout masks of the latest training call (Keras's cell dropout-mask cache): `input`
+  /// (batch, features) and `recurrent` (batch, units), each holding 0 or 1 / (1 - rate); one
+  /// mask, or one per gate (see RecurrentOptions::dropout); empty when that call drew none.
+  struct DropoutMasks {
+    std::vector<Tensor> input, recurrent;
+  };
+  const DropoutMasks& last_dropout_masks() const { return self_as<Recurrent>().last_dropout_masks_; }
+  /// The step counter mixed into the dropout key (i64 scalar), advanced by each training call
+  /// that draws masks; none without dropout.
+  std::vector<Variable> random_state() const override {
+    const Variable& counter = self_as<Recurrent>().counter_;
+    return counter.defined() ? std::vector<Variable>{counter} : std::vector<Variable>{};
+  }
 
  protected:
   /// `gates`: how many units-wide blocks the kernels hold (SimpleRNN 1, LSTM 4, GRU 3).
@@ -85,15 +107,18 @@ class Recurrent : public Layer {
   /// inputs: x, then the mask when flags has "mask", then the initial states.
   Tensor call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
   /// One step: the new states (states[0] is also the step's output) from x_proj = x_t @ kernel
-  /// (+ the input bias), the previous states and the recurrent kernel (read once per call).
+  /// (+ the input bias), the previous states, the recurrent kernel (read once per call) and the
+  /// recurrent dropout masks of h (none, or one per gate).
   virtual std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                                   const Tensor& recurrent_kernel) const = 0;
+                                   const Tensor& recurrent_kernel, const std::vector<Tensor>& h_masks) const = 0;
   /// The bias's dims (GRU with reset_after: two rows).
   virtual Dims bias_dims() const { return {gates_ * units_}; }
   /// The part of the bias added to x @ kernel (GRU with reset_after: its first row).
   virtual Tensor input_bias() const { return bias_; }
   /// The unit-wide block `k` of the last axis (gate k of a fused projection).
   Tensor gate(const Tensor& t, int k) const;
+  /// h @ recurrent_kernel, or with masks (one per gate) each gate's (h * mask_k) @ its block.
+  Tensor recurrent_projection(const Tensor& h, const Tensor& recurrent_kernel, const std::vector<Tensor>& h_masks) const;
 
   int64_t units_;
   RecurrentOptions options_;
@@ -105,10 +130,17 @@ class Recurrent : public Layer {
   /// "LSTM" for "lstm_cell", ... (for errors raised before the object is complete).
   static std::string class_name_of(const std::string& cell);
   /// The whole forward pass: output, then the final states.
-  std::vector<Tensor> run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states) const;
+  std::vector<Tensor> run(const Tensor& x, const Tensor& mask, std::vector<Tensor> states, bool training) const;
+  /// x @ kernel for every step, time-major (time, batch, gates * units), through the input
+  /// dropout masks when there are any (one for all gates, or one per gate).
+  Tensor input_projection(const Tensor& x, const std::vector<Tensor>& x_masks) const;
+  /// A training call's masks, drawn from this call's key; none when the rates are 0.
+  DropoutMasks draw_dropout_masks(int64_t batch, int64_t features, DType dtype) const;
 
   bool zero_output_for_mask_ = false;
   mutable std::vector<Tensor> last_states_;  // the final states of the latest call (call_with_state)
+  mutable DropoutMasks last_dropout_masks_;
+  Variable counter_;  // dropout's step counter; not a weight (summary and saving leave it out)
 };
 
 /// h_t = activation(x_t @ kernel + h_{t-1} @ recurrent_kernel + bias).
@@ -119,8 +151,8 @@ class SimpleRNN : public Recurrent {
   std::string class_name() const override { return "SimpleRNN"; }
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                           const Tensor& recurrent_kernel) const override;
+  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states, const Tensor& recurrent_kernel,
+                           const std::vector<Tensor>& h_masks) const override;
 };
 
 /// Keras 2's LSTM, gates in the order i, f, c, o: z = x @ kernel + h @ recurrent_kernel + bias,
@@ -134,8 +166,8 @@ class LSTM : public Recurrent {
   int num_states() const override { return 2; }
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                           const Tensor& recurrent_kernel) const override;
+  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states, const Tensor& recurrent_kernel,
+                           const std::vector<Tensor>& h_masks) const override;
 };
 
 /// Keras 2's GRU, gates in the order z, r, h. reset_after (default): bias (2, 3 units) of input
@@ -148,8 +180,8 @@ class GRU : public Recurrent {
   std::string class_name() const override { return "GRU"; }
 
  protected:
-  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states,
-                           const Tensor& recurrent_kernel) const override;
+  std::vector<Tensor> step(const Tensor& x_proj, const std::vector<Tensor>& states, const Tensor& recurrent_kernel,
+                           const std::vector<Tensor>& h_masks) const override;
   Dims bias_dims() const override;
   Tensor input_bias() const override;
 };

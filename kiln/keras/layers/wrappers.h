@@ -30,6 +30,12 @@ class Bidirectional : public Layer {
   std::string get_config() const override;
   const Recurrent& forward_layer() const { return *self_as<Bidirectional>().forward_; }
   const Recurrent& backward_layer() const { return *self_as<Bidirectional>().backward_; }
+  /// Both inner layers' dropout counters (checkpoints carry them).
+  std::vector<Variable> random_state() const override {
+    std::vector<Variable> out = forward_layer().random_state(), back = backward_layer().random_state();
+    out.insert(out.end(), back.begin(), back.end());
+    return out;
+  }
 
  protected:
   void build_weights(const Dims& input_shape) override;
@@ -61,6 +67,7 @@ class TimeDistributed : public Layer {
   Dims compute_output_shape(const Dims& input_shape) const override;
   std::string get_config() const override;
   const Layer& layer() const { return *self_as<TimeDistributed>().inner_; }
+  std::vector<Variable> random_state() const override { return layer().random_state(); }
 
  protected:
   void build_weights(const Dims& input_shape) override;

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/losses/sample_weight.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/shape.h"
@@ -22,8 +23,14 @@ Tensor divide_no_nan(const Tensor& num, const Tensor& den) {
   return where(zero, zeros_like(num), num / where(zero, ones_like(den), den));
 }
 
-// Counts of (label, prediction > t) per threshold t: sum over samples of a * b.
-Tensor counts(const Tensor& a, const Tensor& b) { return reduce_sum(a * b, {0}); }
+// Counts per threshold of the (n, T) indicator `hits` (e.g. label * (prediction > t)): its
+// sum over samples, each sample counting its weight w (n, 1) when given.
+Tensor counts(const Tensor& hits, const Tensor& w) { return reduce_sum(w.defined() ? hits * w : hits, {0}); }
+
+// Sample weights as a column (n, 1) beside columns(): broadcast to y_pred's values first.
+Tensor weight_column(const Tensor& sample_weight, const Tensor& y_pred, const std::string& metric) {
+  return reshape(broadcast_weights(sample_weight, y_pred.shape(), metric), {-1, 1});
+}
 
 // The thresholds as a (1, T) row, to compare with a (n, 1) column of predictions.
 Tensor threshold_row(const std::vector<double>& thresholds) {
@@ -46,11 +53,17 @@ ThresholdedRatio::ThresholdedRatio(std::vector<double> thresholds, std::string n
   misses_ = add_variable(misses_name, dims);
 }
 
-void ThresholdedRatio::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void ThresholdedRatio::update_state(const Tensor& y_true, const Tensor& y_pred) { accumulate(y_true, y_pred, Tensor()); }
+
+void ThresholdedRatio::update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  accumulate(y_true, y_pred, weight_column(sample_weight, y_pred, name()));
+}
+
+void ThresholdedRatio::accumulate(const Tensor& y_true, const Tensor& y_pred, const Tensor& weights) {
   auto [y, p] = columns(y_true, y_pred);
   const Tensor predicted = cast(greater(p, threshold_row(thresholds_)), DType::kF32);  // (n, T)
-  true_positives_.assign(true_positives_.read() + counts(y, predicted));
-  misses_.assign(misses_.read() + reduce_sum(misses(y, predicted), {0}));
+  true_positives_.assign(true_positives_.read() + counts(y * predicted, weights));
+  misses_.assign(misses_.read() + counts(misses(y, predicted), weights));
 }
 
 Tensor ThresholdedRatio::result() const {
@@ -94,14 +107,20 @@ AUC::AUC(AucOptions options) : Metric(options.name), curve_(options.curve) {
   fn_ = add_variable("false_negatives", dims);
 }
 
-void AUC::update_state(const Tensor& y_true, const Tensor& y_pred) {
+void AUC::update_state(const Tensor& y_true, const Tensor& y_pred) { accumulate(y_true, y_pred, Tensor()); }
+
+void AUC::update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) {
+  accumulate(y_true, y_pred, weight_column(sample_weight, y_pred, name()));
+}
+
+void AUC::accumulate(const Tensor& y_true, const Tensor& y_pred, const Tensor& weights) {
   auto [y, p] = columns(y_true, y_pred);
   Tensor above = cast(greater(p, threshold_row(thresholds_)), DType::kF32);  // (n, T)
   Tensor below = 1.0 - above;
-  tp_.assign(tp_.read() + counts(y, above));
-  fp_.assign(fp_.read() + counts(1.0 - y, above));
-  tn_.assign(tn_.read() + counts(1.0 - y, below));
-  fn_.assign(fn_.read() + counts(y, below));
+  tp_.assign(tp_.read() + counts(y * above, weights));
+  fp_.assign(fp_.read() + counts((1.0 - y) * above, weights));
+  tn_.assign(tn_.read() + counts((1.0 - y) * below, weights));
+  fn_.assign(fn_.read() + counts(y * below, weights));
 }
 
 std::string AUC::get_config() const {

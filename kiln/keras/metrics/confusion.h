@@ -12,6 +12,9 @@ namespace kiln::keras::metrics {
 class ThresholdedRatio : public Metric {
  public:
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  /// Each value counts with its weight (broadcast to y_pred's shape), as Keras's
+  /// update_confusion_matrix_variables accumulates sample weights into the counts.
+  void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
   Tensor result() const override;
   const std::vector<double>& thresholds() const { return thresholds_; }
   /// Keras's {"name", "dtype", "thresholds" (a number for one), "top_k": null, "class_id": null}.
@@ -24,6 +27,9 @@ class ThresholdedRatio : public Metric {
   virtual Tensor misses(const Tensor& y, const Tensor& predicted) const = 0;
 
  private:
+  /// Adds the counts of a batch; `weights` (n, 1) or undefined (each value counts 1).
+  void accumulate(const Tensor& y_true, const Tensor& y_pred, const Tensor& weights);
+
   std::vector<double> thresholds_;
   Variable true_positives_, misses_;
 };
@@ -65,6 +71,8 @@ class AUC : public Metric {
  public:
   explicit AUC(AucOptions options = {});
   void update_state(const Tensor& y_true, const Tensor& y_pred) override;
+  /// The four counts at every threshold accumulate each value's weight.
+  void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight) override;
   Tensor result() const override;
   const std::vector<double>& thresholds() const { return thresholds_; }
   std::string class_name() const override { return "AUC"; }
@@ -73,6 +81,8 @@ class AUC : public Metric {
   std::string get_config() const override;
 
  private:
+  void accumulate(const Tensor& y_true, const Tensor& y_pred, const Tensor& weights);
+
   std::string curve_;
   std::vector<double> thresholds_;
   Variable tp_, fp_, tn_, fn_;

@@ -50,8 +50,8 @@ void Mean::update(const Tensor& values, const Tensor& sample_weight) {
 void Metric::update_state_weighted(const Tensor& /*y_true*/, const Tensor& /*y_pred*/, const Tensor& /*sample_weight*/) {
   KILN_THROW(ValueError, "[", name_, "] this metric does not take sample weights yet, and it received some: as one of ",
              "compile's weighted_metrics, or because the model's output carries a mask, which Keras turns into sample ",
-             "weights. Hint: use a mean metric (accuracy, mae, ...) there, list this one in metrics (unweighted), or end ",
-             "the model with a layer that consumes the mask.");
+             "weights. Hint: override update_state_weighted in this Metric subclass, list it in metrics (unweighted), or ",
+             "end the model with a layer that consumes the mask.");
 }
 
 // Keras divide_no_nan: 0 before any update.

@@ -20,7 +20,8 @@ class Metric {
   virtual void update_state(const Tensor& y_true, const Tensor& y_pred) = 0;
   /// The same with per-value weights broadcast against the metric's per-sample values
   /// (Keras's update_state(..., sample_weight); fit passes the output's mask, as Keras does).
-  /// The default is a ValueError naming the metric: only the mean metrics weigh values yet.
+  /// Every built-in metric weighs (the means, and the confusion counts of Precision, Recall
+  /// and AUC); the default, for a Metric subclass that does not override it, is a ValueError.
   virtual void update_state_weighted(const Tensor& y_true, const Tensor& y_pred, const Tensor& sample_weight);
   /// The current value (a scalar tensor).
   virtual Tensor result() const = 0;

@@ -73,6 +73,10 @@ struct FitOptions {
   /// (Dataset::prefetch_to_device), as Keras feeds a TPU; 0 copies each batch in its step. No
   /// effect on the host, or when the dataset already ends with prefetch_to_device.
   int device_prefetch = kDefaultDevicePrefetch;
+  /// Weight of each class id (keys 0..C-1), multiplied into each example's sample weight (or
+  /// its weight, when the elements carry none) by its label: sparse, or the argmax of a one-hot
+  /// row. Single-output models, as in Keras; the validation data is not class-weighted.
+  std::map<int64_t, double> class_weight = {};
 };
 
 /// Keras's sample_weight of fit/evaluate on arrays: one array for every output, one per output
@@ -87,16 +91,26 @@ struct SampleWeights {
   bool empty() const { return !all.defined() && per_output.empty() && by_output.empty(); }
 };
 
+/// fit(x, y)'s validation_data: Keras's (x_val, y_val) or (x_val, y_val, val_sample_weight).
+/// The sample weights, a weight per row (rows,) or per step (rows, T), weigh the val_ loss and
+/// the val_ weighted metrics as fit's do the training ones.
+struct ValidationArrays {
+  HostTensor x;
+  HostTensor y;
+  HostTensor sample_weight = HostTensor();
+};
+
 /// Model::fit(x, y) options: Keras's fit on in-memory arrays, with its defaults.
 struct ArrayFitOptions {
   int64_t batch_size = 32;
   int epochs = 1;
   /// The last fraction of the rows, taken before any shuffling, validates instead of training.
   double validation_split = 0.0;
-  /// (x, y) to validate on after each epoch; overrides validation_split. Single-output models
-  /// (a multi-output model validates on validation_split, or on a Dataset through fit's
-  /// FitOptions).
-  std::optional<std::pair<HostTensor, HostTensor>> validation_data = std::nullopt;
+  /// (x, y) or (x, y, sample_weight) to validate on after each epoch; overrides
+  /// validation_split. Single-output models (a multi-output model validates on
+  /// validation_split, or on a Dataset through fit's FitOptions, whose elements may carry
+  /// weights too).
+  std::optional<ValidationArrays> validation_data = std::nullopt;
   /// Reshuffles the training rows before each epoch (a full shuffle, seeded by `seed`).
   bool shuffle = true;
   uint64_t seed = 0;

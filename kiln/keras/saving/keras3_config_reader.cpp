@@ -83,7 +83,7 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"Maximum", {}},
       {"Minimum", {}},
       {"Dot", {"axes", "normalize"}},
-      // Recurrent layers (Keras 3's RNN base keys too); seed seeds dropout, which must be 0,
+      // Recurrent layers (Keras 3's RNN base keys too); seed seeds the dropout masks,
       // and use_cudnn picks a kernel, not a result. Wrappers' inner layers are read as layers.
       {"SimpleRNN", {"units", "activation", "use_bias", "kernel_initializer", "recurrent_initializer",
                      "bias_initializer", "dropout", "recurrent_dropout", "seed", "return_sequences", "return_state",

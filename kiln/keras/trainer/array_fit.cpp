@@ -5,6 +5,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/trainer/class_weight.h"
 
 namespace kiln::keras {
 namespace {
@@ -47,39 +48,6 @@ HostTensor checked_weights(const HostTensor& w, int64_t rows, const Model& model
   return w.dtype() == DType::kF32 ? w : HostTensor::from_vector<float>(w.dims(), w.to_vector<float>());
 }
 
-// Keras's class_weight: each row's weight is that of its class (the sparse label, or the
-// argmax of a one-hot row), times its sample weight if any.
-HostTensor class_weighted(const std::map<int64_t, double>& class_weight, const HostTensor& y, const HostTensor& sample_weight,
-                          const Model& model) {
-  int64_t expected = 0;
-  for (const auto& entry : class_weight)
-    if (entry.first != expected++)
-      KILN_THROW(ValueError, "[", model.name(), "] expected class_weight to have the keys 0 to ", class_weight.size() - 1,
-                 " (one per class), received key ", entry.first, ".");
-  const int64_t rows = y.dims()[0], per_row = y.num_elements() / std::max<int64_t>(rows, 1);
-  const bool one_hot = y.rank() >= 2 && y.dims().back() > 1;
-  if (!one_hot && per_row != 1)
-    KILN_THROW(ShapeError, "[", model.name(), "] class_weight needs one label per row (sparse, or one-hot rows), received y ",
-               y.shape(), ".");
-  const std::vector<double> labels = y.to_vector<double>();
-  const std::vector<float> given = sample_weight.defined() ? sample_weight.to_vector<float>() : std::vector<float>();
-  const int64_t steps = sample_weight.defined() ? sample_weight.num_elements() / std::max<int64_t>(rows, 1) : 1;
-  std::vector<float> out(static_cast<size_t>(rows * steps));
-  for (int64_t r = 0; r < rows; ++r) {
-    const auto row = labels.begin() + r * per_row;
-    const double label = one_hot ? static_cast<double>(std::max_element(row, row + per_row) - row) : *row;
-    const auto it = class_weight.find(static_cast<int64_t>(label));
-    if (it == class_weight.end() || label != static_cast<double>(it->first))
-      KILN_THROW(ValueError, "[", model.name(), "] class_weight has no weight for the label ", label, " of row ", r,
-                 ". Hint: give every class 0..C-1 a weight.");
-    for (int64_t t = 0; t < steps; ++t) {
-      const auto k = static_cast<size_t>(r * steps + t);
-      out[k] = static_cast<float>(it->second) * (given.empty() ? 1.0F : given[k]);
-    }
-  }
-  return HostTensor::from_vector<float>(sample_weight.defined() ? sample_weight.dims() : Dims{rows}, out);
-}
-
 // The weight arrays after the labels: one per output (an output without weights gets ones),
 // or none when neither sample_weight nor class_weight is given.
 std::vector<HostTensor> output_weights(const SampleWeights& sw, const std::map<int64_t, double>& class_weight,
@@ -109,7 +77,7 @@ std::vector<HostTensor> output_weights(const SampleWeights& sw, const std::map<i
                  "'; the model's outputs are: ", output_list(model), ".");
     out[static_cast<size_t>(it - names.begin())] = checked_weights(w, rows, model, str_cat(what, "'s sample_weight for ", name));
   }
-  if (!class_weight.empty()) out[0] = class_weighted(class_weight, ys[0], out[0], model);
+  if (!class_weight.empty()) out[0] = class_weighted(class_weight, ys[0], out[0], model.name());
   for (HostTensor& w : out)  // unweighted outputs: ones weigh as no weights do
     if (!w.defined()) w = HostTensor::from_vector<float>({rows}, std::vector<float>(static_cast<size_t>(rows), 1.0F));
   return out;
@@ -161,8 +129,12 @@ History Model::fit(const HostTensor& x, const std::vector<HostTensor>& ys, Array
                          .verbose = options.verbose,
                          .initial_epoch = options.initial_epoch};
   if (options.validation_data) {
-    const auto& [xv, yv] = *options.validation_data;
-    fit_options.validation_data = batches(components(xv, {yv}, *this, "fit's validation_data"), options.batch_size);
+    const ValidationArrays& v = *options.validation_data;
+    std::vector<HostTensor> parts_v = components(v.x, {v.y}, *this, "fit's validation_data");
+    const std::vector<HostTensor> weights_v =
+        output_weights({.all = v.sample_weight}, {}, {v.y}, *this, "fit's validation_data");
+    parts_v.insert(parts_v.end(), weights_v.begin(), weights_v.end());
+    fit_options.validation_data = batches(parts_v, options.batch_size);
   } else if (validation_rows > 0) {
     fit_options.validation_data = batches(rows_of(validation_parts, train_rows, rows), options.batch_size);
   }

@@ -11,6 +11,7 @@
 #include "kiln/core/trace_recorder.h"
 #include "kiln/keras/callbacks/progbar_logger.h"
 #include "kiln/keras/models/model.h"
+#include "kiln/keras/trainer/class_weight.h"
 
 namespace kiln::keras {
 namespace {
@@ -74,8 +75,18 @@ CallbackList::CallbackList(std::vector<CallbackHandle> callbacks, Model* model, 
   }
 }
 
-History Model::fit(const data::Dataset& dataset, FitOptions options) {
+History Model::fit(const data::Dataset& given, FitOptions options) {
   check_compiled("fit");
+  if (!options.class_weight.empty() && num_outputs() > 1) {
+    std::string names;
+    for (const std::string& o : output_names()) names += (names.empty() ? "" : ", ") + o;
+    KILN_THROW(ValueError, "[", name_, "] class_weight is only supported for Models with a single output (this one has ",
+               num_outputs(), ": ", names, "). Hint: weigh the examples of each output with sample weights in the "
+               "elements.");
+  }
+  // Keras maps each batch's labels to their class weights (times the batch's sample weights).
+  const data::Dataset dataset =
+      options.class_weight.empty() ? given : with_class_weight(given, options.class_weight, num_inputs(), name_);
   FitTrace fit_trace(is_chief());  // before the compile, so its passes are in the trace
   compile_for_spec(dataset, /*train=*/true);
   History history;

@@ -133,7 +133,10 @@ TEST(RecurrentTest, WeightsAreNamedAndShapedAsKeras2) {
 }
 
 // d(layer(x))/dx and d/d(each weight) against central differences, in float64 layers.
-::testing::AssertionResult check_rnn_gradients(Layer& layer, const HostTensor& x, const HostTensor& mask = {}) {
+// In training, the dropout counter starts over before each evaluation: every evaluation draws
+// the same masks, so the finite differences see one function.
+::testing::AssertionResult check_rnn_gradients(Layer& layer, const HostTensor& x, const HostTensor& mask = {},
+                                               bool training = false) {
   layer.build(Dims(x.dims().begin() + 1, x.dims().end()));
   const std::vector<Variable> weights = layer.trainable_weights();
   std::vector<HostTensor> inputs{x};
@@ -141,7 +144,8 @@ TEST(RecurrentTest, WeightsAreNamedAndShapedAsKeras2) {
   if (mask.defined()) inputs.push_back(mask);
   auto f = [&](const std::vector<Tensor>& xs) {
     for (size_t i = 0; i < weights.size(); ++i) weights[i].assign(xs[i + 1]);
-    return layer.call_with_mask(xs[0], mask.defined() ? xs.back() : Tensor());
+    for (const Variable& counter : layer.random_state()) counter.assign(zeros(counter.shape()));
+    return layer.call_with_mask(xs[0], mask.defined() ? xs.back() : Tensor(), training);
   };
   return check_gradients(f, inputs, {.rtol = 1e-6, .atol = 1e-8});
 }
@@ -220,11 +224,224 @@ TEST(RecurrentTest, ConfigsRoundTripAndUnbuiltFeaturesFailLoudly) {
   EXPECT_NE(emb.get_config().find("\"mask_zero\":true"), std::string::npos);
   EXPECT_EQ(Embedding::from_config(emb.get_config()).get_config(), emb.get_config());
 
-  KILN_EXPECT_ERROR(LSTM::from_config(R"({"units": 3, "dropout": 0.2})"), ConfigError, "dropout=0.2 is not built");
+  KILN_EXPECT_ERROR(LSTM::from_config(R"({"units": 3, "dropout": 1.5})"), ValueError,
+                    "expected dropout in [0, 1), received dropout=1.5");
+  KILN_EXPECT_ERROR(GRU(2, {.recurrent_dropout = -0.1}), ValueError, "expected recurrent_dropout in [0, 1)");
   KILN_EXPECT_ERROR(GRU::from_config(R"({"units": 3, "stateful": true})"), ConfigError, "stateful=true is not built");
   KILN_EXPECT_ERROR(SimpleRNN(0), ValueError, "[SimpleRNN] expected units > 0");
   LSTM bad(2, {.name = "l2"});
   KILN_EXPECT_ERROR(bad(Tensor::from_vector<float>({1, 3}, {1, 2, 3})), ShapeError, "(batch, time, features)");
+}
+
+// ---- dropout and recurrent_dropout ------------------------------------------------------------
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+// The layer's return_sequences output recomputed in f64 from its weights and the masks it drew,
+// with tf.keras 2.15's cell equations: gate g reads x * input mask g (the one mask when there is
+// one) and h * recurrent mask g; GRU with reset_after=false multiplies r into the masked h.
+std::vector<double> rnn_with_masks(const Recurrent& layer, const HostTensor& x) {
+  const int64_t batch = x.dims()[0], steps = x.dims()[1], features = x.dims()[2], units = layer.units();
+  const std::string cls = layer.class_name();
+  const int gates = cls == "LSTM" ? 4 : cls == "GRU" ? 3 : 1;
+  const bool reset_after = cls == "GRU" && layer.options().reset_after;
+  const std::vector<double> xs = x.to_vector<double>(), w = layer.kernel().host_value().to_vector<double>(),
+                            u = layer.recurrent_kernel().host_value().to_vector<double>(),
+                            bias = layer.bias().host_value().to_vector<double>();
+  const int64_t width = gates * units;
+  const Recurrent::DropoutMasks& masks = layer.last_dropout_masks();
+  auto mask_value = [](const std::vector<Tensor>& m, int g, int64_t b, int64_t k, int64_t n) {
+    if (m.empty()) return 1.0;
+    return m[m.size() == 1 ? 0 : static_cast<size_t>(g)].to_vector<double>()[static_cast<size_t>(b * n + k)];
+  };
+  std::vector<double> out(static_cast<size_t>(batch * steps * units));
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<double> h(static_cast<size_t>(units), 0.0), c = h;
+    for (int64_t t = 0; t < steps; ++t) {
+      std::vector<double> xp(static_cast<size_t>(width)), rp(static_cast<size_t>(width));
+      for (int g = 0; g < gates; ++g)
+        for (int64_t j = g * units; j < (g + 1) * units; ++j) {
+          double a = bias[static_cast<size_t>(j)], r = reset_after ? bias[static_cast<size_t>(width + j)] : 0.0;
+          for (int64_t f = 0; f < features; ++f)
+            a += xs[static_cast<size_t>((b * steps + t) * features + f)] * mask_value(masks.input, g, b, f, features) *
+                 w[static_cast<size_t>(f * width + j)];
+          for (int64_t v = 0; v < units; ++v)
+            r += h[static_cast<size_t>(v)] * mask_value(masks.recurrent, g, b, v, units) * u[static_cast<size_t>(v * width + j)];
+          xp[static_cast<size_t>(j)] = a;
+          rp[static_cast<size_t>(j)] = r;
+        }
+      std::vector<double> next(static_cast<size_t>(units));
+      for (int64_t k = 0; k < units; ++k) {
+        auto at = [&](const std::vector<double>& v, int g) { return v[static_cast<size_t>(g * units + k)]; };
+        const auto kk = static_cast<size_t>(k);
+        if (gates == 1) {
+          next[kk] = std::tanh(at(xp, 0) + at(rp, 0));
+        } else if (gates == 4) {
+          c[kk] = sigmoid(at(xp, 1) + at(rp, 1)) * c[kk] + sigmoid(at(xp, 0) + at(rp, 0)) * std::tanh(at(xp, 2) + at(rp, 2));
+          next[kk] = sigmoid(at(xp, 3) + at(rp, 3)) * std::tanh(c[kk]);
+        } else {
+          const double z = sigmoid(at(xp, 0) + at(rp, 0));
+          double hh = 0;
+          if (reset_after) {
+            hh = std::tanh(at(xp, 2) + sigmoid(at(xp, 1) + at(rp, 1)) * at(rp, 2));
+          } else {  // (r * h * mask) @ U_h: r of every unit, so the whole row
+            double rec = 0;
+            for (int64_t v = 0; v < units; ++v) {
+              double rv = xp[static_cast<size_t>(units + v)];
+              for (int64_t q = 0; q < units; ++q)
+                rv += h[static_cast<size_t>(q)] * mask_value(masks.recurrent, 1, b, q, units) *
+                      u[static_cast<size_t>(q * width + units + v)];
+              rec += sigmoid(rv) * h[static_cast<size_t>(v)] * mask_value(masks.recurrent, 2, b, v, units) *
+                     u[static_cast<size_t>(v * width + 2 * units + k)];
+            }
+            hh = std::tanh(at(xp, 2) + rec);
+          }
+          next[kk] = z * h[kk] + (1 - z) * hh;
+        }
+        out[static_cast<size_t>((b * steps + t) * units + k)] = next[kk];
+      }
+      h = next;
+    }
+  }
+  return out;
+}
+
+// Every mask value is 0 or 1 / (1 - rate); returns the fraction of zeros.
+double dropped_fraction(const std::vector<Tensor>& masks, double rate) {
+  double zeros = 0, count = 0;
+  for (const Tensor& m : masks)
+    for (double v : m.to_vector<double>()) {
+      EXPECT_TRUE(v == 0.0 || std::abs(v - 1.0 / (1.0 - rate)) < 1e-6) << v;  // f32 masks round 1 / (1 - rate)
+      zeros += v == 0.0 ? 1 : 0;
+      count += 1;
+    }
+  return count > 0 ? zeros / count : 0.0;
+}
+
+TEST(RecurrentDropoutTest, TrainingOutputsMatchTheCellsRecomputedWithTheDrawnMasks) {
+  const HostTensor x = random_f64({3, 4, 5}, 21);
+  auto opts = [](double dropout, double recurrent, bool reset_after = true) {
+    return RecurrentOptions{.reset_after = reset_after, .return_sequences = true, .dropout = dropout,
+                            .recurrent_dropout = recurrent, .seed = 3, .dtype = mixed_precision::Policy("float64")};
+  };
+  struct Case {
+    std::shared_ptr<Recurrent> layer;
+    size_t input_masks, recurrent_masks;  // tf.keras 2.15: per gate only with recurrent_dropout
+  };
+  const std::vector<Case> cases = {
+      {std::make_shared<SimpleRNN>(4, opts(0.3, 0.4)), 1, 1},
+      {std::make_shared<LSTM>(4, opts(0.3, 0.4)), 4, 4},
+      {std::make_shared<LSTM>(4, opts(0.3, 0.0)), 1, 0},
+      {std::make_shared<GRU>(4, opts(0.3, 0.4)), 3, 3},
+      {std::make_shared<GRU>(4, opts(0.0, 0.4, /*reset_after=*/false)), 0, 3},
+      {std::make_shared<GRU>(4, opts(0.3, 0.0)), 1, 0},
+  };
+  for (const Case& c : cases) {
+    Recurrent& layer = *c.layer;
+    SCOPED_TRACE(layer.get_config());
+    layer.build(Dims{4, 5});
+    layer.weights()[2].assign(Tensor(random_f64(layer.bias().shape().dims(), 8, -0.5, 0.5)));
+    const std::vector<double> trained = layer(Tensor(x), /*training=*/true).to_vector<double>();
+    const Recurrent::DropoutMasks drawn = layer.last_dropout_masks();
+    ASSERT_EQ(drawn.input.size(), c.input_masks);
+    ASSERT_EQ(drawn.recurrent.size(), c.recurrent_masks);
+    const std::vector<double> expected = rnn_with_masks(layer, x);
+    ASSERT_EQ(trained.size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(trained[i], expected[i], 1e-10) << i;
+    // Inference draws nothing and equals the layer without dropout (the recomputation without masks).
+    const std::vector<double> inferred = layer(Tensor(x), /*training=*/false).to_vector<double>();
+    EXPECT_TRUE(layer.last_dropout_masks().input.empty() && layer.last_dropout_masks().recurrent.empty());
+    const std::vector<double> plain = rnn_with_masks(layer, x);
+    for (size_t i = 0; i < plain.size(); ++i) EXPECT_NEAR(inferred[i], plain[i], 1e-10) << i;
+    EXPECT_NE(inferred, trained);
+    // The next training call (the next batch) draws new masks.
+    layer(Tensor(x), /*training=*/true);
+    const Recurrent::DropoutMasks& again = layer.last_dropout_masks();
+    auto first_of = [](const Recurrent::DropoutMasks& m) {
+      return (m.input.empty() ? m.recurrent[0] : m.input[0]).to_vector<double>();
+    };
+    EXPECT_NE(first_of(again), first_of(drawn));
+  }
+}
+
+TEST(RecurrentDropoutTest, MasksDropTheirRateOfUnitsAndChangeFromBatchToBatch) {
+  LSTM lstm(8, {.dropout = 0.25, .recurrent_dropout = 0.5});
+  const HostTensor x = random_f64({256, 2, 16}, 4).astype(DType::kF32);
+  lstm(Tensor(x), /*training=*/true);
+  const Recurrent::DropoutMasks first = lstm.last_dropout_masks();
+  ASSERT_EQ(first.input.size(), 4u);
+  EXPECT_EQ(first.input[0].dims(), (Dims{256, 16}));
+  EXPECT_EQ(first.recurrent[0].dims(), (Dims{256, 8}));
+  // 16384 and 8192 Bernoulli draws: the standard errors are 0.0034 and 0.0055.
+  EXPECT_NEAR(dropped_fraction(first.input, 0.25), 0.25, 0.02);
+  EXPECT_NEAR(dropped_fraction(first.recurrent, 0.5), 0.5, 0.03);
+  // Each gate has its own mask, and the next batch new ones.
+  EXPECT_NE(first.input[0].to_vector<float>(), first.input[1].to_vector<float>());
+  lstm(Tensor(x), /*training=*/true);
+  EXPECT_NE(lstm.last_dropout_masks().input[0].to_vector<float>(), first.input[0].to_vector<float>());
+  EXPECT_EQ(lstm.random_state().size(), 1u);
+}
+
+TEST(RecurrentDropoutTest, GradientsWithFixedMasksMatchFiniteDifferences) {
+  auto opts = [](double dropout, double recurrent, bool reset_after = true) {
+    return RecurrentOptions{.reset_after = reset_after, .return_sequences = true, .dropout = dropout,
+                            .recurrent_dropout = recurrent, .dtype = mixed_precision::Policy("float64")};
+  };
+  const HostTensor x = random_f64({3, 4, 2}, 5);
+  SimpleRNN rnn(3, opts(0.3, 0.3));
+  EXPECT_TRUE(check_rnn_gradients(rnn, x, {}, /*training=*/true));
+  LSTM lstm(3, opts(0.3, 0.3));
+  EXPECT_TRUE(check_rnn_gradients(lstm, x, step_mask(), /*training=*/true));
+  GRU gru(3, opts(0.3, 0.0));
+  EXPECT_TRUE(check_rnn_gradients(gru, x, {}, /*training=*/true));
+  GRU gru_before(2, opts(0.2, 0.4, /*reset_after=*/false));
+  EXPECT_TRUE(check_rnn_gradients(gru_before, x, {}, /*training=*/true));
+  EXPECT_FALSE(gru_before.last_dropout_masks().recurrent.empty());
+}
+
+TEST(RecurrentDropoutTest, FitTrainsWithDropoutAndASeededRunRepeatsBitwise) {
+  // The compiled train step (the masks captured by the scan's while body and its gradient):
+  // the loss falls, two seeded runs from the same weights are identical, and the same model
+  // without dropout trains differently.
+  const HostTensor x = random_f64({32, 5, 3}, 9).astype(DType::kF32);
+  std::vector<float> yv;
+  const std::vector<float> xv = x.to_vector<float>();
+  for (size_t b = 0; b < 32; ++b) yv.push_back(xv[b * 15 + 12] - 0.5F * xv[b * 15 + 1]);
+  const HostTensor y = HostTensor::from_vector<float>({32, 1}, yv);
+  std::vector<HostTensor> start;
+  auto train = [&](double dropout, double recurrent_dropout) {
+    Sequential model({LSTM(4, {.dropout = dropout, .recurrent_dropout = recurrent_dropout, .seed = 1,
+                               .input_shape = {5, 3}}),
+                      Dense(1)});
+    if (start.empty()) start = model.get_weights();
+    model.set_weights(start);
+    model.compile({.optimizer = Adam({.learning_rate = 0.05}), .loss = "mse"});
+    const History h = model.fit(x, y, {.batch_size = 8, .epochs = 15, .shuffle = false, .verbose = 0});
+    return std::pair{h.history.at("loss"), model.get_weights()};
+  };
+  const auto [losses, weights] = train(0.2, 0.3);
+  EXPECT_LT(losses.back(), 0.5 * losses.front());
+  const auto [again, weights_again] = train(0.2, 0.3);
+  EXPECT_EQ(again, losses);
+  for (size_t i = 0; i < weights.size(); ++i) EXPECT_EQ(weights[i].to_vector<float>(), weights_again[i].to_vector<float>());
+  EXPECT_NE(train(0.0, 0.0).first, losses);
+}
+
+TEST(RecurrentDropoutTest, ConfigsRoundTripTheRatesAsKerasWritesThem) {
+  LSTM lstm(3, {.dropout = 0.2, .recurrent_dropout = 0.1, .seed = 7, .name = "l"});
+  const json config = json::parse(lstm.get_config());
+  EXPECT_EQ(config.at("dropout"), 0.2);
+  EXPECT_EQ(config.at("recurrent_dropout"), 0.1);
+  EXPECT_EQ(config.at("implementation"), 1);  // tf.keras 2.15's cell switches with recurrent_dropout
+  EXPECT_EQ(config.at("seed"), 7);
+  EXPECT_EQ(LSTM::from_config(lstm.get_config()).get_config(), lstm.get_config());
+  GRU gru(2, {.dropout = 0.5, .name = "g"});
+  EXPECT_EQ(json::parse(gru.get_config()).at("implementation"), 2);
+  EXPECT_EQ(json::parse(gru.get_config()).count("seed"), 0u);
+  EXPECT_EQ(GRU::from_config(gru.get_config()).get_config(), gru.get_config());
+  const SimpleRNN rnn = SimpleRNN::from_config(R"({"units": 2, "dropout": 0.25, "recurrent_dropout": 0.5})");
+  EXPECT_EQ(rnn.options().dropout, 0.25);
+  EXPECT_EQ(rnn.options().recurrent_dropout, 0.5);
 }
 
 TEST(RecurrentTest, RegularizersPenalizeEachWeightAndEveryOutputAndConstraintsHold) {

@@ -105,6 +105,60 @@ TEST(ConfusionMetricsTest, RocAucWithFineThresholdsIsTheMannWhitneyStatistic) {
   KILN_EXPECT_ERROR(AUC({.curve = "roc curve"}), ConfigError, "unknown curve");
 }
 
+TEST(ConfusionMetricsTest, SampleWeightsAccumulateIntoTheCounts) {
+  // Keras's update_confusion_matrix_variables: each value adds its weight, not 1.
+  // Above 0.5: rows 0 (y 1, w 2), 1 (y 0, w 0.5), 3 (y 1, w 0). Below: 2 (y 1, w 4), 4 (y 0, w 3).
+  Tensor y = f32({5, 1}, {1, 0, 1, 1, 0}), p = f32({5, 1}, {0.9f, 0.8f, 0.3f, 0.6f, 0.1f});
+  Tensor w = f32({5}, {2, 0.5f, 4, 0, 3});  // (n,) against (n, 1) predictions: one per row
+  Precision precision;
+  Recall recall;
+  precision.update_state_weighted(y, p, w);
+  recall.update_state_weighted(y, p, w);
+  EXPECT_NEAR(scalar(precision.result()), 2 / 2.5, 1e-6);  // tp 2 + 0, fp 0.5
+  EXPECT_NEAR(scalar(recall.result()), 2 / 6.0, 1e-6);     // tp 2, fn 4
+  // Thresholds -eps, 0.5, 1 + eps: tp 6 2 0, fp 3.5 0.5 0, tn 0 3 3.5, fn 0 4 6.
+  AUC roc({.num_thresholds = 3});
+  roc.update_state_weighted(y, p, w);
+  // tpr 1 1/3 0, fpr 1 1/7 0: (6/7)(4/3)/2 + (1/7)(1/3)/2 = 25/42.
+  EXPECT_NEAR(scalar(roc.result()), 25.0 / 42, 1e-6);
+  // Unit weights count as no weights.
+  Precision unit;
+  unit.update_state_weighted(y, p, f32({5}, {1, 1, 1, 1, 1}));
+  EXPECT_NEAR(scalar(unit.result()), 2.0 / 3, 1e-6);
+}
+
+TEST(ConfusionMetricsTest, IntegerWeightsCountAsRepeatedRowsAndRocAucIsTheWeightedMannWhitney) {
+  std::vector<float> y, p, w, y_rep, p_rep;
+  for (int i = 0; i < 30; ++i) {
+    y.push_back(static_cast<float>((i * 7 + 3) % 5 < 2));
+    p.push_back(static_cast<float>((std::fmod(i * 0.37, 1.0) * 180 + 5.5) / 199));
+    w.push_back(static_cast<float>(i % 4));  // 0..3, zeros included
+    for (int k = 0; k < i % 4; ++k) y_rep.push_back(y.back()), p_rep.push_back(p.back());
+  }
+  const auto n = static_cast<int64_t>(y.size()), n_rep = static_cast<int64_t>(y_rep.size());
+  for (const std::string curve : {"ROC", "PR"}) {
+    SCOPED_TRACE(curve);
+    AUC weighted({.curve = curve}), repeated({.curve = curve});
+    weighted.update_state_weighted(f32({n}, y), f32({n}, p), f32({n}, w));
+    repeated.update_state(f32({n_rep}, y_rep), f32({n_rep}, p_rep));
+    EXPECT_NEAR(scalar(weighted.result()), scalar(repeated.result()), 1e-5);
+  }
+  Recall recall(0.4), recall_rep(0.4);
+  recall.update_state_weighted(f32({n}, y), f32({n}, p), f32({n}, w));
+  recall_rep.update_state(f32({n_rep}, y_rep), f32({n_rep}, p_rep));
+  EXPECT_NEAR(scalar(recall.result()), scalar(recall_rep.result()), 1e-6);
+  double wins = 0, pairs = 0;  // sum of w_a w_b over (positive a, negative b) pairs, in f64
+  for (size_t a = 0; a < y.size(); ++a)
+    for (size_t b = 0; b < y.size(); ++b)
+      if (y[a] == 1 && y[b] == 0) {
+        pairs += double(w[a]) * w[b];
+        wins += double(w[a]) * w[b] * (p[a] > p[b] ? 1 : (p[a] == p[b] ? 0.5 : 0));
+      }
+  AUC auc;
+  auc.update_state_weighted(f32({n}, y), f32({n}, p), f32({n}, w));
+  EXPECT_NEAR(scalar(auc.result()), wins / pairs, 1e-5);
+}
+
 TEST(MetricNamesTest, KerasNamesResolve) {
   EXPECT_EQ(MetricHandle("mae")->name(), "mae");
   EXPECT_EQ(MetricHandle("RootMeanSquaredError")->name(), "root_mean_squared_error");

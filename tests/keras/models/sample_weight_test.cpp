@@ -28,6 +28,14 @@ std::unique_ptr<Functional> two_heads() {
   return model;
 }
 
+// The head a alone, as a single-output model.
+std::unique_ptr<Functional> head_a() {
+  KerasTensor x = Input({2});
+  auto model = std::make_unique<Functional>(std::vector<KerasTensor>{x}, std::vector<KerasTensor>{Dense(1, {.name = "a"})(x)});
+  model->set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  return model;
+}
+
 // Rows x = (1, 0), (0, 1), (1, 1), (2, -1): a = 1, 2, 3, 0 and b = -0.75, 0.75, -0.25, -2.25;
 // the targets are 0, so a's squared errors are 1, 4, 9, 0 and b's 0.5625, 0.5625, 0.0625, 5.0625.
 struct Rows {
@@ -112,9 +120,8 @@ TEST(SampleWeightTest, AZeroWeightOnOneOutputLeavesThatHeadBitwiseUnchanged) {
 
 TEST(SampleWeightTest, SingleOutputWeightedMetricsAreNamedAsKerasNamesThem) {
   const Rows r;
-  KerasTensor x = Input({2});
-  Functional model({x}, Dense(1, {.name = "a"})(x));
-  model.set_weights({f32({2, 1}, {1, 2}), f32({1}, {0})});
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
   model.compile({.optimizer = SGD(), .loss = "mse", .metrics = {"mae"}, .weighted_metrics = {"mae", "mse"}});
   const Logs logs = model.evaluate(r.x, r.ya, 4, {.verbose = 0, .sample_weight = {.all = r.wa}});
   std::vector<std::string> names;
@@ -133,31 +140,48 @@ TEST(SampleWeightTest, SingleOutputWeightedMetricsAreNamedAsKerasNamesThem) {
   EXPECT_NEAR(h.history.at("weighted_mae")[0], kWeightedMaeA, 1e-6);
 }
 
+// 3-class logits x . K of Rows::x, and the labels class_weight weighs.
+struct ClassRows {
+  HostTensor kernel = f32({2, 3}, {0.5, -1, 0.25, 1, 0, -0.5});
+  HostTensor labels = HostTensor::from_vector<int32_t>({4}, {0, 2, 1, 2});
+  std::map<int64_t, double> class_weight{{0, 2.0}, {1, 0.5}, {2, 0.0}};
+  // Keras's loss of one batch of the 4 rows: sum(class weight * w * cross-entropy) / 4, in f64.
+  double expected_loss(const std::vector<float>& w) const {
+    const Rows r;
+    const std::vector<float> xs = r.x.to_vector<float>(), k = kernel.to_vector<float>();
+    double loss = 0;
+    for (int n = 0; n < 4; ++n) {
+      double logits[3], lse = 0;
+      for (int c = 0; c < 3; ++c) lse += std::exp(logits[c] = xs[n * 2] * k[c] + xs[n * 2 + 1] * k[3 + c]);
+      const int label = labels.to_vector<int32_t>()[n];
+      loss += class_weight.at(label) * (w.empty() ? 1.0 : w[n]) * (std::log(lse) - logits[label]) / 4;
+    }
+    return loss;
+  }
+  HostTensor one_hot() const {
+    std::vector<float> rows(12, 0.0F);
+    for (int n = 0; n < 4; ++n) rows[n * 3 + labels.to_vector<int32_t>()[n]] = 1;
+    return f32({4, 3}, rows);
+  }
+};
+
 TEST(SampleWeightTest, ClassWeightWeighsEachRowByItsClassTimesItsSampleWeight) {
   // 3-class logits x . K; the loss fit logs for its one step is the pre-update weighted mean.
   KerasTensor in = Input({2});
   Functional model({in}, Dense(3, {.use_bias = false, .name = "c"})(in));
-  const HostTensor kernel = f32({2, 3}, {0.5, -1, 0.25, 1, 0, -0.5});
   const Rows r;
-  const HostTensor labels = HostTensor::from_vector<int32_t>({4}, {0, 2, 1, 2});
-  const std::map<int64_t, double> class_weight{{0, 2.0}, {1, 0.5}, {2, 0.0}};
-  double expected = 0;
-  const std::vector<float> xs = r.x.to_vector<float>(), k = kernel.to_vector<float>(), w = r.wa.to_vector<float>();
-  for (int n = 0; n < 4; ++n) {
-    double logits[3], lse = 0;
-    for (int c = 0; c < 3; ++c) lse += std::exp(logits[c] = xs[n * 2] * k[c] + xs[n * 2 + 1] * k[3 + c]);
-    const int label = labels.to_vector<int32_t>()[n];
-    expected += class_weight.at(label) * w[n] * (std::log(lse) - logits[label]) / 4;
-  }
+  const ClassRows c;
+  const HostTensor& kernel = c.kernel;
+  const HostTensor& labels = c.labels;
+  const std::map<int64_t, double>& class_weight = c.class_weight;
+  const double expected = c.expected_loss(r.wa.to_vector<float>());
   for (const bool one_hot : {false, true}) {
     SCOPED_TRACE(one_hot ? "one-hot labels" : "sparse labels");
     model.set_weights({kernel});
     HostTensor y = labels;
     LossHandle loss = SparseCategoricalCrossentropy({.from_logits = true});
     if (one_hot) {
-      std::vector<float> rows(12, 0.0F);
-      for (int n = 0; n < 4; ++n) rows[n * 3 + labels.to_vector<int32_t>()[n]] = 1;
-      y = f32({4, 3}, rows);
+      y = c.one_hot();
       loss = CategoricalCrossentropy({.from_logits = true});
     }
     model.compile({.optimizer = SGD(), .loss = loss});
@@ -169,6 +193,86 @@ TEST(SampleWeightTest, ClassWeightWeighsEachRowByItsClassTimesItsSampleWeight) {
                     "expected class_weight to have the keys 0 to 1 (one per class), received key 2");
   KILN_EXPECT_ERROR(model.fit(r.x, labels, {.verbose = 0, .class_weight = {{0, 1.0}, {1, 1.0}}}), ValueError,
                     "class_weight has no weight for the label 2 of row 1");
+}
+
+TEST(SampleWeightTest, ClassWeightWeighsTheBatchesOfADatasetByTheirLabels) {
+  // tf.keras 2.15 maps each batch (x, y) to (x, y, class weight of y), and (x, y, w) to
+  // (x, y, w * class weight of y).
+  KerasTensor in = Input({2});
+  Functional model({in}, Dense(3, {.use_bias = false, .name = "c"})(in));
+  const Rows r;
+  const ClassRows c;
+  for (const bool one_hot : {false, true})
+    for (const bool weighted : {false, true}) {
+      SCOPED_TRACE(std::string(one_hot ? "one-hot" : "sparse") + (weighted ? ", (x, y, w)" : ", (x, y)"));
+      model.set_weights({c.kernel});
+      const HostTensor y = one_hot ? c.one_hot() : c.labels;
+      model.compile({.optimizer = SGD(), .loss = one_hot ? LossHandle(CategoricalCrossentropy({.from_logits = true}))
+                                                         : LossHandle(SparseCategoricalCrossentropy({.from_logits = true}))});
+      const data::Dataset ds = weighted ? data::Dataset::from_tensor_slices({r.x, y, r.wa}).batch(4)
+                                        : data::Dataset::from_tensor_slices({r.x, y}).batch(4);
+      const History h = model.fit(ds, {.verbose = 0, .class_weight = c.class_weight});
+      EXPECT_NEAR(h.history.at("loss")[0], c.expected_loss(weighted ? r.wa.to_vector<float>() : std::vector<float>{}),
+                  1e-5);
+    }
+  // Every label is class 2, which weighs 0: the loss and its gradient are 0, the kernel stays.
+  model.set_weights({c.kernel});
+  model.compile({.optimizer = SGD(), .loss = SparseCategoricalCrossentropy({.from_logits = true})});
+  const HostTensor only_class_2 = HostTensor::from_vector<int32_t>({4}, {2, 2, 2, 2});
+  model.fit(data::Dataset::from_tensor_slices({r.x, only_class_2}).batch(2), {.epochs = 2, .verbose = 0,
+                                                                            .class_weight = c.class_weight});
+  EXPECT_EQ(model.get_weights()[0].to_vector<float>(), c.kernel.to_vector<float>());
+  KILN_EXPECT_ERROR(model.fit(data::Dataset::from_tensor_slices({r.x, c.labels}).batch(4),
+                              {.verbose = 0, .class_weight = {{0, 1.0}, {1, 1.0}}}),
+                    DataError, "class_weight has no weight for the label 2 of row 1");
+  KILN_EXPECT_ERROR(model.fit(data::Dataset::from_tensor_slices({r.x, c.labels}).batch(4),
+                              {.verbose = 0, .class_weight = {{1, 1.0}}}),
+                    ValueError, "expected class_weight to have the keys 0 to 0 (one per class), received key 1");
+}
+
+TEST(SampleWeightTest, ValidationDataCarriesItsWeightsIntoTheValLossAndWeightedMetrics) {
+  // A model a = x . (1, 2) that does not move (learning rate 0): its val_ values are Rows's
+  // hand values: val_loss kLossA, val_weighted_mae kWeightedMaeA, val_mae the unweighted kMaeA.
+  const Rows r;
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
+  model.compile({.optimizer = SGD({.learning_rate = 0.0}), .loss = "mse", .metrics = {"mae"}, .weighted_metrics = {"mae"}});
+  auto expect_weighted = [](const History& h, const std::string& form) {
+    SCOPED_TRACE(form);
+    EXPECT_NEAR(h.history.at("val_loss")[0], kLossA, 1e-5);
+    EXPECT_NEAR(h.history.at("val_weighted_mae")[0], kWeightedMaeA, 1e-6);
+    EXPECT_NEAR(h.history.at("val_mae")[0], kMaeA, 1e-6);
+  };
+  expect_weighted(model.fit(r.x, r.ya, {.batch_size = 3, .validation_data = ValidationArrays{r.x, r.ya, r.wa},
+                                        .verbose = 0}),
+                  "arrays (x, y, w)");
+  expect_weighted(model.fit(data::Dataset::from_tensor_slices({r.x, r.ya}).batch(4),
+                            {.validation_data = data::Dataset::from_tensor_slices({r.x, r.ya, r.wa}).batch(3),
+                             .verbose = 0}),
+                  "dataset (x, y, w)");
+  // Without weights: the plain mean, and the weighted mae equals the mae.
+  const History plain = model.fit(r.x, r.ya, {.validation_data = ValidationArrays{r.x, r.ya}, .verbose = 0});
+  EXPECT_NEAR(plain.history.at("val_loss")[0], (1 + 4 + 9 + 0) / 4.0, 1e-5);
+  EXPECT_NEAR(plain.history.at("val_weighted_mae")[0], kMaeA, 1e-6);
+  KILN_EXPECT_ERROR(model.fit(r.x, r.ya, {.validation_data = ValidationArrays{r.x, r.ya, f32({2}, {1, 1})}, .verbose = 0}),
+                    ShapeError, "fit's validation_data's sample_weight expected 4 rows (one weight per example)");
+}
+
+TEST(SampleWeightTest, WeightedPrecisionAndRecallCountTheWeightsOfTheirRows) {
+  // a = 1, 2, 3, 0 against labels 1, 0, 1, 1 at threshold 0.5; weights 1, 0, 2, 0.5.
+  // Weighted: tp 1 + 2, fp 0, fn 0.5. Unweighted: tp 2, fp 1, fn 1.
+  const Rows r;
+  const std::unique_ptr<Functional> owned = head_a();
+  Functional& model = *owned;
+  model.compile({.optimizer = SGD(), .loss = "mse", .metrics = {metrics::Precision()},
+                 .weighted_metrics = {metrics::Precision(), metrics::Recall(), metrics::AUC()}});
+  const Logs logs = model.evaluate(r.x, f32({4, 1}, {1, 0, 1, 1}), 4, {.verbose = 0, .sample_weight = {.all = r.wa}});
+  EXPECT_NEAR(logs.at("precision"), 2.0 / 3, 1e-6);
+  EXPECT_NEAR(logs.at("weighted_precision"), 1.0, 1e-6);
+  EXPECT_NEAR(logs.at("recall"), 3 / 3.5, 1e-6);
+  // Row 1 (the one negative) weighs 0: no weighted negatives, so the false positive rate is 0 at
+  // every threshold and the ROC area 0.
+  EXPECT_NEAR(logs.at("auc"), 0.0, 1e-6);
 }
 
 TEST(SampleWeightTest, AMaskedOutputWeighsEachKeptStepBySampleWeightTimesMask) {
@@ -225,10 +329,10 @@ TEST(SampleWeightTest, WrongWeightsAreErrorsThatSayWhatIsWrong) {
   KILN_EXPECT_ERROR(model->evaluate(data::Dataset::from_tensor_slices({r.x, r.ya, r.yb}).batch(4),
                                     {.verbose = 0, .sample_weight = {.all = r.wa}}),
                     ValueError, "evaluate received sample_weight with a Dataset");
-  // A metric that cannot weigh samples says so when listed in weighted_metrics.
-  model->compile({.optimizer = SGD(), .loss = "mse", .weighted_metrics = {metrics::Precision()}});
-  KILN_EXPECT_ERROR(model->evaluate(r.x, ys, 4, {.verbose = 0, .sample_weight = {.all = r.wa}}), ValueError,
-                    "does not take sample weights yet");
+  // class_weight is single-output for Datasets too.
+  KILN_EXPECT_ERROR(model->fit(data::Dataset::from_tensor_slices({r.x, r.ya, r.yb}).batch(4),
+                               {.verbose = 0, .class_weight = {{0, 1.0}}}),
+                    ValueError, "class_weight is only supported for Models with a single output (this one has 2: a, b)");
   // Keras renames a weighted metric whose name is taken once; a second clash is an error.
   KerasTensor x = Input({2});
   Functional one({x}, Dense(1, {.name = "a"})(x));
