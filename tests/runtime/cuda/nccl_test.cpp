@@ -33,6 +33,19 @@ std::unique_ptr<ir::Module> reduce_program(DType t, int64_t n) {
   return m;
 }
 
+// `out` (reduce_program's outputs on one replica) are the sum and the mean of the two
+// replicas' inputs `x`, within `tol` relative.
+void expect_sum_and_mean(const std::vector<HostTensor>& out, const std::vector<HostTensor>& x, double tol,
+                         const std::string& who) {
+  ASSERT_EQ(out.size(), 2u) << who;
+  const std::vector<double> a = x[0].to_vector<double>(), b = x[1].to_vector<double>();
+  const std::vector<double> sum = out[0].to_vector<double>(), mean = out[1].to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(sum[i], a[i] + b[i], tol * (1 + std::fabs(a[i] + b[i]))) << who << " [" << i << "]";
+    ASSERT_NEAR(mean[i], (a[i] + b[i]) / 2, tol * (1 + std::fabs(a[i] + b[i]))) << who << " [" << i << "]";
+  }
+}
+
 TEST(NcclTest, NcclLoadsWithoutAGpu) { EXPECT_EQ(nccl_version().rfind("2.", 0), 0u) << nccl_version(); }
 
 TEST(NcclTest, FewerThanTwoDistinctGpusIsAValueError) {
@@ -81,16 +94,9 @@ TEST(NcclTest, TwoGpusReduceDeviceBuffersInTheirPrograms) {
     std::thread second(replica, 1);
     replica(0);
     second.join();
-    const std::vector<double> a = x[0].to_vector<double>(), b = x[1].to_vector<double>();
-    const double tol = t == DType::kF32 ? 1e-6 : 1e-2;
     for (size_t r = 0; r < 2; ++r) {
       EXPECT_NE(steps[r].find("all_reduce(nccl, 2 replicas"), std::string::npos) << steps[r];
-      ASSERT_EQ(out[r].size(), 2u);
-      const std::vector<double> sum = out[r][0].to_vector<double>(), mean = out[r][1].to_vector<double>();
-      for (size_t i = 0; i < a.size(); ++i) {
-        ASSERT_NEAR(sum[i], a[i] + b[i], tol * (1 + std::fabs(a[i] + b[i]))) << name(t) << " replica " << r << " [" << i << "]";
-        ASSERT_NEAR(mean[i], (a[i] + b[i]) / 2, tol * (1 + std::fabs(a[i] + b[i]))) << name(t) << " replica " << r;
-      }
+      expect_sum_and_mean(out[r], x, t == DType::kF32 ? 1e-6 : 1e-2, str_cat(name(t), " replica ", r));
     }
   }
 }
@@ -135,15 +141,7 @@ TEST(NcclTest, TwoGpusJoinAsTheRanksOfTwoProcesses) {
   std::thread second(rank, 1);
   rank(0);
   second.join();
-  const std::vector<double> a = x[0].to_vector<double>(), b = x[1].to_vector<double>();
-  for (size_t r = 0; r < 2; ++r) {
-    ASSERT_EQ(out[r].size(), 2u);
-    const std::vector<double> sum = out[r][0].to_vector<double>(), mean = out[r][1].to_vector<double>();
-    for (size_t i = 0; i < a.size(); ++i) {
-      ASSERT_NEAR(sum[i], a[i] + b[i], 1e-6 * (1 + std::fabs(a[i] + b[i]))) << "rank " << r << " [" << i << "]";
-      ASSERT_NEAR(mean[i], (a[i] + b[i]) / 2, 1e-6 * (1 + std::fabs(a[i] + b[i]))) << "rank " << r;
-    }
-  }
+  for (size_t r = 0; r < 2; ++r) expect_sum_and_mean(out[r], x, 1e-6, str_cat("rank ", r));
 }
 
 // A replica whose peer failed before its all_reduce would wait on the GPU forever: abort()
