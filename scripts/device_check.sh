@@ -16,13 +16,17 @@
 #   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests and kiln_e2e_cuda_tests,
 #      built here and carried in device_bin.tar.xz with the libraries they need), one summary
 #      line: generated kernels, cuBLASLt, cuDNN convolutions and pooling, NCCL all_reduce and a
-#      MirroredStrategy over GPUs (the *TwoGpus* tests, only where nvidia-smi lists two GPUs or
-#      more), the seed MLP's and the convnet's whole train steps against the CPU, and
+#      MirroredStrategy over GPUs and NCCL joined as two processes' ranks (the *TwoGpus* tests,
+#      only where nvidia-smi lists two GPUs or more), copies in flight read by programs (the
+#      compute stream waiting for each copy's CUevent, the staging ring's reuse), the seed MLP's and the convnet's whole train steps against the CPU, and
 #      prefetch_to_device feeding the MLP's steps. cuDNN and NCCL are opened with dlopen and
 #      too large to carry (hundreds of MiB): the image's copies are used (the toolkit's, or the
 #      nvidia-cudnn / nvidia-nccl wheels PyTorch brings), found below;
 #   4. PyTorch's bandwidth on the same GPU (a copy and a fused-free elementwise chain), the
-#      figure the generated kernels are compared with.
+#      figure the generated kernels are compared with;
+#   5. PyTorch's W1, W2 and W3 train steps on the same GPU (bench/torch_gpu_steps.py; W3 in f32
+#      and bf16 with its fraction of the GPU's peak), or one JSON line saying the image has no
+#      CUDA PyTorch.
 # Output: JSON lines; files under $OUT when set. Exit status: non-zero if a case failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -131,5 +135,9 @@ print(json.dumps({"bench": "torch_reference", "gpu": torch.cuda.get_device_name(
                   "copy_1M_f32_us": copy, "tanh_xy_plus_z_1M_f32_us": chain,
                   "copy_256MiB_gb_per_s": 2 * (256 << 20) / (bw * 1e-6) / 1e9}))
 EOF
+echo "== PyTorch train steps on the same GPU (W1, W2, W3; Kiln's GPU figures come from its tests above)"
+# bf16 peak of an H100/H200 SXM (dense), for W3's fraction of it.
+python3 bench/torch_gpu_steps.py --peak-tflops 989 | tee "$out/torch_steps.jsonl" || true
+
 echo "== device_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

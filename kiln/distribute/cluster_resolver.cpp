@@ -14,6 +14,8 @@ namespace kiln::distribute {
 ClusterInfo detect_cluster() {
   ClusterInfo info;
   info.mpi_world_size = mpi::launched_world_size();
+  info.mpi_local_rank = mpi::launched_local_rank();
+  info.mpi_local_size = mpi::launched_local_size();
   info.mpi_built = mpi::built_with_mpi();
   info.gpu_survey = runtime::find_gpus();
   info.gpus = static_cast<int>(info.gpu_survey.gpus.size());
@@ -61,41 +63,62 @@ bool quiet_rank() {
 
 }  // namespace
 
+std::vector<StrategyCandidate> strategy_candidates(const ClusterInfo& info) {
+  using Kind = StrategyCandidate::Kind;
+  std::vector<StrategyCandidate> out;
+  if (info.mpi_world_size > 1) {
+    // One GPU per process: local rank r of this host takes cuda:r. Where the launcher does not
+    // say how many processes share this host, or more share it than it has GPUs, the workers
+    // use their CPUs (two processes on one GPU cannot join one NCCL communicator).
+    if (info.mpi_local_rank >= 0 && info.mpi_local_rank < info.mpi_local_size && info.mpi_local_size <= info.gpus) {
+      const std::string gpu = info.gpu_survey.gpus.at(static_cast<size_t>(info.mpi_local_rank)).device;
+      out.push_back({Kind::kMultiWorkerGpu, {gpu},
+                     str_cat("an MPI world of ", info.mpi_world_size, " processes, one GPU each (this one: ", gpu,
+                             "), gradients all-reduced by NCCL across them")});
+    }
+    out.push_back({Kind::kMultiWorkerCpu, {}, str_cat("an MPI world of ", info.mpi_world_size, " processes")});
+  }
+  if (info.gpus > 1) {
+    std::vector<std::string> gpus;
+    for (const runtime::GpuInfo& g : info.gpu_survey.gpus) gpus.push_back(g.device);
+    out.push_back({Kind::kMirroredGpus, gpus, str_cat(info.gpus, " GPUs: one replica per GPU, gradients all-reduced by NCCL")});
+  }
+  if (info.logical_cpu_devices > 1)
+    out.push_back({Kind::kMirroredCpus, {},
+                   str_cat("no accelerator; ", info.logical_cpu_devices, " logical CPU devices (KILN_CPU_DEVICES)")});
+  return out;
+}
+
 std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
+  using Kind = StrategyCandidate::Kind;
   std::ostringstream say;
   std::shared_ptr<Strategy> chosen;
   std::string why;
   try {
     const ClusterInfo info = detect_cluster();
     say << describe_cluster(info);
-    if (info.mpi_world_size > 1) {
+    for (const StrategyCandidate& c : strategy_candidates(info)) {
+      if (c.kind == Kind::kMirroredCpus && info.gpus == 1)
+        say << "One GPU: a strategy over GPUs needs two; compile programs for it with runtime::make_backend(\"cuda\")\n";
       try {
-        chosen = std::make_shared<MultiWorkerMirroredStrategy>();
-        why = str_cat("an MPI world of ", chosen->num_workers(), " processes");
+        switch (c.kind) {
+          case Kind::kMultiWorkerGpu: chosen = std::make_shared<MultiWorkerMirroredStrategy>(c.devices); break;
+          case Kind::kMultiWorkerCpu: chosen = std::make_shared<MultiWorkerMirroredStrategy>(); break;
+          case Kind::kMirroredGpus: chosen = std::make_shared<MirroredStrategy>(c.devices); break;
+          case Kind::kMirroredCpus: chosen = std::make_shared<MirroredStrategy>(); break;
+        }
+        why = c.why;
+        break;
       } catch (const Error& e) {
-        say << "MultiWorkerMirroredStrategy unavailable: " << e.what() << "\n";
+        say << (c.kind == Kind::kMultiWorkerGpu   ? "MultiWorkerMirroredStrategy over GPUs unavailable: "
+                : c.kind == Kind::kMultiWorkerCpu ? "MultiWorkerMirroredStrategy unavailable: "
+                : c.kind == Kind::kMirroredGpus   ? "MirroredStrategy over GPUs unavailable: "
+                                                  : "MirroredStrategy unavailable: ")
+            << e.what() << "\n";
       }
     }
-    if (!chosen && info.gpus > 1) {
-      try {
-        std::vector<std::string> gpus;
-        for (const runtime::GpuInfo& g : info.gpu_survey.gpus) gpus.push_back(g.device);
-        chosen = std::make_shared<MirroredStrategy>(gpus);
-        why = str_cat(info.gpus, " GPUs: one replica per GPU, gradients all-reduced by NCCL");
-      } catch (const Error& e) {
-        say << "MirroredStrategy over GPUs unavailable: " << e.what() << "\n";
-      }
-    }
-    if (!chosen && info.gpus == 1)
+    if (!chosen && info.gpus == 1 && info.logical_cpu_devices <= 1)
       say << "One GPU: a strategy over GPUs needs two; compile programs for it with runtime::make_backend(\"cuda\")\n";
-    if (!chosen && info.logical_cpu_devices > 1) {
-      try {
-        chosen = std::make_shared<MirroredStrategy>();
-        why = str_cat("no accelerator; ", info.logical_cpu_devices, " logical CPU devices (KILN_CPU_DEVICES)");
-      } catch (const Error& e) {
-        say << "MirroredStrategy unavailable: " << e.what() << "\n";
-      }
-    }
     if (!chosen)
       why = info.gpus == 1   ? "1 GPU found (a strategy over GPUs needs two) and one CPU device: the default CPU strategy"
             : info.gpus > 1 ? str_cat(info.gpus, " GPUs found but no strategy over them (see above), and one CPU device: "

@@ -14,9 +14,7 @@
 
 namespace kiln::distribute {
 
-/// Thrown in a replica waiting at an all_reduce when another replica failed (Strategy::run
-/// reports the other replica's error instead).
-struct ReplicaAborted {};
+using runtime::ReplicaAborted;
 
 class InProcessCollectives : public runtime::Collectives {
  public:
@@ -31,9 +29,9 @@ class InProcessCollectives : public runtime::Collectives {
   int num_local_replicas() const { return local_; }
   void all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) override;
   /// Wakes every waiting replica with ReplicaAborted; later calls throw it too, until reset().
-  void abort();
+  void abort() override;
   /// Makes the collectives usable again once every replica has left (after an abort).
-  void reset();
+  void reset() override;
 
  private:
   void reduce_locked(ir::ReduceKind kind, DType dtype, int64_t count);

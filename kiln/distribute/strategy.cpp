@@ -108,7 +108,10 @@ void Strategy::run_replicas(const std::function<void(int)>& body) {
         trace::ReplicaScope scope(replica_context(r));
         body(r);
       },
-      [this] { collectives_->abort(); });
+      [this] {
+        collectives_->abort();
+        if (device_collectives_) device_collectives_->abort();  // NCCL: ncclCommAbort, so no GPU waits
+      });
   std::exception_ptr first;
   for (const std::exception_ptr& e : errors) {
     if (!e) continue;
@@ -121,7 +124,10 @@ void Strategy::run_replicas(const std::function<void(int)>& body) {
   }
   bool any = false;
   for (const std::exception_ptr& e : errors) any = any || e != nullptr;
-  if (any) collectives_->reset();
+  if (any) {
+    collectives_->reset();
+    if (device_collectives_) device_collectives_->reset();
+  }
   if (first) std::rethrow_exception(first);
   KILN_CHECK(!any, "replicas were aborted without an error");
 }
@@ -273,8 +279,28 @@ MirroredStrategy::MirroredStrategy(std::vector<std::string> devices)
         return c;
       }()) {}
 
-MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy()
-    : Strategy([] {
+// This worker's GPU as its one replica; NCCL across the workers' GPUs, joined over MPI.
+Strategy::Config MultiWorkerMirroredStrategy::gpu_config(int rank, int num_workers, const std::vector<std::string>& devices) {
+  if (devices.size() != 1 || !devices[0].starts_with("cuda"))
+    KILN_THROW(ConfigError, "[MultiWorkerMirroredStrategy] devices must be one GPU per worker (\"cuda:N\", one process "
+               "per GPU), or none for the CPU devices; received ", str_join(devices, ", "), ".");
+  const runtime::CollectivesIdExchange exchange = mpi::exchange_id;
+  Config c{.name = "MultiWorkerMirroredStrategy", .devices = {}, .num_workers = num_workers, .worker_index = rank};
+  try {
+    c.backends.push_back(runtime::make_backend(devices[0]));  // ConfigError naming a malformed or missing GPU
+  } catch (const Error& e) {
+    exchange(e.what(), {});  // fails every worker, this one included, so none waits in NCCL
+    throw;
+  }
+  c.devices.push_back(c.backends.back()->device().name());
+  const int ordinal = std::stoi(c.devices.back().substr(5));
+  if (num_workers > 1)
+    c.device_collectives = runtime::make_gpu_collectives_across_processes(ordinal, rank, num_workers, exchange);
+  return c;
+}
+
+MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy(std::vector<std::string> devices)
+    : Strategy([&] {
         const mpi::World world = mpi::init();
         // A launcher variable left in the environment (OMPI_COMM_WORLD_SIZE=2 without mpirun)
         // makes MPI start a world of one: training alone while the user expects a cluster.
@@ -283,6 +309,7 @@ MultiWorkerMirroredStrategy::MultiWorkerMirroredStrategy()
                      " processes (", mpi::launched_world_size_variable(), "), but MPI reports a world of ", world.size,
                      ": this process was likely not started by mpirun. Hint: launch it with `mpirun -np ", launched,
                      " ...`, or unset ", mpi::launched_world_size_variable(), " to train in this process alone.");
+        if (!devices.empty()) return gpu_config(world.rank, world.size, devices);
         Config c{.name = "MultiWorkerMirroredStrategy", .devices = logical_cpu_device_names()};
         c.threads_per_replica = threads_per_device(config::logical_cpu_devices());
         c.num_workers = world.size;

@@ -179,12 +179,20 @@ class MirroredStrategy : public Strategy {
   static Config gpu_config(const std::vector<std::string>& devices);
 };
 
-/// Every MPI rank is a worker with its logical CPU devices as local replicas; all_reduce
-/// sums in replica order inside each process, then MPI_Allreduce across ranks. ConfigError
-/// when the build has no MPI.
+/// Every MPI rank is a worker. With no `devices`, its logical CPU devices are its local
+/// replicas; all_reduce sums in replica order inside each process, then MPI_Allreduce across
+/// ranks. With one GPU ({"cuda:N"}: launch one process per GPU), that GPU is the worker's one
+/// replica and all_reduce is NCCL's across the workers' GPUs, inside the compiled step: rank
+/// 0 makes NCCL's id and MPI_Bcast sends it to the others (mpi::exchange_id), then every rank
+/// joins (ncclCommInitRank). ConfigError when the build has no MPI, for more than one device
+/// or a CPU device in `devices`, and, on every rank, when one rank lacks its GPU, NCCL or the
+/// CUDA backend.
 class MultiWorkerMirroredStrategy : public Strategy {
  public:
-  MultiWorkerMirroredStrategy();
+  explicit MultiWorkerMirroredStrategy(std::vector<std::string> devices = {});
+
+ private:
+  static Config gpu_config(int rank, int num_workers, const std::vector<std::string>& devices);
 };
 
 /// The strategy of the innermost scope() on this thread, else the process's DefaultStrategy.

@@ -10,6 +10,10 @@
 
 namespace kiln::runtime {
 
+/// Thrown in a replica waiting at an all_reduce when another replica of its process failed
+/// (Strategy::run reports the other replica's error instead).
+struct ReplicaAborted {};
+
 class Collectives {
  public:
   virtual ~Collectives() = default;
@@ -19,6 +23,11 @@ class Collectives {
   /// `replica` is the caller's id among this process's replicas. Every replica must call it
   /// the same number of times in the same order (they do: they run one program).
   virtual void all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) = 0;
+  /// Releases this process's replicas waiting in an all_reduce once one of them failed, so
+  /// none waits forever for it: they throw ReplicaAborted, as do later calls until reset().
+  virtual void abort() = 0;
+  /// Makes the collectives usable again once every replica has left (after an abort).
+  virtual void reset() = 0;
 };
 
 }  // namespace kiln::runtime

@@ -35,4 +35,25 @@ std::shared_ptr<Collectives> make_gpu_collectives(const std::vector<int>& ordina
 #endif
 }
 
+std::shared_ptr<Collectives> make_gpu_collectives_across_processes(int ordinal, int rank, int num_ranks,
+                                                                   const CollectivesIdExchange& exchange) {
+#if KILN_HAVE_CUDA
+  return cuda::make_nccl_collectives_across_processes(ordinal, rank, num_ranks, exchange);
+#else
+  (void)ordinal, (void)rank, (void)num_ranks;
+  const char* why = "this build has no CUDA backend (configure with -DKILN_CUDA=ON on a machine with the CUDA toolkit)";
+  exchange(why, {});  // the other processes learn it too
+  KILN_THROW(ConfigError, "[make_gpu_collectives_across_processes] ", why, ".");
+#endif
+}
+
+std::vector<uint8_t> new_gpu_collectives_id() {
+#if KILN_HAVE_CUDA
+  return cuda::nccl_unique_id();
+#else
+  KILN_THROW(ConfigError, "[new_gpu_collectives_id] this build has no CUDA backend (configure with -DKILN_CUDA=ON on a "
+             "machine with the CUDA toolkit).");
+#endif
+}
+
 }  // namespace kiln::runtime

@@ -27,12 +27,32 @@ void Event::complete() const { fail(nullptr); }
 
 void Event::fail(std::exception_ptr error) const {
   if (!state_) return;
+  std::shared_ptr<const DeviceMarker> marker;  // no longer needed: dropped outside the lock
   {
     std::lock_guard lock(state_->mutex);
     state_->done = true;
     state_->error = std::move(error);
+    marker = std::move(state_->marker);
   }
   state_->done_cv.notify_all();
+}
+
+void Event::issue(std::shared_ptr<const DeviceMarker> marker) const {
+  if (!state_) return;
+  {
+    std::lock_guard lock(state_->mutex);
+    if (state_->done) return;
+    state_->marker = std::move(marker);
+  }
+  state_->done_cv.notify_all();
+}
+
+std::shared_ptr<const DeviceMarker> Event::wait_issued() const {
+  if (!state_) return nullptr;
+  std::unique_lock lock(state_->mutex);
+  state_->done_cv.wait(lock, [&] { return state_->done || state_->marker != nullptr; });
+  if (state_->error) std::rethrow_exception(state_->error);
+  return state_->done ? nullptr : state_->marker;
 }
 
 Stream::Stream(std::string name, bool asynchronous) : name_(std::move(name)) {

@@ -3,6 +3,11 @@
 // caller's thread (a host device, where there is nothing to overlap). An Event marks the end of
 // one work item; a Buffer carries the Event of the work that produces it, and whoever reads the
 // buffer waits on it first (PjRt's definition events, CUDA's cudaEvent_t).
+//
+// Work a device runs on its own queue (a copy or kernel on a CUDA stream) is "issued" before
+// it is done: the Event then carries a DeviceMarker (a recorded CUevent) that other work of
+// the device can wait on in the device's queue (cuStreamWaitEvent), so the host never blocks
+// on the dependency; complete() still follows when the work has finished, for host waiters.
 #pragma once
 
 #include <condition_variable>
@@ -15,6 +20,13 @@
 #include <thread>
 
 namespace kiln::runtime {
+
+/// What a device's queue can wait on without the host (a recorded CUevent). Devices downcast
+/// it to their own kind; a marker of another kind means nothing to them.
+class DeviceMarker {
+ public:
+  virtual ~DeviceMarker() = default;
+};
 
 /// Completion of one work item. A default Event is already complete. Copies share the state.
 class Event {
@@ -31,12 +43,21 @@ class Event {
   void complete() const;
   void fail(std::exception_ptr error) const;
 
+  /// The work is queued on a device and `marker` fires there when it finishes (complete() or
+  /// fail() must still follow). Wakes wait_issued().
+  void issue(std::shared_ptr<const DeviceMarker> marker) const;
+  /// Blocks until the work is issued or done, not until it finished on the device. Returns
+  /// the marker while the work may still be running there, null once it is done (or was never
+  /// issued to a device); rethrows the error it failed with.
+  std::shared_ptr<const DeviceMarker> wait_issued() const;
+
  private:
   struct State {
     std::mutex mutex;
-    std::condition_variable done_cv;
+    std::condition_variable done_cv;  // signals issue() as well as done
     bool done = false;
     std::exception_ptr error;
+    std::shared_ptr<const DeviceMarker> marker;
   };
   std::shared_ptr<State> state_;
 };

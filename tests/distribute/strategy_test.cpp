@@ -235,6 +235,63 @@ TEST(StrategyDeathTest, AnMpiWorldSizeWithoutMpirunIsReportedAndNotUsed) {
       "not started by mpirun.*Strategy: DefaultStrategy");
 }
 
+// The resolver's choice with the machine injected (GPUs, an MPI launch): under mpirun each
+// process takes the GPU of its local rank when this host has one per process, else its CPUs;
+// without MPI two GPUs or more get a MirroredStrategy over them.
+TEST(StrategyCandidatesTest, AutoDetectsChoiceFollowsGpusAndMpiRanks) {
+  using Kind = StrategyCandidate::Kind;
+  auto machine = [](int gpus, int world, int local_rank, int local_size, int cpu_devices) {
+    ClusterInfo info;
+    for (int g = 0; g < gpus; ++g) info.gpu_survey.gpus.push_back({str_cat("cuda:", g), "NVIDIA H200", int64_t{141} << 30, 90});
+    info.gpus = gpus;
+    info.mpi_world_size = world;
+    info.mpi_local_rank = local_rank;
+    info.mpi_local_size = local_size;
+    info.logical_cpu_devices = cpu_devices;
+    return info;
+  };
+  auto kinds = [](const std::vector<StrategyCandidate>& c) {
+    std::vector<Kind> k;
+    for (const StrategyCandidate& x : c) k.push_back(x.kind);
+    return k;
+  };
+  // 2 processes per host with 2 GPUs: local rank 1 takes cuda:1, NCCL across the workers.
+  std::vector<StrategyCandidate> c = strategy_candidates(machine(2, 4, 1, 2, 1));
+  ASSERT_EQ(kinds(c), (std::vector<Kind>{Kind::kMultiWorkerGpu, Kind::kMultiWorkerCpu, Kind::kMirroredGpus}));
+  EXPECT_EQ(c[0].devices, std::vector<std::string>{"cuda:1"});
+  EXPECT_EQ(c[0].why, "an MPI world of 4 processes, one GPU each (this one: cuda:1), gradients all-reduced by NCCL across them");
+  EXPECT_EQ(c[1].why, "an MPI world of 4 processes");
+  // More processes on this host than GPUs, or a launcher that does not say: the CPUs.
+  EXPECT_EQ(kinds(strategy_candidates(machine(1, 2, 0, 2, 1))), std::vector<Kind>{Kind::kMultiWorkerCpu});
+  EXPECT_EQ(kinds(strategy_candidates(machine(4, 2, -1, -1, 1))),
+            (std::vector<Kind>{Kind::kMultiWorkerCpu, Kind::kMirroredGpus}));
+  // One process: two GPUs or more, then the logical CPU devices.
+  c = strategy_candidates(machine(2, 1, -1, -1, 4));
+  ASSERT_EQ(kinds(c), (std::vector<Kind>{Kind::kMirroredGpus, Kind::kMirroredCpus}));
+  EXPECT_EQ(c[0].devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
+  EXPECT_EQ(kinds(strategy_candidates(machine(0, 1, -1, -1, 4))), std::vector<Kind>{Kind::kMirroredCpus});
+  EXPECT_TRUE(strategy_candidates(machine(1, 1, -1, -1, 1)).empty());  // the DefaultStrategy
+}
+
+TEST(StrategyDeathTest, MultiWorkerStrategyTakesOneGpuOrTheCpus) {
+  if (!mpi::built_with_mpi()) GTEST_SKIP() << "this build has no MPI";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // In a child: MPI initializes once per process.
+  EXPECT_EXIT(
+      {
+        try {
+          MultiWorkerMirroredStrategy({"cuda:0", "cuda:1"});
+        } catch (const ConfigError& e) {
+          std::fprintf(stderr, "%s\n", e.what());
+          std::exit(3);
+        }
+        std::exit(1);
+      },
+      ::testing::ExitedWithCode(3),
+      "devices must be one GPU per worker \\(\"cuda:N\", one process per GPU\\), or none for the CPU devices; "
+      "received cuda:0, cuda:1.");
+}
+
 TEST_F(StrategyTest, AutoDetectFallsBackToTheDefaultStrategyWithOneDevice) {
   config::set_logical_cpu_devices(1);
   std::ostringstream out;

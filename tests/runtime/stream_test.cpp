@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -78,6 +79,51 @@ TEST(EventTest, DefaultEventIsComplete) {
   Event e;
   EXPECT_TRUE(e.ready());
   EXPECT_NO_THROW(e.wait());
+}
+
+struct TestMarker final : DeviceMarker {
+  explicit TestMarker(std::atomic<int>& live) : live_(live) { ++live_; }
+  ~TestMarker() override { --live_; }
+  std::atomic<int>& live_;
+};
+
+// Device work is issued (a marker other device work can wait on) before it is done; the host
+// waits for issue only, and the marker is let go once the work is done.
+TEST(EventTest, WaitIssuedReturnsTheMarkerUntilTheWorkIsDone) {
+  std::atomic<int> live{0};
+  Event e = Event::pending();
+  std::atomic<bool> returned{false};
+  std::shared_ptr<const DeviceMarker> seen;
+  std::thread waiter([&] {
+    seen = e.wait_issued();
+    returned = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(returned);  // neither issued nor done yet
+  auto marker = std::make_shared<const TestMarker>(live);
+  e.issue(marker);
+  waiter.join();
+  EXPECT_EQ(seen, marker);
+  EXPECT_FALSE(e.ready());  // issued is not done
+  EXPECT_EQ(e.wait_issued(), marker);
+  seen.reset();
+  marker.reset();
+  EXPECT_EQ(live, 1);  // the event holds it while the work may run
+  e.complete();
+  EXPECT_EQ(live, 0);  // done: the marker is dropped
+  EXPECT_EQ(e.wait_issued(), nullptr);
+  e.issue(std::make_shared<const TestMarker>(live));  // too late: ignored
+  EXPECT_EQ(live, 0);
+  EXPECT_EQ(Event().wait_issued(), nullptr);
+}
+
+TEST(EventTest, WaitIssuedRethrowsAFailure) {
+  std::atomic<int> live{0};
+  Event e = Event::pending();
+  e.issue(std::make_shared<const TestMarker>(live));
+  e.fail(std::make_exception_ptr(std::runtime_error("copy failed")));
+  EXPECT_EQ(live, 0);
+  EXPECT_THROW(e.wait_issued(), std::runtime_error);
 }
 
 }  // namespace

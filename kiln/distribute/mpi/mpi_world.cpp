@@ -1,7 +1,11 @@
 // MPI calls (when KILN_HAS_MPI) and the environment probe used before MPI is initialized.
 #include "kiln/distribute/mpi/mpi_world.h"
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
+#include <exception>
+#include <initializer_list>
 #include <mutex>
 
 #include "kiln/core/check.h"
@@ -26,6 +30,44 @@ std::string launched_world_size_variable() {
   for (const char* var : kWorldSizeVariables)
     if (const char* v = std::getenv(var); v != nullptr && std::atoi(v) > 0) return std::string(var) + "=" + v;
   return "";
+}
+
+namespace {
+int first_set(std::initializer_list<const char*> variables) {
+  for (const char* var : variables)
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0') return std::atoi(v);
+  return -1;
+}
+}  // namespace
+
+int launched_local_rank() { return first_set({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID"}); }
+int launched_local_size() { return first_set({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}); }
+
+// Built on the calls below (which say how to get MPI where the build has none).
+std::vector<uint8_t> exchange_id(const std::string& why_not, const std::function<std::vector<uint8_t>()>& make_id) {
+  const World world = init();
+  int32_t cannot = why_not.empty() ? 0 : 1;
+  all_reduce_sum(DType::kI32, &cannot, 1);
+  if (cannot > 0)
+    KILN_THROW(ConfigError, "[mpi] ", cannot, " of ", world.size, " processes cannot join the GPU collectives",
+               why_not.empty() ? " (their messages say why)." : str_cat("; this one (rank ", world.rank, "): ", why_not));
+  std::vector<uint8_t> id;
+  std::string error;
+  if (world.rank == 0) {
+    try {
+      id = make_id();
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  }
+  int64_t size = error.empty() ? static_cast<int64_t>(id.size()) : -1;  // rank 0's is the one sent
+  broadcast(&size, sizeof size, 0);
+  if (size < 0)
+    KILN_THROW(ConfigError, "[mpi] rank 0 cannot make the GPU collectives' id",
+               world.rank == 0 ? str_cat(": ", error) : std::string(" (its message says why)."));
+  id.resize(static_cast<size_t>(size));
+  broadcast(id.data(), size, 0);
+  return id;
 }
 
 #if KILN_HAS_MPI
@@ -90,6 +132,13 @@ void all_reduce_sum(DType dtype, void* data, int64_t count) {
   }
 }
 
+void broadcast(void* data, int64_t bytes, int root) {
+  constexpr int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
+  auto* p = static_cast<std::byte*>(data);
+  for (int64_t done = 0; done < bytes; done += kChunk)
+    check(MPI_Bcast(p + done, static_cast<int>(std::min(kChunk, bytes - done)), MPI_BYTE, root, MPI_COMM_WORLD), "MPI_Bcast");
+}
+
 void barrier() { check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier"); }
 
 void abort_world_on_error(int exit_code) {
@@ -122,6 +171,7 @@ namespace {
 bool built_with_mpi() { return false; }
 World init() { no_mpi("MultiWorkerMirroredStrategy"); }
 void all_reduce_sum(DType, void*, int64_t) { no_mpi("all_reduce"); }
+void broadcast(void*, int64_t, int) { no_mpi("broadcast"); }
 void barrier() { no_mpi("barrier"); }
 void abort_world_on_error(int /*exit_code*/) {}
 std::string library_version() { return "none (built without MPI)"; }

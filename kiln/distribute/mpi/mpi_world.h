@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "kiln/core/dtype.h"
 
@@ -17,6 +19,11 @@ bool built_with_mpi();
 int launched_world_size();
 /// The variable launched_world_size() read ("OMPI_COMM_WORLD_SIZE=2"), or "" when none.
 std::string launched_world_size_variable();
+/// This process's rank among those the launcher started on this host, and how many it
+/// started here (OMPI_COMM_WORLD_LOCAL_RANK/_SIZE, MPICH's MPI_LOCALRANKID/MPI_LOCALNRANKS);
+/// -1 when the environment does not say.
+int launched_local_rank();
+int launched_local_size();
 
 struct World {
   int size = 1;
@@ -27,6 +34,14 @@ struct World {
 World init();
 /// Sums `count` elements in place over every rank (MPI_Allreduce, MPI_SUM on MPI_COMM_WORLD).
 void all_reduce_sum(DType dtype, void* data, int64_t count);
+/// Sends `bytes` bytes at `data` from rank `root` to every rank (MPI_Bcast on MPI_COMM_WORLD).
+void broadcast(void* data, int64_t bytes, int root);
+/// The NCCL id exchange of MultiWorkerMirroredStrategy over GPUs (a
+/// runtime::CollectivesIdExchange over MPI; every rank calls it): the ranks first agree that
+/// each can take part (`why_not` empty), else every rank throws ConfigError saying how many
+/// cannot (and this rank's reason), so none waits for the others in NCCL; then rank 0 makes the
+/// id with `make_id` and broadcasts it. Returns the same bytes on every rank.
+std::vector<uint8_t> exchange_id(const std::string& why_not, const std::function<std::vector<uint8_t>()>& make_id);
 /// MPI_Barrier on MPI_COMM_WORLD.
 void barrier();
 /// When MPI is running with more than one rank, ends every rank with `exit_code`

@@ -2,7 +2,9 @@
 
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "kiln/core/check.h"
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
@@ -58,27 +60,74 @@ std::unique_ptr<runtime::CachingAllocator> device_allocator(int ordinal) {
                                                      static_cast<int64_t>(total));
 }
 
+// Page-locked host memory for the staging ring (the DMA engines read and write it directly).
+class PinnedMemory final : public runtime::MemoryResource {
+ public:
+  explicit PinnedMemory(CUcontext context) : context_(context) {}
+  void* allocate(int64_t bytes) override {
+    check(driver().cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+    void* p = nullptr;
+    const CUresult r = driver().cuMemHostAlloc(&p, static_cast<size_t>(bytes), 0);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) return nullptr;
+    check(r, "cuMemHostAlloc (pinned staging)");
+    return p;
+  }
+  void deallocate(void* p, int64_t) override { driver().cuMemFreeHost(p); }
+
+ private:
+  CUcontext context_;
+};
+
+// A CUDA host function queued after a copy: completes the copy's ready event for host waiters.
+// It only signals a condition variable (CUDA calls are not allowed here).
+void CUDA_CB complete_event(void* event) {
+  const std::unique_ptr<runtime::Event> e(static_cast<runtime::Event*>(event));
+  e->complete();
+}
+
 }  // namespace
 
-// Page-locked host memory a copy passes through (the DMA engines read and write it directly),
-// grown to the largest copy so far.
-struct CudaDevice::Staging {
-  void* memory = nullptr;
-  size_t bytes = 0;
-  std::byte* reserve(size_t n) {
-    if (n > bytes) {
-      if (memory != nullptr) driver().cuMemFreeHost(memory);
-      memory = nullptr;
-      check(driver().cuMemHostAlloc(&memory, n, 0), "cuMemHostAlloc (pinned staging)");
-      bytes = n;
+// CUevents recorded after copies, handed out as their ready events' markers. A marker going
+// away returns its CUevent here instead of destroying it: the last reference may be dropped
+// where CUDA calls are not allowed (Event::complete from complete_event), and a training loop
+// reuses the same few events every step.
+class CudaDevice::EventPool : public std::enable_shared_from_this<EventPool> {
+ public:
+  struct Marker final : runtime::DeviceMarker {
+    Marker(CUevent e, std::shared_ptr<EventPool> p) : event(e), pool(std::move(p)) {}
+    ~Marker() override { pool->give_back(event); }
+    CUevent event;
+    std::shared_ptr<EventPool> pool;
+  };
+
+  /// A CUevent recorded on `stream` now, as a marker.
+  std::shared_ptr<const runtime::DeviceMarker> record(CUstream stream) {
+    CUevent e = nullptr;
+    {
+      std::lock_guard lock(mutex_);
+      if (!free_.empty()) {
+        e = free_.back();
+        free_.pop_back();
+      }
     }
-    return static_cast<std::byte*>(memory);
+    if (e == nullptr) check(driver().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+    auto marker = std::make_shared<const Marker>(e, shared_from_this());
+    check(driver().cuEventRecord(e, stream), "cuEventRecord (copy done)");
+    return marker;
   }
+
+ private:
+  void give_back(CUevent e) {
+    std::lock_guard lock(mutex_);
+    free_.push_back(e);
+  }
+  std::mutex mutex_;
+  std::vector<CUevent> free_;
 };
 
 CudaDevice::CudaDevice(int ordinal)
     : Device(str_cat("cuda:", ordinal), device_allocator(ordinal), /*asynchronous_streams=*/true), ordinal_(ordinal),
-      staging_(std::make_shared<Staging>()) {
+      events_(std::make_shared<EventPool>()) {
   const Driver& d = driver();
   const Gpu g = open_gpu(ordinal);
   cu_device_ = g.device;
@@ -91,6 +140,7 @@ CudaDevice::CudaDevice(int ordinal)
   check(d.cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cu_device_), "cuDeviceGetAttribute");
   compute_capability_ = major * 10 + minor;
   make_current();
+  staging_ = std::make_shared<runtime::StagingRing>(std::make_unique<PinnedMemory>(context_), kStagingSlots);
   check(d.cuStreamCreate(&transfer_cu_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   check(d.cuStreamCreate(&compute_cu_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
@@ -107,21 +157,50 @@ void CudaDevice::wait_cu_stream(CUstream stream) const {
   check(r, "waiting for a CUDA stream");
 }
 
+void CudaDevice::stream_wait_ready(CUstream stream, const runtime::Buffer& buffer) const {
+  const std::shared_ptr<const runtime::DeviceMarker> marker = buffer.ready().wait_issued();
+  if (marker == nullptr) return;  // done
+  if (const auto* cu = dynamic_cast<const EventPool::Marker*>(marker.get())) {
+    check(driver().cuStreamWaitEvent(stream, cu->event, 0), "cuStreamWaitEvent");
+    return;
+  }
+  buffer.ready().wait();  // not a CUevent: only the host can wait for it
+}
+
 runtime::Buffer CudaDevice::to_device(const HostTensor& host) {
   runtime::Buffer b = allocate(host.shape());
-  // The copy holds the block (not just its address): a Buffer dropped before the copy ran must
-  // not hand the memory back to the cache while the DMA still writes it.
-  runtime::Event done = transfer_->enqueue([this, memory = b.memory(), host] {
-    make_current();
-    std::byte* dst = memory.get();
-    const size_t n = static_cast<size_t>(host.byte_size());
-    if (n == 0) return;
-    std::byte* pinned = staging_->reserve(n);
-    std::memcpy(pinned, host.raw_data(), n);
-    check(driver().cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(dst), pinned, n, transfer_cu_), "cuMemcpyHtoDAsync");
-    wait_cu_stream(transfer_cu_);  // the staging memory is reused by the next copy
+  runtime::Event ready = runtime::Event::pending();
+  // The work item issues the copy and returns; `ready` completes once the GPU has run it.
+  transfer_->enqueue([this, memory = b.memory(), host, ready] {
+    try {
+      issue_upload(memory, host, ready);
+    } catch (...) {
+      ready.fail(std::current_exception());
+      throw;
+    }
   });
-  return runtime::Buffer(this, b.shape(), b.memory(), done);
+  return runtime::Buffer(this, b.shape(), b.memory(), ready);
+}
+
+void CudaDevice::issue_upload(std::shared_ptr<std::byte> memory, const HostTensor& host, const runtime::Event& ready) {
+  const Driver& d = driver();
+  make_current();
+  const size_t n = static_cast<size_t>(host.byte_size());
+  if (n == 0) return ready.complete();
+  // Waits only if this slot's copy of `kStagingSlots` copies ago is still running.
+  const runtime::StagingRing::Slot slot = staging_->acquire(static_cast<int64_t>(n));
+  std::memcpy(slot.data, host.raw_data(), n);
+  const CUresult copied = d.cuMemcpyHtoDAsync(reinterpret_cast<CUdeviceptr>(memory.get()), slot.data, n, transfer_cu_);
+  // The slot and the destination (even if its Buffer is dropped meanwhile) stay in use until
+  // the copy finished: `ready` completes after it, or fails if what follows cannot be queued.
+  staging_->release(slot, copied == CUDA_SUCCESS ? ready : runtime::Event(), std::move(memory));
+  check(copied, "cuMemcpyHtoDAsync");
+  ready.issue(events_->record(transfer_cu_));
+  auto* done = new runtime::Event(ready);
+  if (const CUresult r = d.cuLaunchHostFunc(transfer_cu_, complete_event, done); r != CUDA_SUCCESS) {
+    delete done;
+    check(r, "cuLaunchHostFunc (copy done)");
+  }
 }
 
 HostTensor CudaDevice::to_host(const runtime::Buffer& buffer) {
@@ -132,11 +211,17 @@ HostTensor CudaDevice::to_host(const runtime::Buffer& buffer) {
     make_current();
     const size_t n = static_cast<size_t>(out.byte_size());
     if (n == 0) return;
-    std::byte* pinned = staging_->reserve(n);
-    check(driver().cuMemcpyDtoHAsync(pinned, reinterpret_cast<CUdeviceptr>(buffer.device_address()), n, transfer_cu_),
-          "cuMemcpyDtoHAsync");
-    wait_cu_stream(transfer_cu_);
-    std::memcpy(out.raw_data(), pinned, n);
+    const runtime::StagingRing::Slot slot = staging_->acquire(static_cast<int64_t>(n));
+    try {
+      check(driver().cuMemcpyDtoHAsync(slot.data, reinterpret_cast<CUdeviceptr>(buffer.device_address()), n, transfer_cu_),
+            "cuMemcpyDtoHAsync");
+      wait_cu_stream(transfer_cu_);
+      std::memcpy(out.raw_data(), slot.data, n);
+    } catch (...) {
+      staging_->release(slot, runtime::Event());
+      throw;
+    }
+    staging_->release(slot, runtime::Event());  // the host waited for the copy
   }).wait();
   return out;
 }
@@ -147,7 +232,10 @@ std::vector<runtime::Buffer> CudaDevice::execute(runtime::Executable& program, s
     KILN_THROW(ValueError, "[", name_, " execute] the program was not compiled by the cuda backend. Hint: compile it with "
                "runtime::make_backend(\"cuda\").");
   for (const runtime::Buffer& a : arguments) check_owned(a, "execute");
-  for (const runtime::Buffer& a : arguments) a.ready().wait();
+  // Inputs still being copied (prefetch_to_device's next batch) are waited for by the compute
+  // stream on the GPU, not by this thread.
+  make_current();
+  for (const runtime::Buffer& a : arguments) stream_wait_ready(compute_cu_, a);
   return exe->execute(*this, arguments);
 }
 

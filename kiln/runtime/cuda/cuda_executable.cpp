@@ -71,7 +71,13 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
     results[o] = arguments[static_cast<size_t>(alias_of[o])];
     copy(results[o], static_cast<size_t>(outputs_[o]));
   }
-  device.wait_cu_stream(stream);  // temporaries go back to the cache only once no step uses them
+  try {
+    device.wait_cu_stream(stream);  // temporaries go back to the cache only once no step uses them
+  } catch (...) {
+    for (const auto& finished : finish_checks_) finished();  // an abort explains the failure
+    throw;
+  }
+  for (const auto& finished : finish_checks_) finished();
   return results;
 }
 

@@ -46,6 +46,9 @@ class CudaExecutable final : public runtime::Executable {
   void set_outputs(std::vector<int> values) { outputs_ = std::move(values); }
   /// Keeps what the steps use alive as long as the program (loaded modules, cuBLASLt plans).
   void hold(std::shared_ptr<void> resource) { held_.push_back(std::move(resource)); }
+  /// Runs after each run's GPU work ended (or failed), before its outputs are handed out: an
+  /// NCCL reduction another replica's failure aborted throws ReplicaAborted there.
+  void add_finish_check(std::function<void()> check) { finish_checks_.push_back(std::move(check)); }
 
   /// One step on `device` over argument buffers (ready), in parameter order; the outputs are
   /// ready when it returns. Outputs aliased to a parameter are that argument's buffer.
@@ -72,6 +75,7 @@ class CudaExecutable final : public runtime::Executable {
   std::vector<CudaStep> steps_;
   std::vector<int> outputs_;
   std::vector<std::shared_ptr<void>> held_;
+  std::vector<std::function<void()>> finish_checks_;
   size_t workspace_bytes_;
 };
 

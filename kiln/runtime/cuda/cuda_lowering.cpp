@@ -182,6 +182,7 @@ class Lowerer {
                    [nccl, keep, replica, count, dtype, kind](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
                      if (count > 0) nccl->all_reduce_on_device(replica, s, out[0], count, dtype, kind);
                    }});
+    exe_.add_finish_check([nccl, keep] { nccl->throw_if_aborted(); });
     return true;
   }
 
@@ -224,16 +225,29 @@ class Lowerer {
 
   // A convolution op through cuDNN (`conv` is `inst`, or the contraction of the output fusion
   // `inst`). cuDNN's NHWC filters are KRSC, Kiln's HWIO: a filter operand is transposed before
-  // the call and a filter gradient after it, by loop kernels. A fusion's epilogue (bias,
-  // activation) runs after it as one loop kernel.
+  // the call and a filter gradient after it, by loop kernels. Padding cuDNN cannot express
+  // (more on one side) is a padded copy of x before the call (add_spatial_pad) and, for a data
+  // gradient, a slice loop kernel after it (see ConvGeometry). A fusion's epilogue (bias, activation) runs after it as one
+  // loop kernel.
   bool add_convolution(const Instruction& inst, const Instruction& conv) {
     std::optional<ConvGeometry> g = ConvGeometry::of(conv, why_);
     if (!g) return false;
-    const bool filter_out = g->op == Opcode::kConvBackwardFilter, fused = &conv != &inst;
+    const bool filter_out = g->op == Opcode::kConvBackwardFilter, data_out = g->op == Opcode::kConvBackwardInput;
+    const bool fused = &conv != &inst, padded = g->padded_explicitly();
+    if (fused && padded && data_out) {  // epilogue fusion takes forward convolutions only
+      why_ = "an explicitly padded data gradient with an epilogue";
+      return false;
+    }
     const Shape hwio(g->dtype, g->w), krsc(g->dtype, {g->w[3], g->w[0], g->w[1], g->w[2]});
+    const Shape cudnn_x(g->dtype, g->x);
+    const Dims pad_low = {0, g->explicit_low[0], g->explicit_low[1], 0};
     int a = contraction_operand(inst, conv, 0), b = contraction_operand(inst, conv, 1);
     if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat("k", inst.id(), "_krsc"))) < 0) return false;
-    const int result = filter_out || fused ? exe_.add_value(filter_out ? krsc : conv.shape()) : value_.at(&inst);
+    if (padded && !data_out) a = add_spatial_pad(a, g->dtype, g->op_x, g->x, pad_low, /*lowest=*/false);
+    const int result = filter_out ? exe_.add_value(krsc)
+                       : data_out && padded ? exe_.add_value(cudnn_x)
+                       : fused ? exe_.add_value(conv.shape())
+                               : value_.at(&inst);
     std::shared_ptr<CudnnConvolution> plan;
     std::string label = g->label();
     if (device_ != nullptr) {
@@ -247,15 +261,67 @@ class Lowerer {
                      plan->run(s, in[0], in[1], out[0], workspace);
                    }});
     if (filter_out) return add_transpose(result, krsc, {1, 2, 3, 0}, value_.at(&inst), str_cat("k", inst.id(), "_hwio")) >= 0;
+    if (data_out && padded) {
+      Dims limits = g->op_x;
+      for (size_t i = 0; i < 2; ++i) limits[1 + i] += g->explicit_low[i];
+      const auto slice = [&](ir::Builder& sb, Instruction* dx) { return sb.slice(dx, pad_low, limits, {1, 1, 1, 1}); };
+      return add_rewrite(result, cudnn_x, slice, value_.at(&inst), str_cat("k", inst.id(), "_slice")) >= 0;
+    }
     return !fused || add_epilogue(inst, conv, result);
   }
 
   // `source` (of `shape`) transposed by `permutation` into `dest` (a new value when -1), by a
   // loop kernel; the value id, or -1 when the code generator cannot build the loop.
   int add_transpose(int source, const Shape& shape, const Dims& permutation, int dest, const std::string& prefix) {
+    return add_rewrite(source, shape, [&](ir::Builder& b, Instruction* p) { return b.transpose(p, permutation); }, dest,
+                       prefix);
+  }
+
+  // `source` (NHWC, dims `from`) into a new value of dims `to`, shifted by low[1] rows and
+  // low[2] columns, the rest 0 or (`lowest`) -inf: a memset and one 3D copy (N planes of H
+  // rows) on the compute stream. The loop code generator has no pad op; these two calls
+  // move each byte once more than a fused pad would, at copy bandwidth.
+  int add_spatial_pad(int source, DType t, const Dims& from, const Dims& to, const Dims& low, bool lowest) {
+    const int dest = exe_.add_value(Shape(t, to));
+    const size_t es = static_cast<size_t>(size_of(t));
+    const size_t bytes = static_cast<size_t>(Shape(t, to).byte_size());
+    CUDA_MEMCPY3D copy{};
+    copy.srcMemoryType = copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.srcPitch = static_cast<size_t>(from[2] * from[3]) * es;
+    copy.srcHeight = static_cast<size_t>(from[1]);
+    copy.dstXInBytes = static_cast<size_t>(low[2] * to[3]) * es;
+    copy.dstY = static_cast<size_t>(low[1]);
+    copy.dstPitch = static_cast<size_t>(to[2] * to[3]) * es;
+    copy.dstHeight = static_cast<size_t>(to[1]);
+    copy.WidthInBytes = copy.srcPitch;
+    copy.Height = copy.srcHeight;
+    copy.Depth = static_cast<size_t>(from[0]);
+    const bool empty = Shape(t, from).num_elements() == 0;
+    // -inf's bits: f32 0xff800000, bf16 0xff80, f16 0xfc00.
+    const unsigned fill16 = t == DType::kBF16 ? 0xff80u : 0xfc00u;
+    exe_.add_step({str_cat("pad(", Shape(t, from), " -> ", Shape(t, to), lowest ? ", -inf" : ", 0", ", memset + 3D copy)"),
+                   {source}, {dest},
+                   [=](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     const Driver& d = driver();
+                     if (!lowest) check(d.cuMemsetD8Async(out[0], 0, bytes, s), "cuMemsetD8Async (pad)");
+                     else if (es == 4) check(d.cuMemsetD32Async(out[0], 0xff800000u, bytes / 4, s), "cuMemsetD32Async (pad)");
+                     else check(d.cuMemsetD16Async(out[0], static_cast<unsigned short>(fill16), bytes / 2, s), "cuMemsetD16Async (pad)");
+                     if (empty) return;
+                     CUDA_MEMCPY3D c = copy;
+                     c.srcDevice = in[0];
+                     c.dstDevice = out[0];
+                     check(d.cuMemcpy3DAsync(&c, s), "cuMemcpy3DAsync (pad)");
+                   }});
+    return dest;
+  }
+
+  // make(builder, p) over `source` (of `shape`, as parameter p) into `dest` (a new value when
+  // -1), by a loop kernel; the value id, or -1 when the code generator cannot build the loop.
+  int add_rewrite(int source, const Shape& shape, const std::function<Instruction*(ir::Builder&, Instruction*)>& make,
+                  int dest, const std::string& prefix) {
     ir::Computation* c = scratch_->add_computation(prefix);
     ir::Builder b(c);
-    Instruction* t = b.transpose(b.parameter(shape, ""), permutation);
+    Instruction* t = make(b, b.parameter(shape, ""));
     c->add_output(t);
     if (dest < 0) dest = exe_.add_value(t->shape());
     return add_loop({source}, *t, dest, prefix) ? dest : -1;
@@ -298,7 +364,10 @@ class Lowerer {
       device_->make_current();
       plan = std::make_shared<CudnnPooling>(*g, device_->ordinal());
     }
-    const std::vector<int> operands = operand_values(inst);
+    std::vector<int> operands = operand_values(inst);
+    const bool padded = g->padded_explicitly();
+    const Shape cudnn_x(g->dtype, g->x);
+    if (padded) operands[0] = add_spatial_pad(operands[0], g->dtype, g->op_x, g->x, g->explicit_low, /*lowest=*/true);
     auto forward = [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
       plan->forward(s, in[0], out[0]);
     };
@@ -311,11 +380,18 @@ class Lowerer {
       y = exe_.add_value(Shape(g->dtype, g->y));
       exe_.add_step({g->label(), {operands.at(0)}, {y}, forward});
     }
-    exe_.add_step({str_cat(g->label(), " backward"), {operands.at(0), y, operands.at(1)}, {value_.at(&inst)},
+    const int dx = padded ? exe_.add_value(cudnn_x) : value_.at(&inst);
+    exe_.add_step({str_cat(g->label(), " backward"), {operands.at(0), y, operands.at(1)}, {dx},
                    [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      plan->backward(s, in[0], in[1], in[2], out[0]);
                    }});
-    return true;
+    if (!padded) return true;
+    Dims limits = g->op_x;
+    for (size_t d = 0; d < limits.size(); ++d) limits[d] += g->explicit_low[d];
+    return add_rewrite(
+               dx, cudnn_x,
+               [&](ir::Builder& b, Instruction* p) { return b.slice(p, g->explicit_low, limits, Dims(limits.size(), 1)); },
+               value_.at(&inst), str_cat("k", inst.id(), "_slice")) >= 0;
   }
 
   // `reduce` (the instruction itself, or the root of a reduction fusion's body): its producer

@@ -1,5 +1,6 @@
 #include "kiln/runtime/cuda/cudnn_ops_impl.h"
 
+#include <algorithm>
 #include <cudnn.h>
 #include <dlfcn.h>
 
@@ -171,12 +172,19 @@ std::optional<ConvGeometry> ConvGeometry::of(const ir::Instruction& conv, std::s
                   ": cuDNN convolutions here take and give one of f32, bf16, f16");
     return std::nullopt;
   }
-  const ir::ConvDims& cd = g.dims;
+  g.op_x = g.x;
+  ir::ConvDims& cd = g.dims;
   for (size_t i = 0; i < 2; ++i) {
-    if (cd.padding_low[i] != cd.padding_high[i] || cd.padding_low[i] < 0) {
-      why = str_cat("padding ", cd.padding_low[i], "/", cd.padding_high[i], ": cuDNN pads both sides alike");
+    if (cd.padding_low[i] < 0 || cd.padding_high[i] < 0) {
+      why = str_cat("padding ", cd.padding_low[i], "/", cd.padding_high[i], ": negative padding (cropping)");
       return std::nullopt;
     }
+    // cuDNN pads both sides by the smaller amount; the excess goes into a padded copy of x.
+    const int64_t shared = std::min(cd.padding_low[i], cd.padding_high[i]);
+    g.explicit_low[i] = cd.padding_low[i] - shared;
+    g.explicit_high[i] = cd.padding_high[i] - shared;
+    g.x[1 + i] += g.explicit_low[i] + g.explicit_high[i];
+    cd.padding_low[i] = cd.padding_high[i] = shared;
     const int64_t extent = (g.w[i] - 1) * cd.dilation[i] + 1;
     if (floor_output(g.x[1 + i], cd.padding_low[i], extent, cd.strides[i]) != g.y[1 + i]) {
       why = str_cat("output size ", g.y[1 + i], " along spatial dim ", i, " is not cuDNN's");
@@ -191,7 +199,8 @@ std::optional<ConvGeometry> ConvGeometry::of(const ir::Instruction& conv, std::s
 }
 
 std::string ConvGeometry::label() const {
-  return str_cat(ir::opcode_name(op), "(cudnn, x ", Shape(dtype, x), ", w ", Shape(dtype, w), ")");
+  return str_cat(ir::opcode_name(op), "(cudnn, x ", Shape(dtype, x),
+                 padded_explicitly() ? str_cat(" padded from ", Shape(dtype, op_x)) : std::string(), ", w ", Shape(dtype, w), ")");
 }
 
 namespace {
@@ -406,17 +415,25 @@ std::optional<PoolGeometry> PoolGeometry::of(const ir::Instruction& pool, std::s
       why = str_cat("a window over dim ", d, ": cuDNN pools H and W only");
       return std::nullopt;
     }
+  g.op_x = g.x;
   for (size_t d : {size_t{1}, size_t{2}}) {
-    const int64_t pad = w.padding_low[d];
-    if (pad != w.padding_high[d] || pad < 0) {
-      why = str_cat("padding ", pad, "/", w.padding_high[d], ": cuDNN pads both sides alike");
+    const int64_t low = w.padding_low[d], high = w.padding_high[d];
+    if (low < 0 || high < 0 || (low != high && g.kind != ir::ReduceKind::kMax)) {
+      why = str_cat("padding ", low, "/", high, ": cuDNN pads both sides alike",
+                    low < 0 || high < 0 ? "" : ", and mean pooling's divisor excludes only its own padding");
       return std::nullopt;
     }
-    // With pad < size no window lies wholly in padding (Kiln gives those -inf or 0).
-    if (pad >= w.size[d]) {
-      why = str_cat("padding ", pad, " >= window ", w.size[d], " (windows wholly in padding)");
+    // With padding < size no window lies wholly in padding (Kiln gives those -inf or 0).
+    if (std::max(low, high) >= w.size[d]) {
+      why = str_cat("padding ", std::max(low, high), " >= window ", w.size[d], " (windows wholly in padding)");
       return std::nullopt;
     }
+    // Max: the excess over the smaller side is a -inf pad of x, which never wins a window.
+    const int64_t pad = std::min(low, high);
+    g.explicit_low[d] = low - pad;
+    g.explicit_high[d] = high - pad;
+    g.x[d] += g.explicit_low[d] + g.explicit_high[d];
+    g.window.padding_low[d] = g.window.padding_high[d] = pad;
     if (floor_output(g.x[d], pad, w.size[d], w.strides[d]) != g.y[d]) {
       why = str_cat("output size ", g.y[d], " along dim ", d, " is not cuDNN's");
       return std::nullopt;
@@ -431,8 +448,8 @@ std::optional<PoolGeometry> PoolGeometry::of(const ir::Instruction& pool, std::s
 
 std::string PoolGeometry::label() const {
   return str_cat(kind == ir::ReduceKind::kMax ? "max" : "mean", "_pool(cudnn, ", window.size[1], "x", window.size[2], " stride ",
-                 window.strides[1], "x", window.strides[2], " pad ", window.padding_low[1], "x", window.padding_low[2], ", ",
-                 name(dtype), ")");
+                 window.strides[1], "x", window.strides[2], " pad ", window.padding_low[1], "x", window.padding_low[2],
+                 padded_explicitly() ? str_cat(" padded from ", Shape(dtype, op_x)) : std::string(), ", ", name(dtype), ")");
 }
 
 struct CudnnPooling::State {

@@ -17,15 +17,26 @@ namespace kiln::cuda {
 
 /// A convolution op in forward terms: x (N, H, W, C) and y (N, OH, OW, F) NHWC, w HWIO
 /// (KH, KW, C/groups, F), whichever are the op's operands and result.
+///
+/// cuDNN pads both sides of a dimension alike. Padding with more on one side ('same' with an
+/// even kernel, TensorFlow's extra row at the bottom) is split: the part both sides share stays
+/// in `dims` for cuDNN, the rest (`explicit_low`/`explicit_high`, per spatial dim) is written
+/// into a padded copy of x (a memset and a 3D copy) before the call, and a data gradient computed for
+/// that padded x is sliced back to the op's x after it. `x` is then the padded tensor cuDNN
+/// sees and `op_x` the op's own.
 struct ConvGeometry {
   ir::Opcode op = ir::Opcode::kConvolution;  // or kConvBackwardInput, kConvBackwardFilter
   Dims x, w, y;
   ir::ConvDims dims;
   DType dtype = DType::kF32;
+  Dims op_x;
+  Dims explicit_low{0, 0}, explicit_high{0, 0};
 
   /// The geometry of convolution / conv_backward_input / conv_backward_filter; nullopt with
-  /// `why` set where cuDNN's convolution API cannot run it (dtype, asymmetric padding, ...).
+  /// `why` set where cuDNN's convolution API cannot run it (dtype, negative padding, ...).
   static std::optional<ConvGeometry> of(const ir::Instruction& conv, std::string& why);
+  /// Whether x is padded by a kernel before the call (asymmetric padding).
+  bool padded_explicitly() const { return x != op_x; }
   /// "convolution(cudnn, x f32[128,28,28,1], w f32[3,3,1,32])"
   std::string label() const;
   /// y's dims as cuDNN computes them from the descriptors the calls use (no GPU needed): `y`
@@ -59,16 +70,22 @@ class CudnnConvolution {
   std::unique_ptr<State> s_;
 };
 
-/// reduce_window / reduce_window_grad pooling H and W of NHWC tensors.
+/// reduce_window / reduce_window_grad pooling H and W of NHWC tensors. Max pooling with more
+/// padding on one side is split as a convolution's is (ConvGeometry): the excess is a -inf pad
+/// of x before the call, `x` the padded tensor, `op_x` the op's, a gradient sliced back. Mean
+/// pooling cannot: its divisor excludes cuDNN's own padding only.
 struct PoolGeometry {
   Dims x, y;
   ir::Window window;
   ir::ReduceKind kind = ir::ReduceKind::kMax;
   DType dtype = DType::kF32;
+  Dims op_x;
+  Dims explicit_low{0, 0, 0, 0}, explicit_high{0, 0, 0, 0};  // NHWC; H and W only
 
   /// nullopt with `why` set where cuDNN's pooling cannot run the op (a window over N or C,
-  /// asymmetric padding, a window wholly in padding, ...).
+  /// asymmetric padding of mean pooling, a window wholly in padding, ...).
   static std::optional<PoolGeometry> of(const ir::Instruction& pool, std::string& why);
+  bool padded_explicitly() const { return x != op_x; }
   /// "max_pool(cudnn, 2x2 stride 2x2 pad 0x0, f32)"
   std::string label() const;
   /// y's dims as cuDNN computes them from the pooling's descriptors (no GPU needed).

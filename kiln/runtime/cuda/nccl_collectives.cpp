@@ -12,7 +12,8 @@
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
 
 #define KILN_NCCL_FUNCTIONS(X) \
-  X(ncclGetVersion) X(ncclGetErrorString) X(ncclCommInitAll) X(ncclCommDestroy) X(ncclAllReduce)
+  X(ncclGetVersion) X(ncclGetErrorString) X(ncclCommInitAll) X(ncclCommDestroy) X(ncclAllReduce) \
+  X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommAbort)
 
 namespace kiln::cuda {
 namespace {
@@ -72,7 +73,8 @@ std::string gpu_list(const std::vector<int>& ordinals) {
 
 }  // namespace
 
-NcclCollectives::NcclCollectives(std::vector<int> ordinals) : ordinals_(std::move(ordinals)) {
+NcclCollectives::NcclCollectives(std::vector<int> ordinals)
+    : ordinals_(std::move(ordinals)), num_replicas_(static_cast<int>(ordinals_.size())) {
   std::vector<int> sorted = ordinals_;
   std::sort(sorted.begin(), sorted.end());
   if (sorted.size() < 2 || std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
@@ -88,8 +90,65 @@ NcclCollectives::NcclCollectives(std::vector<int> ordinals) : ordinals_(std::mov
   comms_.assign(comms.begin(), comms.end());
 }
 
+NcclCollectives::NcclCollectives(int ordinal, int rank, int num_ranks, const runtime::CollectivesIdExchange& exchange)
+    : ordinals_{ordinal}, num_replicas_(num_ranks) {
+  // Every process reaches the exchange, ready or not: one that could not join NCCL would
+  // leave the others waiting in ncclCommInitRank forever.
+  std::string why_not;
+  if (num_ranks < 2 || rank < 0 || rank >= num_ranks)
+    why_not = str_cat("[cuda] NCCL across processes needs two or more ranks and 0 <= rank < ranks, received rank ", rank,
+                      " of ", num_ranks, ".");
+  try {
+    if (why_not.empty()) {
+      nccl();
+      cuda_device(ordinal);
+    }
+  } catch (const ConfigError& e) {
+    why_not = str_cat("[cuda] NCCL all_reduce across processes on cuda:", ordinal, ": ", e.what());
+  }
+  const std::vector<uint8_t> id = exchange(why_not, [] { return nccl_unique_id(); });
+  if (!why_not.empty()) throw ConfigError(why_not);  // the exchange reports it on every process first
+  if (id.size() != sizeof(ncclUniqueId))
+    KILN_THROW(InternalError, "[cuda] the NCCL id exchanged between the processes has ", id.size(), " bytes, expected ",
+               sizeof(ncclUniqueId), ".");
+  ncclUniqueId unique;
+  std::memcpy(&unique, id.data(), sizeof unique);
+  cuda_device(ordinal).make_current();  // NCCL takes the calling thread's current GPU
+  ncclComm_t comm = nullptr;
+  check_nccl(nccl().ncclCommInitRank(&comm, num_ranks, unique, rank), "ncclCommInitRank");
+  comms_.push_back(comm);
+}
+
 NcclCollectives::~NcclCollectives() {
-  for (void* c : comms_) nccl().ncclCommDestroy(static_cast<ncclComm_t>(c));
+  for (void* c : comms_)
+    if (c != nullptr) nccl().ncclCommDestroy(static_cast<ncclComm_t>(c));
+}
+
+void NcclCollectives::abort() {
+  std::lock_guard lock(mutex_);
+  if (aborted_) return;
+  aborted_ = true;
+  for (void*& c : comms_) {
+    if (c != nullptr) nccl().ncclCommAbort(static_cast<ncclComm_t>(c));  // an error here changes nothing: it is gone
+    c = nullptr;
+  }
+}
+
+void NcclCollectives::reset() {
+  std::lock_guard lock(mutex_);
+  if (!aborted_) return;
+  if (num_replicas_ != static_cast<int>(ordinals_.size()))
+    KILN_THROW(ConfigError, "[cuda] NCCL across processes was aborted after a replica failed; its ranks cannot meet "
+               "again. Hint: restart the job (from its last checkpoint).");
+  std::vector<ncclComm_t> comms(ordinals_.size());
+  check_nccl(nccl().ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), ordinals_.data()), "ncclCommInitAll");
+  comms_.assign(comms.begin(), comms.end());
+  aborted_ = false;
+}
+
+void NcclCollectives::throw_if_aborted() const {
+  std::lock_guard lock(mutex_);
+  if (aborted_) throw runtime::ReplicaAborted{};
 }
 
 bool NcclCollectives::supports(ir::ReduceKind kind, DType dtype) {
@@ -99,6 +158,8 @@ bool NcclCollectives::supports(ir::ReduceKind kind, DType dtype) {
 void NcclCollectives::all_reduce_on_device(int replica, CUstream stream, CUdeviceptr data, int64_t count, DType dtype,
                                            ir::ReduceKind kind) const {
   KILN_CHECK(supports(kind, dtype), "NCCL all_reduce of an unsupported kind or dtype");
+  std::lock_guard lock(mutex_);
+  if (aborted_) throw runtime::ReplicaAborted{};
   void* p = reinterpret_cast<void*>(data);
   check_nccl(nccl().ncclAllReduce(p, p, static_cast<size_t>(count), *nccl_type(dtype),
                                   kind == ir::ReduceKind::kSum ? ncclSum : ncclAvg,
@@ -116,13 +177,31 @@ void NcclCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, 
   b.ready().wait();
   gpu.make_current();
   all_reduce_on_device(replica, gpu.compute_cu_stream(), reinterpret_cast<CUdeviceptr>(b.device_address()), count, dtype, kind);
-  gpu.wait_cu_stream(gpu.compute_cu_stream());
+  try {
+    gpu.wait_cu_stream(gpu.compute_cu_stream());
+  } catch (...) {
+    throw_if_aborted();  // cut short by another replica's failure: that one reports it
+    throw;
+  }
+  throw_if_aborted();
   const HostTensor out = gpu.to_host(b);
   std::memcpy(data, out.raw_data(), static_cast<size_t>(out.byte_size()));
 }
 
 std::shared_ptr<runtime::Collectives> make_nccl_collectives(const std::vector<int>& ordinals) {
   return std::make_shared<NcclCollectives>(ordinals);
+}
+
+std::shared_ptr<runtime::Collectives> make_nccl_collectives_across_processes(int ordinal, int rank, int num_ranks,
+                                                                             const runtime::CollectivesIdExchange& exchange) {
+  return std::make_shared<NcclCollectives>(ordinal, rank, num_ranks, exchange);
+}
+
+std::vector<uint8_t> nccl_unique_id() {
+  ncclUniqueId id;
+  check_nccl(nccl().ncclGetUniqueId(&id), "ncclGetUniqueId");
+  const auto* bytes = reinterpret_cast<const uint8_t*>(&id);
+  return std::vector<uint8_t>(bytes, bytes + sizeof id);
 }
 
 std::string nccl_version() {

@@ -6,6 +6,7 @@
 #include <cuda.h>
 
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "kiln/runtime/cuda/nccl_collectives.h"
@@ -14,17 +15,31 @@ namespace kiln::cuda {
 
 class NcclCollectives final : public runtime::Collectives {
  public:
+  /// One communicator per GPU of this process (ncclCommInitAll).
   explicit NcclCollectives(std::vector<int> ordinals);
+  /// This process's cuda:`ordinal` as rank `rank` of `num_ranks` processes (ncclCommInitRank).
+  NcclCollectives(int ordinal, int rank, int num_ranks, const runtime::CollectivesIdExchange& exchange);
   ~NcclCollectives() override;
   NcclCollectives(const NcclCollectives&) = delete;
   NcclCollectives& operator=(const NcclCollectives&) = delete;
 
-  int num_replicas() const override { return static_cast<int>(ordinals_.size()); }
+  /// Replicas across every process (this process has ordinals().size() of them).
+  int num_replicas() const override { return num_replicas_; }
   /// Copies `data` to replica `replica`'s GPU, reduces it there with the other replicas, and
   /// copies the result back. Every replica calls it, each on its own thread.
   void all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) override;
+  /// ncclCommAbort on every communicator: reductions queued or running on the GPUs end, so a
+  /// replica whose peer failed before its own all_reduce is not left waiting on the GPU. Later
+  /// reductions throw ReplicaAborted until reset().
+  void abort() override;
+  /// New communicators after an abort (ncclCommInitAll); ConfigError across processes, where
+  /// the ranks cannot meet again (the job restarts).
+  void reset() override;
+  /// Throws ReplicaAborted after abort(): a program whose reductions were cut short checks it
+  /// once its GPU work ended, so its outputs are never taken for results.
+  void throw_if_aborted() const;
 
-  /// The GPU of `replica`.
+  /// The GPU of local replica `replica`.
   int ordinal(int replica) const { return ordinals_.at(static_cast<size_t>(replica)); }
   /// Whether NCCL reduces `dtype` with `kind` (sum or mean of a type NCCL has).
   static bool supports(ir::ReduceKind kind, DType dtype);
@@ -35,8 +50,11 @@ class NcclCollectives final : public runtime::Collectives {
                             ir::ReduceKind kind) const;
 
  private:
-  std::vector<int> ordinals_;
-  std::vector<void*> comms_;  // ncclComm_t, one per replica
+  std::vector<int> ordinals_;  // this process's GPUs
+  int num_replicas_;
+  mutable std::mutex mutex_;  // orders enqueues against abort()
+  bool aborted_ = false;
+  std::vector<void*> comms_;  // ncclComm_t, one per local replica; null once aborted
 };
 
 }  // namespace kiln::cuda

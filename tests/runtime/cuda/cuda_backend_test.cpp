@@ -3,9 +3,12 @@
 // CompileError for ops it cannot run. Without a GPU every test skips, saying why.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
+#include "kiln/runtime/cuda/cuda_device_impl.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
@@ -153,6 +156,37 @@ TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
   }
   const std::vector<float> w2 = gpu.to_host(wb).to_vector<float>();
   for (size_t i = 0; i < 12; ++i) EXPECT_EQ(w2[i], w0[i] - 2 * 0.5f * g0[i]);
+}
+
+// Copies queued back to back (more than the staging ring's slots, large enough that the DMA
+// takes a while) and a program reading each one right after: the compute stream waits for each
+// copy's CUevent on the GPU, and no staging slot is refilled while its copy still reads it, so
+// every step sees exactly its own input.
+TEST(CudaDeviceTest, ProgramsReadInputsStillBeingCopiedCorrectly) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto m = std::make_unique<ir::Module>("plus_one");
+  Builder b(m->entry());
+  const Shape s(DType::kF32, {1 << 22});  // 16 MiB per copy
+  Instruction* x = b.parameter(s, "x");
+  m->entry()->set_outputs({b.binary(Opcode::kAdd, x, b.full(s, 1.0))});
+  auto exe = backend->compile(std::move(m), {});
+  runtime::Device& gpu = backend->device();
+  const int copies = 3 * CudaDevice::kStagingSlots;
+  std::vector<runtime::Buffer> inputs;
+  for (int i = 0; i < copies; ++i) {
+    HostTensor h = HostTensor::uninitialized(s);
+    for (float& v : h.data<float>()) v = static_cast<float>(i);
+    inputs.push_back(gpu.to_device(h));  // the host tensor goes out of scope: the copy keeps it
+  }
+  for (int i = 0; i < copies; ++i) {
+    runtime::Buffer args[] = {inputs[static_cast<size_t>(i)]};
+    const HostTensor out = gpu.to_host(gpu.execute(*exe, args).at(0));
+    const std::span<const float> v = out.data<float>();
+    EXPECT_EQ(v.front(), static_cast<float>(i) + 1) << "copy " << i;
+    EXPECT_EQ(v.back(), static_cast<float>(i) + 1) << "copy " << i;
+    EXPECT_EQ(static_cast<size_t>(std::count(v.begin(), v.end(), static_cast<float>(i) + 1)), v.size()) << "copy " << i;
+  }
+  for (const runtime::Buffer& in : inputs) in.ready().wait();  // the host functions completed every copy
 }
 
 TEST(CudaBackendTest, ReductionsMatchTheReference) {

@@ -5,6 +5,7 @@
 // and cuDNN's loading are checked here without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "kiln/ir/builder.h"
@@ -37,6 +38,14 @@ const ConvCase kConvCases[] = {
     {{1, 10, 10, 3}, {5, 5, 3, 7}, {.padding_low = {2, 2}, .padding_high = {2, 2}}},
     {{2, 8, 8, 6}, {3, 3, 3, 4}, {.padding_low = {1, 1}, .padding_high = {1, 1}, .groups = 2}},
     {{2, 17, 14, 3}, {2, 3, 3, 5}, {.strides = {3, 2}}},
+};
+
+// 'same' with an even kernel (TensorFlow's extra row and column at the end), stride 2 with
+// more padding below than above in one dim, and grouped with padding 0/1 and 1/2.
+const ConvCase kAsymmetricConvCases[] = {
+    {{2, 8, 8, 3}, {2, 2, 3, 4}, {.padding_low = {0, 0}, .padding_high = {1, 1}}},
+    {{2, 9, 7, 2}, {4, 3, 2, 3}, {.strides = {2, 1}, .padding_low = {2, 1}, .padding_high = {1, 1}}},
+    {{1, 10, 10, 4}, {3, 3, 2, 4}, {.strides = {2, 2}, .padding_low = {0, 1}, .padding_high = {1, 2}, .groups = 2}},
 };
 
 // `n` geometries drawn from `seed`: kernels 1-4, strides 1-3, dilation 1-2, symmetric padding
@@ -78,30 +87,54 @@ Shape conv_output(const ConvCase& c, DType t) {
   return b.convolution(b.parameter(Shape(t, c.x), "x"), b.parameter(Shape(t, c.w), "w"), c.dims)->shape();
 }
 
+// The forward convolution and both gradients of case `c` in `t` against the reference.
+void expect_conv_ops_match_reference(runtime::Backend* backend, const ConvCase& c, DType t) {
+  const double tol = t == DType::kF32 ? 1e-4 : 3e-2;
+  SCOPED_TRACE(str_cat(name(t), " x ", Shape(t, c.x), " w ", Shape(t, c.w), " strides ", c.dims.strides[0], "x",
+                       c.dims.strides[1], " padding ", c.dims.padding_low[0], "/", c.dims.padding_high[0], "x",
+                       c.dims.padding_low[1], "/", c.dims.padding_high[1], " dilation ", c.dims.dilation[0], "x",
+                       c.dims.dilation[1], " groups ", c.dims.groups));
+  const Shape xs(t, c.x), ws(t, c.w), ys = conv_output(c, t);
+  std::string steps;
+  testing::expect_matches_reference(
+      {xs, ws}, [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.convolution(p[0], p[1], c.dims)}; },
+      {.tol = tol, .backend = backend, .steps = &steps});
+  EXPECT_NE(steps.find("convolution(cudnn"), std::string::npos) << steps;
+  testing::expect_matches_reference(
+      {ys, ws},
+      [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.conv_backward_input(p[0], p[1], xs, c.dims)}; },
+      {.tol = tol, .backend = backend});
+  testing::expect_matches_reference(
+      {xs, ys},
+      [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.conv_backward_filter(p[0], p[1], ws, c.dims)}; },
+      {.tol = tol, .backend = backend});
+}
+
+// A program of case `c`'s convolution and both its gradients (f32), in that order.
+std::unique_ptr<ir::Module> conv_ops_module(const ConvCase& c) {
+  auto m = std::make_unique<ir::Module>("conv");
+  Builder b(m->entry());
+  const Shape xs(DType::kF32, c.x), ws(DType::kF32, c.w), ys = conv_output(c, DType::kF32);
+  Instruction* x = b.parameter(xs, "x");
+  Instruction* w = b.parameter(ws, "w");
+  Instruction* dy = b.parameter(ys, "dy");
+  m->entry()->set_outputs({b.convolution(x, w, c.dims), b.conv_backward_input(dy, w, xs, c.dims),
+                           b.conv_backward_filter(x, dy, ws, c.dims)});
+  return m;
+}
+
 TEST(CudnnConvolutionTest, ForwardAndBothGradientsMatchTheReference) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
-  for (DType t : {DType::kF32, DType::kBF16}) {
-    const double tol = t == DType::kF32 ? 1e-4 : 3e-2;
-    for (const ConvCase& c : conv_cases()) {
-      SCOPED_TRACE(str_cat(name(t), " x ", Shape(t, c.x), " w ", Shape(t, c.w), " strides ", c.dims.strides[0], "x",
-                           c.dims.strides[1], " padding ", c.dims.padding_low[0], "x", c.dims.padding_low[1], " dilation ",
-                           c.dims.dilation[0], "x", c.dims.dilation[1], " groups ", c.dims.groups));
-      const Shape xs(t, c.x), ws(t, c.w), ys = conv_output(c, t);
-      std::string steps;
-      testing::expect_matches_reference(
-          {xs, ws}, [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.convolution(p[0], p[1], c.dims)}; },
-          {.tol = tol, .backend = backend.get(), .steps = &steps});
-      EXPECT_NE(steps.find("convolution(cudnn"), std::string::npos) << steps;
-      testing::expect_matches_reference(
-          {ys, ws},
-          [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.conv_backward_input(p[0], p[1], xs, c.dims)}; },
-          {.tol = tol, .backend = backend.get()});
-      testing::expect_matches_reference(
-          {xs, ys},
-          [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.conv_backward_filter(p[0], p[1], ws, c.dims)}; },
-          {.tol = tol, .backend = backend.get()});
-    }
-  }
+  for (DType t : {DType::kF32, DType::kBF16})
+    for (const ConvCase& c : conv_cases()) expect_conv_ops_match_reference(backend.get(), c, t);
+}
+
+// More padding on one side than the other: x padded by a loop kernel, cuDNN's symmetric
+// rest, the data gradient sliced back.
+TEST(CudnnConvolutionTest, AsymmetricPaddingMatchesTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  for (DType t : {DType::kF32, DType::kBF16})
+    for (const ConvCase& c : kAsymmetricConvCases) expect_conv_ops_match_reference(backend.get(), c, t);
 }
 
 // The output fusion (conv + bias + relu) runs as the cuDNN call and one epilogue loop kernel.
@@ -134,47 +167,119 @@ const PoolCase kPoolCases[] = {
     {{2, 10, 7, 3}, spatial(3, 2, 1)},
 };
 
-// Both kinds, forward and gradient. The max gradient goes to the first maximum of each window
-// in the reference: relu'd inputs tie at 0 in many windows, which checks cuDNN does the same.
+// Keras 'same' max pooling: 2x2/2 on 7x7 (padding 0/1), 3x3/2 on 9x10 (1/1 and 0/1).
+const PoolCase kAsymmetricMaxPoolCases[] = {
+    {{2, 7, 7, 3}, {{1, 2, 2, 1}, {1, 2, 2, 1}, {0, 0, 0, 0}, {0, 1, 1, 0}}},
+    {{2, 9, 10, 4}, {{1, 3, 3, 1}, {1, 2, 2, 1}, {0, 1, 0, 0}, {0, 1, 1, 0}}},
+};
+
+// Pooling of `kind` and its gradient for case `c` in `t` against the reference. The max
+// gradient goes to the first maximum of each window in the reference: relu'd inputs tie at 0
+// in many windows, which checks cuDNN does the same.
+void expect_pooling_matches_reference(runtime::Backend* backend, const PoolCase& c, DType t, ir::ReduceKind kind) {
+  SCOPED_TRACE(str_cat(name(t), " ", ir::reduce_kind_name(kind), " x ", Shape(t, c.x), " window ", c.window.size[1],
+                       " stride ", c.window.strides[1], " pad ", c.window.padding_low[1], "/", c.window.padding_high[1],
+                       "x", c.window.padding_low[2], "/", c.window.padding_high[2]));
+  ir::Module shape_m("shape");
+  Builder sb(shape_m.entry());
+  const Shape ys = sb.reduce_window(sb.parameter(Shape(t, c.x), "x"), kind, c.window)->shape();
+  std::string steps;
+  testing::expect_matches_reference(
+      {Shape(t, c.x), ys},
+      [&](Builder& b, auto& p) {
+        Instruction* x = b.binary(Opcode::kMax, p[0], b.full(p[0]->shape(), 0.0));
+        return std::vector<Instruction*>{b.reduce_window(x, kind, c.window), b.reduce_window_grad(x, p[1], kind, c.window)};
+      },
+      {.tol = t == DType::kF32 ? 1e-5 : 3e-2, .backend = backend, .steps = &steps});
+  EXPECT_NE(steps.find("_pool(cudnn"), std::string::npos) << steps;
+}
+
 TEST(CudnnPoolingTest, MaxAndMeanPoolingAndGradientsMatchTheReference) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
-  for (DType t : {DType::kF32, DType::kBF16}) {
-    for (const PoolCase& c : kPoolCases) {
-      for (ir::ReduceKind kind : {ir::ReduceKind::kMax, ir::ReduceKind::kMean}) {
-        SCOPED_TRACE(str_cat(name(t), " ", ir::reduce_kind_name(kind), " x ", Shape(t, c.x), " window ", c.window.size[1],
-                             " stride ", c.window.strides[1], " pad ", c.window.padding_low[1]));
-        ir::Module shape_m("shape");
-        Builder sb(shape_m.entry());
-        const Shape ys = sb.reduce_window(sb.parameter(Shape(t, c.x), "x"), kind, c.window)->shape();
-        std::string steps;
-        testing::expect_matches_reference(
-            {Shape(t, c.x), ys},
-            [&](Builder& b, auto& p) {
-              Instruction* x = b.binary(Opcode::kMax, p[0], b.full(p[0]->shape(), 0.0));
-              return std::vector<Instruction*>{b.reduce_window(x, kind, c.window),
-                                               b.reduce_window_grad(x, p[1], kind, c.window)};
-            },
-            {.tol = t == DType::kF32 ? 1e-5 : 3e-2, .backend = backend.get(), .steps = &steps});
-        EXPECT_NE(steps.find("_pool(cudnn"), std::string::npos) << steps;
-      }
-    }
-  }
+  for (DType t : {DType::kF32, DType::kBF16})
+    for (const PoolCase& c : kPoolCases)
+      for (ir::ReduceKind kind : {ir::ReduceKind::kMax, ir::ReduceKind::kMean})
+        expect_pooling_matches_reference(backend.get(), c, t, kind);
+}
+
+// Keras 'same' max pooling on odd sizes (one more padded row and column at the end): x padded
+// with -inf by a loop kernel, the gradient sliced back.
+TEST(CudnnPoolingTest, AsymmetricMaxPoolingMatchesTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  for (DType t : {DType::kF32, DType::kBF16})
+    for (const PoolCase& c : kAsymmetricMaxPoolCases) expect_pooling_matches_reference(backend.get(), c, t, ir::ReduceKind::kMax);
 }
 
 // Without a GPU: cuDNN loads (it needs none to say its version), and ops cuDNN cannot run are
 // a CompileError naming the op, the reason and the backend before anything runs.
 TEST(CudnnLoweringTest, CudnnLoadsWithoutAGpu) { EXPECT_EQ(cudnn_version().rfind("9.", 0), 0u) << cudnn_version(); }
 
-TEST(CudnnLoweringTest, AsymmetricPaddingIsACompileErrorNamingOpAndReason) {
-  auto m = std::make_unique<ir::Module>("same_even_kernel");
+TEST(CudnnLoweringTest, AsymmetricMeanPoolingPaddingIsACompileErrorNamingOpAndReason) {
+  auto m = std::make_unique<ir::Module>("same_even_window");
   Builder b(m->entry());
   Instruction* x = b.parameter(Shape(DType::kF32, {2, 8, 8, 3}), "x");
-  Instruction* w = b.parameter(Shape(DType::kF32, {2, 2, 3, 4}), "w");
-  m->entry()->set_outputs({b.convolution(x, w, {.padding_low = {0, 0}, .padding_high = {1, 1}}),
-                           b.reduce_window(x, ir::ReduceKind::kMax, {{1, 3, 3, 1}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 1, 1, 0}})});
+  m->entry()->set_outputs({b.reduce_window(x, ir::ReduceKind::kMean, {{1, 3, 3, 1}, {1, 1, 1, 1}, {0, 0, 0, 0}, {0, 1, 1, 0}})});
   KILN_EXPECT_ERROR(lower_to_ptx(*m, 90), CompileError,
-                    "[cuda] same_even_kernel: the cuda backend has no kernel yet for convolution (padding 0/1: cuDNN pads "
-                    "both sides alike), reduce_window (padding 0/1: cuDNN pads both sides alike)");
+                    "[cuda] same_even_window: the cuda backend has no kernel yet for reduce_window (padding 0/1: cuDNN "
+                    "pads both sides alike, and mean pooling's divisor excludes only its own padding)");
+}
+
+// Asymmetric max pooling lowers (no GPU needed): a -inf padded copy of x before each cuDNN call
+// and a slice kernel after the gradient, accepted by ptxas; cuDNN's output size for the padded
+// x is Kiln's.
+TEST(CudnnLoweringTest, AsymmetricMaxPoolingLowersToAPaddedCopyAndASlice) {
+  for (const PoolCase& c : kAsymmetricMaxPoolCases) {
+    auto m = std::make_unique<ir::Module>("pool");
+    Builder b(m->entry());
+    Instruction* x = b.parameter(Shape(DType::kF32, c.x), "x");
+    Instruction* y = b.reduce_window(x, ir::ReduceKind::kMax, c.window);
+    Instruction* dy = b.parameter(y->shape(), "dy");
+    m->entry()->set_outputs({y, b.reduce_window_grad(x, dy, ir::ReduceKind::kMax, c.window)});
+    std::string why;
+    const std::optional<PoolGeometry> g = PoolGeometry::of(*y, why);
+    ASSERT_TRUE(g.has_value()) << why;
+    EXPECT_TRUE(g->padded_explicitly());
+    EXPECT_EQ(g->cudnn_output_dims(), y->shape().dims()) << g->label();
+    const std::string ptx = lower_to_ptx(*m, 90);
+    std::string log;
+    ASSERT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx, log), 0) << log;
+    EXPECT_NE(ptx.find("_slice"), std::string::npos);
+  }
+}
+
+// Asymmetric convolution padding lowers (no GPU needed): a padded copy of x before the forward
+// and filter-gradient calls (a memset and a 3D copy, no kernel), a slice kernel after the data
+// gradient, accepted by ptxas; cuDNN sees the padded x with the symmetric rest, and its output
+// size is Kiln's.
+TEST(CudnnLoweringTest, AsymmetricConvolutionPaddingLowersToAPaddedCopyAndASlice) {
+  for (const ConvCase& c : kAsymmetricConvCases) {
+    std::unique_ptr<ir::Module> m = conv_ops_module(c);
+    const Instruction* y = m->entry()->outputs().at(0);
+    const Shape ys = y->shape();
+    std::string why;
+    const std::optional<ConvGeometry> g = ConvGeometry::of(*y, why);
+    ASSERT_TRUE(g.has_value()) << why;
+    EXPECT_TRUE(g->padded_explicitly());
+    EXPECT_EQ(g->op_x, c.x);
+    for (size_t i = 0; i < 2; ++i) {
+      const int64_t shared = std::min(c.dims.padding_low[i], c.dims.padding_high[i]);
+      EXPECT_EQ(g->dims.padding_low[i], shared);
+      EXPECT_EQ(g->dims.padding_high[i], shared);
+      EXPECT_EQ(g->explicit_low[i], c.dims.padding_low[i] - shared);
+      EXPECT_EQ(g->explicit_high[i], c.dims.padding_high[i] - shared);
+      EXPECT_EQ(g->x[1 + i], c.x[1 + i] + g->explicit_low[i] + g->explicit_high[i]);
+    }
+    EXPECT_EQ(g->cudnn_output_dims(), ys.dims()) << g->label();
+    EXPECT_NE(g->label().find("padded from f32[" + std::to_string(c.x[0])), std::string::npos) << g->label();
+    const std::string ptx = lower_to_ptx(*m, 90);
+    std::string log;
+    ASSERT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx, log), 0) << log;
+    int entries = 0;
+    for (size_t at = ptx.find(".entry"); at != std::string::npos; at = ptx.find(".entry", at + 1)) ++entries;
+    // forward: the filter transpose; data gradient: transpose + slice; filter gradient: transpose
+    EXPECT_EQ(entries, 4) << Shape(DType::kF32, c.x) << " w " << Shape(DType::kF32, c.w);
+    EXPECT_NE(ptx.find("_slice"), std::string::npos);
+  }
 }
 
 // cuDNN's own output sizes for the descriptors the calls use (x NHWC, w KRSC, padding,
@@ -210,14 +315,7 @@ TEST(CudnnLoweringTest, CudnnDescriptorsGiveKilnsOutputShapes) {
 
 TEST(CudnnLoweringTest, ConvolutionsAndPoolingLowerToCudnnStepsWithFilterTransposes) {
   for (const ConvCase& c : conv_cases()) {
-    auto m = std::make_unique<ir::Module>("conv");
-    Builder b(m->entry());
-    const Shape xs(DType::kF32, c.x), ws(DType::kF32, c.w), ys = conv_output(c, DType::kF32);
-    Instruction* x = b.parameter(xs, "x");
-    Instruction* w = b.parameter(ws, "w");
-    Instruction* dy = b.parameter(ys, "dy");
-    m->entry()->set_outputs({b.convolution(x, w, c.dims), b.conv_backward_input(dy, w, xs, c.dims),
-                             b.conv_backward_filter(x, dy, ws, c.dims)});
+    std::unique_ptr<ir::Module> m = conv_ops_module(c);
     // The transposes are loop kernels in the PTX: one per filter read, one per filter gradient.
     const std::string ptx = lower_to_ptx(*m, 90);
     int entries = 0;
