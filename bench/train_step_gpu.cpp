@@ -107,7 +107,13 @@ int main(int argc, char** argv) {
   const std::vector<Workload> workloads = {{"w1_seed_mlp", 128, {784, 128, 10}},
                                            {"w2_convnet", 128, {}},
                                            {"w3_wide_mlp", 512, {784, 1024, 1024, 10}}};
-  const std::shared_ptr<runtime::Backend> gpu = runtime::make_backend(device);
+  std::shared_ptr<runtime::Backend> gpu;
+  try {
+    gpu = runtime::make_backend(device);
+  } catch (const std::exception& e) {  // a GPU listed but not usable: a failure, said as a line
+    bench::JsonLine().add("bench", "train_step_gpu").add("device", device).add("error", e.what()).print();
+    return 1;
+  }
   int status = 0;
   for (const Workload& w : workloads) {
     if (only != nullptr && w.name.rfind(only, 0) != 0) continue;
