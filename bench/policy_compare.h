@@ -27,24 +27,34 @@ struct Policy {
   DType compute;
 };
 
+/// The argument after `flag`, or null when `flag` is absent.
+inline const char* arg_after(int argc, char** argv, const std::string& flag) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (argv[i] == flag) return argv[i + 1];
+  return nullptr;
+}
+
 /// The policies `--policy` names (empty when it is absent).
 inline std::vector<Policy> policies_from_args(int argc, char** argv) {
-  for (int i = 1; i + 1 < argc; ++i) {
-    if (std::string(argv[i]) != "--policy") continue;
-    const std::string p = argv[i + 1];
-    if (p == "float32") return {{"float32", DType::kF32}};
-    if (p == "mixed_bfloat16") return {{"mixed_bfloat16", DType::kBF16}};
-    if (p == "both") return {{"float32", DType::kF32}, {"mixed_bfloat16", DType::kBF16}};
-    KILN_THROW(ValueError, "[--policy] unknown policy '", p, "'; expected float32, mixed_bfloat16 or both.");
-  }
-  return {};
+  const char* arg = arg_after(argc, argv, "--policy");
+  if (arg == nullptr) return {};
+  const std::string p = arg;
+  if (p == "float32") return {{"float32", DType::kF32}};
+  if (p == "mixed_bfloat16") return {{"mixed_bfloat16", DType::kBF16}};
+  if (p == "both") return {{"float32", DType::kF32}, {"mixed_bfloat16", DType::kBF16}};
+  KILN_THROW(ValueError, "[--policy] unknown policy '", p, "'; expected float32, mixed_bfloat16 or both.");
 }
 
 /// The integer after `flag`, or `fallback`.
 inline int64_t int_arg(int argc, char** argv, const std::string& flag, int64_t fallback) {
-  for (int i = 1; i + 1 < argc; ++i)
-    if (argv[i] == flag) return std::atoll(argv[i + 1]);
-  return fallback;
+  const char* v = arg_after(argc, argv, flag);
+  return v != nullptr ? std::atoll(v) : fallback;
+}
+
+/// The number after `flag`, or `fallback`.
+inline double double_arg(int argc, char** argv, const std::string& flag, double fallback) {
+  const char* v = arg_after(argc, argv, flag);
+  return v != nullptr ? std::atof(v) : fallback;
 }
 
 /// One policy's compiled step: `step(s)` runs step s; `executable` after the first step.

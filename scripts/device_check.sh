@@ -26,7 +26,10 @@
 #      figure the generated kernels are compared with;
 #   5. PyTorch's W1, W2 and W3 train steps on the same GPU (bench/torch_gpu_steps.py; W3 in f32
 #      and bf16 with its fraction of the GPU's peak), or one JSON line saying the image has no
-#      CUDA PyTorch.
+#      CUDA PyTorch; then Kiln's (bench/train_step_gpu, carried: the same workloads on the CUDA
+#      backend) and one line per workload with both samples/s and Kiln's over PyTorch's.
+# The cuda tests include the seed MLP's and the convnet's MNIST accuracy bars on the GPU
+# (CudaMnistAccuracyTest): the MNIST files travel in device_bin.tar.xz, KILN_DATA points there.
 # Output: JSON lines; files under $OUT when set. Exit status: non-zero if a case failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -60,7 +63,8 @@ for lib in libcudnn.so.9 libnccl.so.2; do
   echo "$lib: ${found:-not found (its tests fail, naming it)}"
   [ -n "$found" ] && extra="$extra:$(dirname "$found")"
 done
-run_carried() { LD_LIBRARY_PATH="$bin/device_bin/lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
+# KILN_DATA: the carried MNIST (datasets::mnist::default_dir() is $KILN_DATA/mnist).
+run_carried() { KILN_DATA="$bin/device_bin/data" LD_LIBRARY_PATH="$bin/device_bin/lib$extra${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$@"; }
 gpus=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | wc -l)
 
 echo "== generated PTX against the CPU interpreter"
@@ -135,9 +139,53 @@ print(json.dumps({"bench": "torch_reference", "gpu": torch.cuda.get_device_name(
                   "copy_1M_f32_us": copy, "tanh_xy_plus_z_1M_f32_us": chain,
                   "copy_256MiB_gb_per_s": 2 * (256 << 20) / (bw * 1e-6) / 1e9}))
 EOF
-echo "== PyTorch train steps on the same GPU (W1, W2, W3; Kiln's GPU figures come from its tests above)"
-# bf16 peak of an H100/H200 SXM (dense), for W3's fraction of it.
-python3 bench/torch_gpu_steps.py --peak-tflops 989 | tee "$out/torch_steps.jsonl" || true
+# Dense bf16 peak of an H100/H200 SXM, for W3's fraction of it (both benches are given it).
+peak_tflops=989
+echo "== PyTorch train steps on the same GPU (W1, W2, W3)"
+python3 bench/torch_gpu_steps.py --peak-tflops $peak_tflops | tee "$out/torch_steps.jsonl" || true
+echo "== Kiln's train steps on the same GPU (W1, W2, W3: bench/train_step_gpu)"
+if [ -n "$bin" ]; then
+  run_carried timeout 240 "$bin/device_bin/train_step_gpu" --peak-tflops $peak_tflops | tee "$out/kiln_steps.jsonl" ||
+    status=1
+else
+  : > "$out/kiln_steps.jsonl"
+fi
+# One line per workload: Kiln's and PyTorch's samples/s (the batch over the median step) and
+# Kiln's over PyTorch's. A workload Kiln has no figure for on the GPU fails the check (a
+# missing CUDA PyTorch does not: the image's, not Kiln's).
+python3 - "$out/kiln_steps.jsonl" "$out/torch_steps.jsonl" <<'EOF' || status=1
+import json, sys
+def lines(path):
+    out = []
+    for text in open(path):
+        try:
+            out.append(json.loads(text))
+        except ValueError:
+            pass
+    return out
+kiln, torch = lines(sys.argv[1]), lines(sys.argv[2])
+key = lambda r: (r.get("workload"), r.get("dtype"))
+torch_by = {key(r): r for r in torch if "samples_per_s_median_step" in r}
+ok = bool(kiln)
+for r in kiln:
+    if "samples_per_s" not in r:
+        print(json.dumps({"bench": "gpu_steps_vs_torch", "workload": r.get("workload"), "dtype": r.get("dtype"),
+                          "kiln_error": r.get("error", "no figure")}))
+        ok = False
+        continue
+    t = torch_by.get(key(r))
+    line = {"bench": "gpu_steps_vs_torch", "workload": r["workload"], "dtype": r["dtype"], "batch": r["batch"],
+            "kiln_samples_per_s": r["samples_per_s"],
+            "torch_samples_per_s": t["samples_per_s_median_step"] if t else None,
+            "kiln_over_torch": r["samples_per_s"] / t["samples_per_s_median_step"] if t else None}
+    if "fraction_of_peak" in r:
+        line["kiln_fraction_of_peak"] = r["fraction_of_peak"]
+        line["torch_fraction_of_peak"] = t.get("fraction_of_peak") if t else None
+    if not t:
+        line["torch"] = next((x["error"] for x in torch if "error" in x), "no figure")
+    print(json.dumps(line))
+sys.exit(0 if ok else 1)
+EOF
 
 echo "== device_check: $([ $status -eq 0 ] && echo PASS || echo FAIL)"
 exit $status

@@ -3,16 +3,22 @@
 # runs on the device machine, which has CUDA, PyTorch and CMake but not Kiln's Debian libraries
 # (oneDNN, LLVM 15, HDF5):
 #   device_bin.tar.xz   the cuda test binaries (kiln_cuda_tests, kiln_e2e_cuda_tests),
-#                       make_ptx_cases (device_check.sh makes the PTX cases there) and every
-#                       shared library they need beyond glibc
-#                       (ldd), xz-compressed to fit the device tool's 64 MiB carry
+#                       make_ptx_cases (device_check.sh makes the PTX cases there), the GPU
+#                       train-step bench (train_step_gpu), every shared library they need
+#                       beyond glibc (ldd), and MNIST (data/mnist, for the GPU accuracy tests:
+#                       device_check.sh sets KILN_DATA there), xz-compressed to fit the device
+#                       tool's 64 MiB carry
 # Then, through the device tool: carry [device_bin.tar.xz] and run
 #   bash scripts/device_check.sh device_cases
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-tests="tests/runtime/kiln_cuda_tests tests/e2e/kiln_e2e_cuda_tests tests/runtime/make_ptx_cases"
-ninja -C "$build" -j2 make_ptx_cases kiln_cuda_tests kiln_e2e_cuda_tests
+tests="tests/runtime/kiln_cuda_tests tests/e2e/kiln_e2e_cuda_tests tests/runtime/make_ptx_cases bench/train_step_gpu"
+mnist="${KILN_DATA:-$HOME/.cache/kiln}/mnist"
+for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
+  [ -f "$mnist/$f" ] || { echo "pack_device_check: no $mnist/$f (fetch it with scripts/fetch_mnist.sh)" >&2; exit 1; }
+done
+ninja -C "$build" -j2 make_ptx_cases kiln_cuda_tests kiln_e2e_cuda_tests train_step_gpu
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/device_bin/lib"
@@ -22,7 +28,11 @@ for t in $tests; do cp "$build/$t" "$stage/device_bin/"; done
 for t in $tests; do ldd "$build/$t"; done | awk '/=> \// {print $3}' | sort -u |
   grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux-x86-64)\.so' |
   while read -r lib; do cp -L "$lib" "$stage/device_bin/lib/"; done
-strip --strip-unneeded "$stage"/device_bin/lib/*.so* "$stage"/device_bin/kiln_* "$stage"/device_bin/make_ptx_cases 2>/dev/null || true
+strip --strip-unneeded "$stage"/device_bin/lib/*.so* "$stage"/device_bin/kiln_* "$stage"/device_bin/make_ptx_cases \
+  "$stage"/device_bin/train_step_gpu 2>/dev/null || true
+# The IDX files uncompressed: xz packs them smaller than their .gz copies would be.
+mkdir -p "$stage/device_bin/data/mnist"
+cp "$mnist"/{train,t10k}-{images-idx3,labels-idx1}-ubyte "$stage/device_bin/data/mnist/"
 tar -C "$stage" -cf - device_bin | xz -9 -T2 > device_bin.tar.xz
 # The carry holds the working tree too (git's tracked files).
 size=$(stat -c %s device_bin.tar.xz)

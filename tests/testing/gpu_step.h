@@ -5,14 +5,13 @@
 
 #include <cmath>
 #include <filesystem>
-#include <random>
-#include <utility>
 #include <string>
 #include <vector>
 
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/trace/variable.h"
 #include "tests/testing/gpu_backend.h"
+#include "tests/testing/random_image_batch.h"
 
 namespace kiln::testing {
 
@@ -26,19 +25,6 @@ inline void expect_step_lowers_for_sm90(const runtime::Executable* step, const s
   if (!std::filesystem::exists(ptxas)) GTEST_SKIP() << "no ptxas at " << ptxas;
   std::string log;
   EXPECT_EQ(ptxas_sm90(ptxas, ptx, log), 0) << log;
-}
-
-/// Random images of `image_dims` (batch first) with pixels in [0, 1) and labels in [0, 10),
-/// from `seed`: synthetic batches, so the device machine needs no MNIST.
-inline std::pair<HostTensor, HostTensor> random_image_batch(const Dims& image_dims, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> pixel(0.0f, 1.0f);
-  std::uniform_int_distribution<int32_t> label(0, 9);
-  HostTensor x = HostTensor::uninitialized(Shape(DType::kF32, image_dims));
-  HostTensor y = HostTensor::uninitialized(Shape(DType::kI32, {image_dims[0]}));
-  for (float& v : x.data<float>()) v = pixel(rng);
-  for (int32_t& v : y.data<int32_t>()) v = label(rng);
-  return {x, y};
 }
 
 /// Every element of the variables `a` and `b` (the same model trained on two backends) within `tol`.

@@ -57,6 +57,10 @@ class SeedCnn {
     k.data<int64_t>()[0] = key;
     return (*train_step_)({x, y, k})[0].to_vector<float>()[0];
   }
+  /// The same step on x, y and the dropout key (i64[]) already on the backend's device.
+  float train_step_on_device(const std::vector<runtime::Buffer>& x_y_key) {
+    return train_step_->call_on_device(x_y_key)[0].to_vector<float>()[0];
+  }
   /// Fraction of correct predictions on (x f32[N,784] or f32[N,28,28,1], y), in chunks of
   /// `chunk` images so the activations stay small.
   double accuracy(const HostTensor& x, const HostTensor& y, int64_t chunk = 500) {
