@@ -341,14 +341,16 @@ class StageEmitter {
   // f32 registers on the CPU run core/float_math.h's recipes, as the interpreter does; f64
   // registers and the GPU's libdevice keep their libm functions.
   bool f32_recipes() const { return target_ == KernelTarget::kCpu && reg_->isFloatTy(); }
-  template <typename Recipe>
-  Value* f32_recipe(Value* a, Recipe recipe) {
+  // exp, log or tanh of `a`: the recipe on f32 CPU registers, else the libm/libdevice function.
+  Value* transcendental(LoopOp op, Value* a) {
+    const char* libm = op == LoopOp::kExp ? "exp" : op == LoopOp::kLog ? "log" : "tanh";
+    if (!f32_recipes()) return call_math(libm, a);
     IrArith m(b_, width_of(a));
-    return b_.CreateFPTrunc(recipe(m, b_.CreateFPExt(a, m.d)), a->getType());
-  }
-  Value* exp_value(Value* a) {
-    return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::exp_f32_recipe(m, x); })
-                         : call_math("exp", a);
+    Value* x = b_.CreateFPExt(a, m.d);
+    Value* r = op == LoopOp::kExp   ? float_math::exp_f32_recipe(m, x)
+               : op == LoopOp::kLog ? float_math::log_f32_recipe(m, x)
+                                    : float_math::tanh_f32_recipe(m, x);
+    return b_.CreateFPTrunc(r, a->getType());
   }
 
   Value* bool_value(Value* cond) { return b_.CreateUIToFP(cond, vec(reg_, width_of(cond))); }
@@ -380,17 +382,11 @@ class StageEmitter {
         return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), fconst(1, w),
                                b_.CreateSelect(b_.CreateFCmpOLT(a, zero), fconst(-1, w), a));
       }
-      case LoopOp::kExp: return exp_value(a);
-      case LoopOp::kLog:
-        return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::log_f32_recipe(m, x); })
-                             : call_math("log", a);
+      case LoopOp::kExp: case LoopOp::kLog: case LoopOp::kTanh: return transcendental(in.op, a);
       case LoopOp::kLog1p: return call_math("log1p", a);
-      case LoopOp::kTanh:
-        return f32_recipes() ? f32_recipe(a, [](IrArith& m, Value* x) { return float_math::tanh_f32_recipe(m, x); })
-                             : call_math("tanh", a);
       case LoopOp::kErf: return call_math("erf", a);
       case LoopOp::kPow: return call_math("pow", a, bv);
-      case LoopOp::kLogistic: return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), exp_value(b_.CreateFNeg(a))));
+      case LoopOp::kLogistic: return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), transcendental(LoopOp::kExp, b_.CreateFNeg(a))));
       case LoopOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
       case LoopOp::kRsqrt: return b_.CreateFDiv(fconst(1, w), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
       case LoopOp::kCopy: return a;
