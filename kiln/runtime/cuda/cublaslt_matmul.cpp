@@ -8,7 +8,7 @@
 
 #define KILN_CUBLASLT_FUNCTIONS(X)                                                                       \
   X(cublasLtCreate) X(cublasLtGetStatusString) X(cublasLtMatmulDescCreate) X(cublasLtMatmulDescDestroy) \
-  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy)        \
+  X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate) X(cublasLtMatrixLayoutDestroy) X(cublasLtMatrixLayoutSetAttribute)        \
   X(cublasLtMatmulPreferenceCreate) X(cublasLtMatmulPreferenceDestroy)                                  \
   X(cublasLtMatmulPreferenceSetAttribute) X(cublasLtMatmulAlgoGetHeuristic) X(cublasLtMatmul)
 
@@ -57,27 +57,42 @@ cudaDataType_t cuda_type(DType t) {
   switch (t) {
     case DType::kBF16: return CUDA_R_16BF;
     case DType::kF16: return CUDA_R_16F;
+    case DType::kF64: return CUDA_R_64F;
     default: return CUDA_R_32F;
   }
 }
 
 }  // namespace
 
-std::optional<MatmulGeometry> MatmulGeometry::of(const ir::Instruction& dot) {
+std::optional<MatmulGeometry> MatmulGeometry::of(const ir::Instruction& dot, std::string& why) {
   const ir::DotDims& d = dot.attrs().dot;
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
-  if (!d.lhs_batch.empty() || l.rank() != 2 || r.rank() != 2 || d.lhs_contracting.size() != 1 ||
-      d.rhs_contracting.size() != 1 || l.dtype() != r.dtype())
-    return std::nullopt;
   const DType t = l.dtype();
-  if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) return std::nullopt;
+  if (r.dtype() != t || (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16 && t != DType::kF64)) {
+    why = str_cat(name(t), " x ", name(r.dtype()), ": cuBLASLt multiplies f32, bf16, f16 or f64 operands of one dtype");
+    return std::nullopt;
+  }
+  const size_t b = d.lhs_batch.size();
+  for (size_t i = 0; i < b; ++i)
+    if (d.lhs_batch[i] != static_cast<int64_t>(i) || d.rhs_batch[i] != static_cast<int64_t>(i)) {
+      why = "batch dims that are not the leading dims of both operands, in order";
+      return std::nullopt;
+    }
+  const size_t lfree = static_cast<size_t>(l.rank()) - b, rfree = static_cast<size_t>(r.rank()) - b;
+  if (d.lhs_contracting.size() != 1 || lfree < 1 || lfree > 2 || rfree < 1 || rfree > 2) {
+    why = "more than one contracting dim or free dim per operand";
+    return std::nullopt;
+  }
   MatmulGeometry g;
-  g.lhs_transposed = d.lhs_contracting[0] == 0;
-  g.rhs_transposed = d.rhs_contracting[0] == 1;
-  g.m = l.dims()[g.lhs_transposed ? 1 : 0];
-  g.k = l.dims()[g.lhs_transposed ? 0 : 1];
-  g.n = r.dims()[g.rhs_transposed ? 0 : 1];
+  for (size_t i = 0; i < b; ++i) g.batch *= l.dims()[i];
+  const int64_t lc = d.lhs_contracting[0] - static_cast<int64_t>(b), rc = d.rhs_contracting[0] - static_cast<int64_t>(b);
+  // A vector operand is a 1 x k (lhs) or k x 1 (rhs) matrix, stored as it is.
+  g.lhs_transposed = lfree == 2 && lc == 0;
+  g.rhs_transposed = rfree == 2 && rc == 1;
+  g.k = l.dims()[static_cast<size_t>(d.lhs_contracting[0])];
+  g.m = lfree == 2 ? l.dims()[b + (g.lhs_transposed ? 1 : 0)] : 1;
+  g.n = rfree == 2 ? r.dims()[b + (g.rhs_transposed ? 0 : 1)] : 1;
   g.input = t;
   g.output = dot.dtype();
   return g;
@@ -93,7 +108,9 @@ struct CublasLtMatmul::State {
 
 CublasLtMatmul::CublasLtMatmul(const MatmulGeometry& g) : g_(g), s_(std::make_unique<State>()) {
   const CublasLt& lt = cublaslt();
-  check_lt(lt.cublasLtMatmulDescCreate(&s_->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  const bool f64 = g.input == DType::kF64;
+  check_lt(lt.cublasLtMatmulDescCreate(&s_->desc, f64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F, f64 ? CUDA_R_64F : CUDA_R_32F),
+           "cublasLtMatmulDescCreate");
   const cublasOperation_t ta = g.rhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = g.lhs_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
   check_lt(lt.cublasLtMatmulDescSetAttribute(s_->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta), "set TRANSA");
@@ -117,6 +134,16 @@ CublasLtMatmul::CublasLtMatmul(const MatmulGeometry& g) : g_(g), s_(std::make_un
                                          g.lhs_transposed ? u(g.k) : u(g.m), g.lhs_transposed ? g.m : g.k),
            "cublasLtMatrixLayoutCreate(lhs)");
   check_lt(lt.cublasLtMatrixLayoutCreate(&s_->c, cuda_type(g.output), u(g.n), u(g.m), g.n), "cublasLtMatrixLayoutCreate(out)");
+  if (g.batch > 1) {  // the matrices of each operand one after another
+    const int32_t count = static_cast<int32_t>(g.batch);
+    const std::pair<cublasLtMatrixLayout_t, int64_t> strided[] = {{s_->a, g.k * g.n}, {s_->b, g.m * g.k}, {s_->c, g.m * g.n}};
+    for (const auto& [layout, stride] : strided) {
+      check_lt(lt.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count),
+               "set BATCH_COUNT");
+      check_lt(lt.cublasLtMatrixLayoutSetAttribute(layout, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof stride),
+               "set STRIDED_BATCH_OFFSET");
+    }
+  }
   cublasLtMatmulPreference_t pref = nullptr;
   check_lt(lt.cublasLtMatmulPreferenceCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t workspace = kWorkspaceBytes;
@@ -146,16 +173,20 @@ void CublasLtMatmul::run(CUstream stream, CUdeviceptr lhs, CUdeviceptr rhs, CUde
     void* p = reinterpret_cast<void*>(bias);
     check_lt(lt.cublasLtMatmulDescSetAttribute(s_->desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &p, sizeof p), "set BIAS_POINTER");
   }
+  // alpha and beta in the scale type: double for f64, else float.
   const float one = 1, zero = 0;
-  check_lt(lt.cublasLtMatmul(lt.handle, s_->desc, &one, reinterpret_cast<const void*>(rhs), s_->a,
-                             reinterpret_cast<const void*>(lhs), s_->b, &zero, reinterpret_cast<void*>(out), s_->c,
+  const double one64 = 1, zero64 = 0;
+  const bool f64 = g_.input == DType::kF64;
+  check_lt(lt.cublasLtMatmul(lt.handle, s_->desc, f64 ? static_cast<const void*>(&one64) : &one,
+                             reinterpret_cast<const void*>(rhs), s_->a, reinterpret_cast<const void*>(lhs), s_->b,
+                             f64 ? static_cast<const void*>(&zero64) : &zero, reinterpret_cast<void*>(out), s_->c,
                              reinterpret_cast<void*>(out), s_->c, &s_->algo, reinterpret_cast<void*>(workspace),
                              kWorkspaceBytes, reinterpret_cast<cudaStream_t>(stream)),
            "cublasLtMatmul");
 }
 
 std::string MatmulGeometry::label() const {
-  return str_cat("matmul(cublasLt, ", m, "x", n, "x", k, ", ", name(input), bias || relu ? ", " : "",
+  return str_cat("matmul(cublasLt, ", batch > 1 ? str_cat(batch, " x ") : "", m, "x", n, "x", k, ", ", name(input), bias || relu ? ", " : "",
                  bias ? "+bias" : "", relu ? "+relu" : "", ")");
 }
 

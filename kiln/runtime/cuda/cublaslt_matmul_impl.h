@@ -1,5 +1,5 @@
-// Matmuls (dot_general without batch dims) through cuBLASLt, with the bias and relu epilogues
-// the output-fusion pass forms. libcublasLt is opened with dlopen on first use, like the driver.
+// Matmuls (dot_general: plain, transposed, batched, matrix-vector) through cuBLASLt, with the
+// bias and relu epilogues the output-fusion pass forms. libcublasLt is opened with dlopen on first use, like the driver.
 #pragma once
 
 #include <cuda.h>
@@ -13,19 +13,22 @@
 
 namespace kiln::cuda {
 
-/// out[m, n] = op(lhs) . op(rhs) (+ bias[n]) (relu), row-major.
+/// out[b, m, n] = op(lhs[b]) . op(rhs[b]) (+ bias[n]) (relu), row-major, for each of `batch`
+/// matrices stored one after another.
 struct MatmulGeometry {
-  int64_t m = 0, n = 0, k = 0;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
   bool lhs_transposed = false;  // lhs is [k, m] (contracting dim 0)
   bool rhs_transposed = false;  // rhs is [n, k] (contracting dim 1)
   DType input = DType::kF32, output = DType::kF32;
   bool bias = false;
   bool relu = false;
 
-  /// The geometry of a rank-2 dot_general without batch dims, in f32, bf16 or f16; nullopt
-  /// otherwise (the caller reports the op as not lowered).
-  static std::optional<MatmulGeometry> of(const ir::Instruction& dot);
-  /// "matmul(cublasLt, 128x10x784, bf16, +bias+relu)"
+  /// The geometry of a dot_general cuBLASLt runs: f32, bf16, f16 or f64 operands of one
+  /// dtype; batch dims (if any) leading and in the same order on both operands; one contracting
+  /// dim; at most one free dim per operand (none: a vector, m or n is 1). Otherwise nullopt,
+  /// with the reason in `why`.
+  static std::optional<MatmulGeometry> of(const ir::Instruction& dot, std::string& why);
+  /// "matmul(cublasLt, 128x10x784, bf16, +bias+relu)", "matmul(cublasLt, 8 x 16x16x32, f32)"
   std::string label() const;
 };
 

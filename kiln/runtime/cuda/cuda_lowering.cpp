@@ -187,13 +187,15 @@ class Lowerer {
   }
 
   // A matmul on cuBLASLt: `dot` itself, or the contraction of the output fusion `inst`, whose
-  // bias and relu epilogues cuBLASLt applies. An epilogue it has no form for (tanh, logistic,
-  // exp, ..., or a dtype change) runs after the plain matmul as one loop kernel.
+  // bias and relu epilogues cuBLASLt applies (not over a batch: the bias would need a batch
+  // stride). An epilogue it has no form for (tanh, logistic, exp, ..., a dtype change) runs
+  // after the plain matmul as one loop kernel. An empty sum (k = 0) is zeros, by a memset.
   bool add_matmul(const Instruction& inst, const Instruction& dot, bool bias, compiler::EpilogueActivation act) {
-    std::optional<MatmulGeometry> g = MatmulGeometry::of(dot);
+    std::optional<MatmulGeometry> g = MatmulGeometry::of(dot, why_);
     if (!g) return false;
-    const bool in_matmul = (act == compiler::EpilogueActivation::kNone || act == compiler::EpilogueActivation::kRelu) &&
-                           inst.dtype() == dot.dtype();
+    const bool in_matmul = (act == compiler::EpilogueActivation::kNone ||
+                            (act == compiler::EpilogueActivation::kRelu && g->k > 0)) &&
+                           (!bias || (g->batch == 1 && g->k > 0)) && inst.dtype() == dot.dtype();
     std::vector<int> reads = operand_values(inst);
     int dest = value_.at(&inst);
     if (in_matmul) {
@@ -202,6 +204,14 @@ class Lowerer {
     } else {
       reads = {contraction_operand(inst, dot, 0), contraction_operand(inst, dot, 1)};
       dest = exe_.add_value(dot.shape());
+    }
+    if (g->k == 0 || dot.shape().num_elements() == 0) {
+      const size_t bytes = static_cast<size_t>(dot.shape().byte_size());
+      exe_.add_step({str_cat("zeros(empty matmul ", g->m, "x", g->n, "x0)"), {}, {dest},
+                     [bytes](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
+                       if (bytes > 0) check(driver().cuMemsetD8Async(out[0], 0, bytes, s), "cuMemsetD8Async (empty matmul)");
+                     }});
+      return in_matmul || add_epilogue(inst, dot, dest);
     }
     std::shared_ptr<CublasLtMatmul> plan;
     if (device_ != nullptr) {

@@ -61,19 +61,31 @@ TEST(CudaBackendTest, CublasLtMatmulsMatchTheReference) {
   struct Case {
     Dims lhs, rhs;
     ir::DotDims dims;
+    DType dtype = DType::kF32;
+    std::string label;  // in the step's label
   };
   const Case cases[] = {
-      {{96, 40}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {0}}},  // x W
-      {{40, 96}, {40, 72}, {.lhs_contracting = {0}, .rhs_contracting = {0}}},  // x^T dy (a weight gradient)
-      {{96, 72}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {1}}},  // dy W^T (an input gradient)
+      {{96, 40}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {0}}, DType::kF32, "96x72x40"},  // x W
+      {{40, 96}, {40, 72}, {.lhs_contracting = {0}, .rhs_contracting = {0}}, DType::kF32, "96x72x40"},  // x^T dy
+      {{96, 72}, {40, 72}, {.lhs_contracting = {1}, .rhs_contracting = {1}}, DType::kF32, "96x40x72"},  // dy W^T
+      // Attention's scores q k^T and their gradient (batch and heads leading), a batched x^T y.
+      {{2, 3, 24, 16}, {2, 3, 20, 16},
+       {.lhs_batch = {0, 1}, .rhs_batch = {0, 1}, .lhs_contracting = {3}, .rhs_contracting = {3}}, DType::kF32,
+       "6 x 24x20x16"},
+      {{4, 40, 24}, {4, 40, 16}, {.lhs_batch = {0}, .rhs_batch = {0}, .lhs_contracting = {1}, .rhs_contracting = {1}},
+       DType::kF32, "4 x 24x16x40"},
+      {{24, 40}, {40}, {.lhs_contracting = {1}, .rhs_contracting = {0}}, DType::kF32, "24x1x40"},  // matrix-vector
+      {{40}, {40}, {.lhs_contracting = {0}, .rhs_contracting = {0}}, DType::kF32, "1x1x40"},        // a dot product
+      {{33, 17}, {17, 9}, {.lhs_contracting = {1}, .rhs_contracting = {0}}, DType::kF64, "33x9x17, f64"},
+      {{5, 0}, {0, 7}, {.lhs_contracting = {1}, .rhs_contracting = {0}}, DType::kF32, "zeros(empty matmul 5x7x0)"},
   };
   for (const Case& c : cases) {
     std::string steps;
     testing::expect_matches_reference(
-        {Shape(DType::kF32, c.lhs), Shape(DType::kF32, c.rhs)},
+        {Shape(c.dtype, c.lhs), Shape(c.dtype, c.rhs)},
         [&](Builder& b, auto& p) { return std::vector<Instruction*>{b.dot_general(p[0], p[1], c.dims)}; },
         {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
-    EXPECT_NE(steps.find("cublasLt"), std::string::npos) << steps;
+    EXPECT_NE(steps.find(c.label), std::string::npos) << steps;
   }
 }
 
@@ -226,13 +238,14 @@ TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
 
 TEST(CudaBackendTest, OpsWithoutAGpuKernelAreACompileErrorNamingThem) {
   KILN_GPU_BACKEND_OR_SKIP(backend);
-  auto m = std::make_unique<ir::Module>("needs_asymmetric_padding");
+  auto m = std::make_unique<ir::Module>("integer_matmul");
   Builder b(m->entry());
-  Instruction* x = b.parameter(Shape(DType::kF32, {2, 8, 8, 3}), "x");
-  Instruction* w = b.parameter(Shape(DType::kF32, {2, 2, 3, 4}), "w");
-  m->entry()->set_outputs({b.convolution(x, w, {.padding_low = {0, 0}, .padding_high = {1, 1}})});
+  Instruction* x = b.parameter(Shape(DType::kI32, {4, 8}), "x");
+  Instruction* w = b.parameter(Shape(DType::kI32, {8, 3}), "w");
+  m->entry()->set_outputs({b.dot_general(x, w, {.lhs_contracting = {1}, .rhs_contracting = {0}})});
   KILN_EXPECT_ERROR(backend->compile(std::move(m), {}), CompileError,
-                    "[cuda] needs_asymmetric_padding: the cuda backend has no kernel yet for convolution (padding 0/1");
+                    "[cuda] integer_matmul: the cuda backend has no kernel yet for dot_general (i32 x i32: cuBLASLt "
+                    "multiplies f32, bf16, f16 or f64 operands of one dtype)");
 }
 
 TEST(CudaBackendTest, ProgramsOfAnotherBackendAreRefused) {
