@@ -13,7 +13,8 @@
 #   2. run_ptx_cases (CUDA driver API only, built here with the toolkit's g++/nvcc): the code
 #      generator's PTX for random fused loops against the CPU interpreter's outputs (exact
 #      cases bit for bit), and GB/s on the large cases;
-#   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests and kiln_e2e_cuda_tests,
+#   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests, kiln_e2e_cuda_tests and the
+#      op conformance table on the GPU, values and f64 gradients, kiln_conformance_cuda_tests,
 #      built here and carried in device_bin.tar.xz with the libraries they need), one summary
 #      line: generated kernels, cuBLASLt, cuDNN convolutions and pooling, NCCL all_reduce and a
 #      MirroredStrategy over GPUs and NCCL joined as two processes' ranks (the *TwoGpus* tests,

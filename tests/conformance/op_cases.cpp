@@ -496,4 +496,17 @@ const std::vector<OpCase>& op_cases() {
   return cases;
 }
 
+std::string compare_values(const HostTensor& actual, const HostTensor& expected, double tol) {
+  if (!(actual.shape() == expected.shape()))
+    return str_cat("shape ", actual.shape(), ", expected ", expected.shape());
+  auto a = actual.to_vector<double>();
+  auto e = expected.to_vector<double>();
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == e[i] || (std::isnan(a[i]) && std::isnan(e[i]))) continue;
+    if (std::fabs(a[i] - e[i]) <= tol * (1.0 + std::fabs(e[i]))) continue;
+    return str_cat("element ", i, " is ", a[i], ", expected ", e[i], " (tolerance ", tol, ")");
+  }
+  return "";
+}
+
 }  // namespace kiln::conformance

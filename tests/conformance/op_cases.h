@@ -75,4 +75,8 @@ struct OpCase {
 /// Every row, built once (shapes drawn from fixed seeds).
 const std::vector<OpCase>& op_cases();
 
+/// |actual - expected| <= tol (1 + |expected|) elementwise, NaNs and infinities equal: "" or
+/// the first mismatch.
+std::string compare_values(const HostTensor& actual, const HostTensor& expected, double tol);
+
 }  // namespace kiln::conformance

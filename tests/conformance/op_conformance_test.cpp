@@ -99,20 +99,6 @@ std::vector<NamedBackend> all_backends() {
   return out;
 }
 
-// |actual - expected| <= tol (1 + |expected|), NaNs and infinities equal; the first mismatch.
-std::string compare(const HostTensor& actual, const HostTensor& expected, double tol) {
-  if (!(actual.shape() == expected.shape()))
-    return str_cat("shape ", actual.shape(), ", expected ", expected.shape());
-  auto a = actual.to_vector<double>();
-  auto e = expected.to_vector<double>();
-  for (size_t i = 0; i < a.size(); ++i) {
-    if (a[i] == e[i] || (std::isnan(a[i]) && std::isnan(e[i]))) continue;
-    if (std::fabs(a[i] - e[i]) <= tol * (1.0 + std::fabs(e[i]))) continue;
-    return str_cat("element ", i, " is ", a[i], ", expected ", e[i], " (tolerance ", tol, ")");
-  }
-  return "";
-}
-
 TEST(OpConformanceTest, EveryOpcodeHasARow) {
   // Verify that the table names every opcode of opcodes.def (a new op needs a row).
   std::set<Opcode> covered;
@@ -173,7 +159,7 @@ TEST(OpConformanceTest, ValuesMatchTheReferenceOnEveryBackendWithoutFallbacks) {
           const std::string row = str_cat(c.name, " ", t);
           const bool known = b.name.rfind("cpu/", 0) == 0 && kKnownCpuMismatches.count(row) > 0;
           for (size_t k = 0; k < actual.size(); ++k) {
-            std::string diff = compare(actual[k], expected[k], c.tolerance(t));
+            std::string diff = compare_values(actual[k], expected[k], c.tolerance(t));
             if (known && !diff.empty()) known_seen.insert(row);
             if (known) continue;
             EXPECT_EQ(diff, "") << where << ", shape variant " << k << " " << c.describe_variant(k, t)

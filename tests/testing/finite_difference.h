@@ -28,6 +28,8 @@ struct GradCheckOptions {
   double atol = 1e-8;
   /// Compute the analytic gradient eagerly (eager tape) instead of in a kiln::function.
   bool eager = false;
+  /// Where both the gradient and the differences run (null: the reference backend, in f64).
+  std::shared_ptr<runtime::Backend> backend;
 };
 
 /// `count` values uniform in [lo, hi) as an f64 tensor of `dims` (fixed seed per call site).
@@ -43,7 +45,7 @@ inline HostTensor random_f64(Dims dims, uint32_t seed, double lo = -1.0, double 
 inline ::testing::AssertionResult check_gradients(
     const std::function<Tensor(const std::vector<Tensor>&)>& f, std::vector<HostTensor> inputs,
     GradCheckOptions options = {}) {
-  std::shared_ptr<runtime::Backend> backend = runtime::make_reference_backend();
+  std::shared_ptr<runtime::Backend> backend = options.backend ? options.backend : runtime::make_reference_backend();
   HostTensor direction;  // fixed random projection of f's output, made at the first trace
   auto projected = [&](const std::vector<Tensor>& xs) {
     Tensor y = f(xs);
