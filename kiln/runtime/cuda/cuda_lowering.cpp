@@ -282,8 +282,8 @@ class Lowerer {
 
   // `source` (NHWC, dims `from`) into a new value of dims `to`, shifted by low[1] rows and
   // low[2] columns, the rest 0 or (`lowest`) -inf: a memset and one 3D copy (N planes of H
-  // rows) on the compute stream. The loop code generator has no pad op; these two calls
-  // move each byte once more than a fused pad would, at copy bandwidth.
+  // rows) on the compute stream. These two calls move each byte once more than the generated
+  // pad kernel (add_index_op) would, at copy bandwidth; not switched to it yet.
   int add_spatial_pad(int source, DType t, const Dims& from, const Dims& to, const Dims& low, bool lowest) {
     const int dest = exe_.add_value(Shape(t, to));
     const size_t es = static_cast<size_t>(size_of(t));
