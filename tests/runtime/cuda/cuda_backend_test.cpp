@@ -243,6 +243,18 @@ TEST(CudaLoweringTest, IndexOpsLowerToGeneratedKernelsWithoutAGpu) {
     }
 }
 
+// A kernel takes at most 32 pointers: a concatenate of more operands is a CompileError that
+// says so, not a launch with a truncated parameter list.
+TEST(CudaLoweringTest, ConcatenatesOfTooManyOperandsAreACompileError) {
+  auto m = std::make_unique<ir::Module>("wide_concat");
+  Builder b(m->entry());
+  std::vector<Instruction*> xs;
+  for (int i = 0; i < 40; ++i) xs.push_back(b.parameter(Shape(DType::kF32, {2, 3}), str_cat("x", i)));
+  m->entry()->set_outputs({b.concatenate(xs, 1)});
+  KILN_EXPECT_ERROR(lower_to_ptx(*m, 90), CompileError,
+                    "no kernel yet for concatenate (40 operands; a kernel takes at most 31)");
+}
+
 // Every index op x dtype on the GPU against the reference, and scatter_adds whose updates
 // all hit a few rows, so thousands of atomic adds race on each element.
 TEST(CudaBackendTest, IndexOpsMatchTheReference) {
