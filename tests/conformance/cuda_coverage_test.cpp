@@ -50,12 +50,6 @@ const std::map<std::string, KnownGap> kKnownCudaGaps = {
     {"reduce_sum", {kAllDTypes, "no kernel yet for reduce_sum"}},  // axes {0, 2}: not consecutive
     {"reduce_max", {kAllDTypes, "no kernel yet for reduce_max"}},
     {"reduce_min", {kAllDTypes, "no kernel yet for reduce_min"}},
-    {"concatenate", {kAllDTypes, "no kernel yet for concatenate"}},
-    {"pad", {kAllDTypes, "no kernel yet for pad"}},
-    {"gather", {kAllDTypes, "no kernel yet for gather"}},
-    {"scatter_add", {kAllDTypes, "no kernel yet for scatter_add"}},
-    {"dynamic_slice", {kAllDTypes, "no kernel yet for dynamic_slice"}},
-    {"dynamic_update_slice", {kAllDTypes, "no kernel yet for dynamic_update_slice"}},
     {"while", {kAllDTypes, "no kernel yet for get_tuple_element (x2), while"}},
     {"conditional(pred)", {kAllDTypes, "no kernel yet for conditional"}},
     {"conditional(index)", {kAllDTypes, "no kernel yet for conditional"}},

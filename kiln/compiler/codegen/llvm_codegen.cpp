@@ -151,7 +151,8 @@ std::string CodegenTarget::cache_tag() const {
 std::string llvm_version() { return LLVM_VERSION_STRING; }
 
 GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
-                                 const std::string& libdevice, const std::vector<GpuKernelUnit>& gpu_kernels) {
+                                 const std::string& libdevice, const std::vector<GpuKernelUnit>& gpu_kernels,
+                                 const std::vector<IndexKernelUnit>& index_kernels) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine(target);
   llvm::LLVMContext context;
   llvm::Module module("kiln_kernels", context);
@@ -164,6 +165,7 @@ GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const Codeg
     if (unit.op == GpuKernelOp::kRngBits) emit_nvptx_rng_bits(unit.name, module);
     else emit_nvptx_reduction(unit, module);
   }
+  for (const IndexKernelUnit& unit : index_kernels) emit_index_kernel(unit, gpu ? KernelTarget::kNvptx : KernelTarget::kCpu, module);
   std::string problems;
   llvm::raw_string_ostream problem_stream(problems);
   if (llvm::verifyModule(module, &problem_stream))

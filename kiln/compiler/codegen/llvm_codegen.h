@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/compiler/codegen/gpu_index_kernels.h"
 #include "kiln/compiler/codegen/loop_ir.h"
 
 namespace kiln::codegen {
@@ -77,8 +78,10 @@ struct GpuKernelUnit {
 /// once per program, not per kernel. `with_text` also returns the IR and assembly
 /// (KILN_DUMP_IR). Throws CompileError when LLVM cannot compile for the target. For NVPTX,
 /// `libdevice` is the path of CUDA's libdevice bitcode, linked in for the math functions.
-/// `gpu_kernels` (NVPTX only) join the same module.
+/// `gpu_kernels` (NVPTX only) and `index_kernels` join the same module (for the host, each
+/// index kernel as its CpuIndexFn, for tests).
 GeneratedCode generate_loop_code(const std::vector<LoopUnit>& units, const CodegenTarget& target, bool with_text,
-                                 const std::string& libdevice = "", const std::vector<GpuKernelUnit>& gpu_kernels = {});
+                                 const std::string& libdevice = "", const std::vector<GpuKernelUnit>& gpu_kernels = {},
+                                 const std::vector<IndexKernelUnit>& index_kernels = {});
 
 }  // namespace kiln::codegen

@@ -432,29 +432,6 @@ class StageEmitter {
 // Lanes per vector iteration: 64 bytes of registers (one AVX-512 vector, two AVX2 ones).
 int cpu_lanes(const LoopIr& ir) { return ir.use_double ? 8 : 16; }
 
-// `for (j = from; j < to; j += step) body(j)` at the builder's position; leaves the builder
-// after the loop.
-template <typename Body>
-void emit_loop(IRBuilder<>& b, Value* from, Value* to, int64_t step, const char* name, Body body) {
-  llvm::Function* f = b.GetInsertBlock()->getParent();
-  llvm::LLVMContext& c = b.getContext();
-  llvm::BasicBlock* pre = b.GetInsertBlock();
-  auto* head = llvm::BasicBlock::Create(c, str_cat(name, ".head"), f);
-  auto* loop = llvm::BasicBlock::Create(c, str_cat(name, ".body"), f);
-  auto* done = llvm::BasicBlock::Create(c, str_cat(name, ".done"), f);
-  b.CreateBr(head);
-  b.SetInsertPoint(head);
-  llvm::PHINode* j = b.CreatePHI(from->getType(), 2, name);
-  j->addIncoming(from, pre);
-  b.CreateCondBr(b.CreateICmpSLT(j, to), loop, done);
-  b.SetInsertPoint(loop);
-  body(j);
-  Value* next = b.CreateAdd(j, llvm::ConstantInt::get(from->getType(), static_cast<uint64_t>(step)));
-  j->addIncoming(next, b.GetInsertBlock());
-  b.CreateBr(head);
-  b.SetInsertPoint(done);
-}
-
 // One CPU function: the stage's elements [begin, end), result k stored at outs[k][i], or the
 // first result as registers at out[i - begin] when `read`. All of a vector's loads come before
 // its stores, so an output may be an input's buffer when both walk the same elements.
@@ -530,9 +507,6 @@ void emit_cpu_function(const LoopIr& ir, const LoopStage& st, const std::string&
   b.CreateRetVoid();
 }
 
-Value* thread_index(IRBuilder<>& b);
-void mark_kernel(llvm::Function* f, llvm::Module& m);
-
 // One NVPTX kernel per stage: thread i < n computes element i. Loads are kernel parameters.
 void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string& name, llvm::Module& m) {
   llvm::LLVMContext& c = m.getContext();
@@ -565,6 +539,8 @@ void emit_nvptx_kernel(const LoopIr& ir, const LoopStage& st, const std::string&
   mark_kernel(f, m);
 }
 
+}  // namespace
+
 // The element index a GPU thread computes: ctaid.x * ntid.x + tid.x.
 Value* thread_index(IRBuilder<>& b) {
   auto sreg = [&](llvm::Intrinsic::ID id) { return b.CreateZExt(b.CreateIntrinsic(id, {}, {}), b.getInt64Ty()); };
@@ -578,8 +554,6 @@ void mark_kernel(llvm::Function* f, llvm::Module& m) {  // nvvm.annotations
                           llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(Type::getInt32Ty(c), 1))};
   m.getOrInsertNamedMetadata("nvvm.annotations")->addOperand(llvm::MDNode::get(c, md));
 }
-
-}  // namespace
 
 // One thread per result element, folding its r inputs in order (the reference evaluator's
 // order) in the register type a loop over these dtypes would use; loads and the store convert

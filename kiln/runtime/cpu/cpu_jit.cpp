@@ -100,6 +100,15 @@ class CpuJit::Impl {
       if (requests[i].functions == nullptr) requests[i].functions = loaded_.at(request_keys[i]);
   }
 
+  std::vector<void*> load_object(const std::string& object, const std::vector<std::string>& symbols) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (llvm::Error e = jit_->addObjectFile(llvm::MemoryBuffer::getMemBufferCopy(object, symbols.empty() ? "object" : symbols[0])))
+      KILN_THROW(CompileError, "[codegen] cannot load generated kernels: ", llvm::toString(std::move(e)));
+    std::vector<void*> addresses;
+    for (const std::string& s : symbols) addresses.push_back(lookup<void*>(s));
+    return addresses;
+  }
+
   Stats stats() const {
     std::lock_guard<std::mutex> lock(mutex_);
     Stats s = stats_;
@@ -168,6 +177,10 @@ void CpuJit::compile(std::vector<JitRequest>& requests) {
   } catch (const Error& e) {
     log(LogLevel::kWarning, str_cat("codegen: ", e.what(), "; these loops run on the interpreter"));
   }
+}
+
+std::vector<void*> CpuJit::load_object(const std::string& object, const std::vector<std::string>& symbols) {
+  return impl_->load_object(object, symbols);
 }
 
 CpuJit::Stats CpuJit::stats() const { return impl_->stats(); }

@@ -128,6 +128,9 @@ class Lowerer {
         return add_convolution(inst, inst);
       case Opcode::kReduceWindow: case Opcode::kReduceWindowGrad:
         return add_pooling(inst);
+      case Opcode::kPad: case Opcode::kConcatenate: case Opcode::kGather: case Opcode::kScatterAdd:
+      case Opcode::kDynamicSlice: case Opcode::kDynamicUpdateSlice:
+        return add_index_op(inst);
       default:
         return add_loop(inst, *wrap(inst)->outputs()[0]);  // elementwise, broadcast, slice, ...
     }
@@ -289,8 +292,8 @@ class Lowerer {
 
   // `source` (NHWC, dims `from`) into a new value of dims `to`, shifted by low[1] rows and
   // low[2] columns, the rest 0 or (`lowest`) -inf: a memset and one 3D copy (N planes of H
-  // rows) on the compute stream. The loop code generator has no pad op; these two calls
-  // move each byte once more than a fused pad would, at copy bandwidth.
+  // rows) on the compute stream. These two calls move each byte once more than the generated
+  // pad kernel (add_index_op) would, at copy bandwidth; not switched to it yet.
   int add_spatial_pad(int source, DType t, const Dims& from, const Dims& to, const Dims& low, bool lowest) {
     const int dest = exe_.add_value(Shape(t, to));
     const size_t es = static_cast<size_t>(size_of(t));
@@ -470,6 +473,57 @@ class Lowerer {
     return true;
   }
 
+  // pad, concatenate, gather and dynamic_slice: one generated kernel (IndexKernelUnit), a
+  // thread per result element. scatter_add and dynamic_update_slice copy x into the result,
+  // then a thread per update element stores (scatter_add: adds atomically) into it; 8- and
+  // 16-bit scatter_adds accumulate in a 32-bit copy (codegen::scatter_accumulator) that loop
+  // kernels widen and narrow. Kernels read dynamic starts on the GPU, so the host never waits.
+  bool add_index_op(const Instruction& inst) {
+    std::optional<codegen::IndexKernelUnit> unit = codegen::IndexKernelUnit::of(inst, str_cat("ix", inst.id()));
+    if (!unit) return false;
+    if (unit->pointers() > kMaxKernelPointers) {
+      why_ = str_cat(unit->pointers() - 1, " operands; a kernel takes at most ", kMaxKernelPointers - 1);
+      return false;
+    }
+    const Opcode op = inst.opcode();
+    std::vector<int> reads = operand_values(inst);
+    int dest = value_.at(&inst);
+    const bool widened = op == Opcode::kScatterAdd && unit->accumulator != inst.dtype();
+    const Shape accumulator = inst.shape().with_dtype(unit->accumulator);
+    const auto convert = [](DType to) {
+      return [to](ir::Builder& b, Instruction* p) { return b.convert(p, to); };
+    };
+    if (op == Opcode::kScatterAdd || op == Opcode::kDynamicUpdateSlice) {
+      reads.erase(reads.begin());  // x: the kernel's destination holds it already
+      if (widened) dest = add_rewrite(value_.at(inst.operand(0)), inst.shape(), convert(unit->accumulator), -1,
+                                      str_cat("k", inst.id(), "_widen"));
+      else add_copy(inst, "copy(x)");
+      if (dest < 0) return false;
+    }
+    add_index_kernel(inst, *unit, reads, dest);
+    return !widened || add_rewrite(dest, accumulator, convert(inst.dtype()), value_.at(&inst), str_cat("k", inst.id(), "_narrow")) >= 0;
+  }
+
+  // `unit` (computing `inst`) over the values `reads` (its pointers but the last) into `dest`.
+  void add_index_kernel(const Instruction& inst, const codegen::IndexKernelUnit& unit, const std::vector<int>& reads,
+                        int dest) {
+    KILN_CHECK(reads.size() + 1 == unit.pointers(), "index kernel ", unit.name, " takes ", unit.pointers(), " pointers");
+    index_kernels_.push_back(unit);
+    auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{unit.name}));
+    const int64_t n = unit.threads();
+    const size_t count = reads.size();
+    exe_.add_step({str_cat(ir::opcode_name(inst.opcode()), " kernel ", unit.name, " (", n, " threads)"), reads, {dest},
+                   [kernel, n, count](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     if (n == 0) return;
+                     CUdeviceptr args[kMaxKernelPointers];
+                     void* params[kMaxKernelPointers];
+                     for (size_t k = 0; k < count; ++k) args[k] = in[k];
+                     args[count] = out[0];
+                     for (size_t k = 0; k <= count; ++k) params[k] = &args[k];
+                     launch(*kernel, n, params, stream);
+                   }});
+  }
+
   // One step per stage of the loop's LoopIr: inner stages write scratch values that later
   // stages load; literals are uploaded once, here.
   bool add_loop(const Instruction& inst, const Instruction& root) {
@@ -519,16 +573,17 @@ class Lowerer {
   // Generates (or reads from the kernel cache) one PTX module for every loop of the program
   // and finds each kernel in it.
   void load_kernels() {
-    if (units_.empty() && gpu_kernels_.empty()) return;
+    if (units_.empty() && gpu_kernels_.empty() && index_kernels_.empty()) return;
     const codegen::CodegenTarget target = codegen::CodegenTarget::nvptx(compute_capability_);
     std::string key;
     for (const codegen::LoopUnit& u : units_) key += str_cat(u.prefix, "\n", u.ir->key(), "\n");
     for (const codegen::GpuKernelUnit& u : gpu_kernels_)
       key += str_cat(u.name, " ", static_cast<int>(u.op), " ", name(u.input), " ", name(u.output), "\n");
+    for (const codegen::IndexKernelUnit& u : index_kernels_) key += str_cat(u.key(), "\n");
     codegen::KernelCache cache(options_.debug.kernel_cache_dir, target.cache_tag());
     std::optional<std::string> ptx = cache.enabled() ? cache.load(key) : std::nullopt;
     if (!ptx) {
-      ptx = codegen::generate_loop_code(units_, target, false, KILN_CUDA_LIBDEVICE, gpu_kernels_).binary;
+      ptx = codegen::generate_loop_code(units_, target, false, KILN_CUDA_LIBDEVICE, gpu_kernels_, index_kernels_).binary;
       if (cache.enabled()) cache.store(key, *ptx);
     }
     ptx_ = *ptx;
@@ -550,6 +605,7 @@ class Lowerer {
   std::deque<codegen::LoopIr> irs_;  // stable addresses for units_
   std::vector<codegen::LoopUnit> units_;
   std::vector<codegen::GpuKernelUnit> gpu_kernels_;
+  std::vector<codegen::IndexKernelUnit> index_kernels_;
   std::vector<std::shared_ptr<KernelRef>> kernels_;
   std::string ptx_;
   std::string why_;  // set by lower_one when it cannot lower an op it knows, for the CompileError

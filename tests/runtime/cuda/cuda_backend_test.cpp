@@ -5,13 +5,16 @@
 
 #include <algorithm>
 
+#include "kiln/compiler/codegen/gpu_index_kernels.h"
 #include "kiln/ir/builder.h"
+#include "kiln/ir/clone.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cuda_device_impl.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
+#include "tests/testing/index_op_cases.h"
 
 namespace kiln::cuda {
 namespace {
@@ -233,6 +236,68 @@ TEST(CudaBackendTest, RngBitsAreTheReferenceBitsExactly) {
     const HostTensor actual = backend->compile(make(), {})->run(args)[0];
     ASSERT_EQ(actual.byte_size(), expected.byte_size());
     EXPECT_EQ(std::memcmp(actual.raw_data(), expected.raw_data(), static_cast<size_t>(actual.byte_size())), 0) << key;
+  }
+}
+
+// pad, concatenate, gather, scatter_add and the dynamic slices lower to generated kernels
+// without a GPU, for every dtype (scatter_add of bf16, f16, u8 and bool through a 32-bit
+// accumulator: loop kernels widen and narrow around the atomic kernel).
+TEST(CudaLoweringTest, IndexOpsLowerToGeneratedKernelsWithoutAGpu) {
+  testing::IndexOpCaseMaker maker(17);
+  for (ir::Opcode op : testing::index_opcodes())
+    for (DType t : testing::all_dtypes()) {
+      const testing::IndexOpCase c = maker.make(op, t);
+      std::string ptx;
+      ASSERT_NO_THROW(ptx = lower_to_ptx(*c.module, 90)) << c.label();
+      EXPECT_NE(ptx.find(str_cat(".entry ix", c.op().id())), std::string::npos) << c.label();
+      const bool widened = op == ir::Opcode::kScatterAdd && codegen::scatter_accumulator(t) != t;
+      EXPECT_EQ(ptx.find("_widen_s0") != std::string::npos, widened) << c.label();
+    }
+}
+
+// A kernel takes at most 32 pointers: a concatenate of more operands is a CompileError that
+// says so, not a launch with a truncated parameter list.
+TEST(CudaLoweringTest, ConcatenatesOfTooManyOperandsAreACompileError) {
+  auto m = std::make_unique<ir::Module>("wide_concat");
+  Builder b(m->entry());
+  std::vector<Instruction*> xs;
+  for (int i = 0; i < 40; ++i) xs.push_back(b.parameter(Shape(DType::kF32, {2, 3}), str_cat("x", i)));
+  m->entry()->set_outputs({b.concatenate(xs, 1)});
+  KILN_EXPECT_ERROR(lower_to_ptx(*m, 90), CompileError,
+                    "no kernel yet for concatenate (40 operands; a kernel takes at most 31)");
+}
+
+// Every index op x dtype on the GPU against the reference, and scatter_adds whose updates
+// all hit a few rows, so thousands of atomic adds race on each element.
+TEST(CudaBackendTest, IndexOpsMatchTheReference) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  testing::IndexOpCaseMaker maker(20261205);
+  for (const testing::IndexOpCase& c : maker.all(/*per=*/2)) {
+    std::vector<HostTensor> args = c.args;
+    const HostTensor actual = backend->compile(ir::extract_module(*c.module->entry(), c.module->name()), {})->run(args)[0];
+    testing::expect_index_op_result(c, actual);
+  }
+  // Float updates of k/4 (k < 5) sum exactly, so any order of the adds gives the reference's
+  // value; integer ones (k) wrap in u8.
+  constexpr int64_t kUpdates = 20000;
+  HostTensor rows(Shape(DType::kF64, {kUpdates})), quarters(Shape(DType::kF64, {kUpdates, 8})), whole = quarters.clone();
+  for (int64_t i = 0; i < kUpdates; ++i) rows.data<double>()[static_cast<size_t>(i)] = static_cast<double>(i % 3);
+  for (int64_t i = 0; i < quarters.num_elements(); ++i) {
+    whole.data<double>()[static_cast<size_t>(i)] = static_cast<double>(i % 5);
+    quarters.data<double>()[static_cast<size_t>(i)] = static_cast<double>(i % 5) / 4;
+  }
+  for (DType t : testing::all_dtypes()) {
+    testing::IndexOpCase c;
+    c.module = std::make_unique<ir::Module>("contended_scatter_add");
+    Builder b(c.module->entry());
+    c.args = {testing::random_tensor(Shape(t, {3, 8}), 1, 0, 2), rows.astype(DType::kI32),
+              (is_floating(t) ? quarters : whole).astype(t)};
+    std::vector<Instruction*> p;
+    for (const HostTensor& a : c.args) p.push_back(b.parameter(a.shape(), str_cat("p", p.size())));
+    c.module->entry()->set_outputs({b.scatter_add(p[0], p[1], p[2], 0)});
+    std::vector<HostTensor> args = c.args;
+    const HostTensor actual = backend->compile(ir::extract_module(*c.module->entry(), "contended"), {})->run(args)[0];
+    testing::expect_index_op_result(c, actual);
   }
 }
 

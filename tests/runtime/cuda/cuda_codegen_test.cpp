@@ -9,6 +9,7 @@
 #include "kiln/compiler/codegen/loop_ir.h"
 #include "kiln/ir/builder.h"
 #include "tests/testing/gpu_backend.h"
+#include "tests/testing/index_op_cases.h"
 
 namespace kiln::cuda {
 namespace {
@@ -40,6 +41,25 @@ TEST(CudaCodegenTest, PtxasAcceptsLoopReductionAndRngBitsKernels) {
   for (const char* entry : {".entry k_s0", ".entry sum_f32", ".entry max_bf16", ".entry min_f64", ".entry sum_i32", ".entry argmax_f32",
                             ".entry rng"})
     EXPECT_NE(ptx.binary.find(entry), std::string::npos) << entry;
+  std::string log;
+  EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
+}
+
+// Every index kernel the lowering makes (each op x dtype, random geometries: empty dims,
+// negative padding, i32 and i64 indices and starts) assembles for sm_90; scatter_add's atomic
+// adds among them (f32, f64, i32, i64).
+TEST(CudaCodegenTest, PtxasAcceptsEveryIndexKernel) {
+  if (!std::filesystem::exists(KILN_CUDA_PTXAS)) GTEST_SKIP() << "no ptxas at " << KILN_CUDA_PTXAS;
+  testing::IndexOpCaseMaker maker(90);
+  const std::vector<testing::IndexOpCase> cases = maker.all(/*per=*/2);
+  std::vector<codegen::IndexKernelUnit> units;
+  for (const testing::IndexOpCase& c : cases) units.push_back(*codegen::IndexKernelUnit::of(c.op(), str_cat("ix", units.size())));
+  const codegen::GeneratedCode ptx =
+      codegen::generate_loop_code({}, codegen::CodegenTarget::nvptx(90), false, KILN_CUDA_LIBDEVICE, {}, units);
+  for (const codegen::IndexKernelUnit& u : units)
+    EXPECT_NE(ptx.binary.find(str_cat(".entry ", u.name, "(")), std::string::npos) << u.key();
+  for (const char* atomic : {"atom.global.add.f32", "atom.global.add.f64", "atom.global.add.u32", "atom.global.add.u64"})
+    EXPECT_NE(ptx.binary.find(atomic), std::string::npos) << atomic;
   std::string log;
   EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
 }
