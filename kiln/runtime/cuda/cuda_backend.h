@@ -18,6 +18,15 @@ std::unique_ptr<runtime::Backend> make_cuda_backend(int ordinal = 0);
 /// a GPU kernel, or the PTX module the program would load on a GPU of `compute_capability`.
 /// Lets machines without a GPU check coverage and the generated code.
 std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options = {});
+/// What lower_without_gpu made: the PTX module and the program's steps (describe(), with a
+/// while's or conditional's nested step lists indented under it).
+struct GpuLowering {
+  std::string ptx;
+  std::string steps;
+};
+/// lower_to_ptx with the steps too.
+GpuLowering lower_without_gpu(const ir::Module& optimized, int compute_capability,
+                              const runtime::CompileOptions& options = {});
 /// cuDNN's version as loaded ("9.19.0"); ConfigError "[cuda] cannot load cuDNN ..." when
 /// libcudnn.so.9 is missing. Needs no GPU.
 std::string cudnn_version();

@@ -27,22 +27,19 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
       KILN_THROW(ShapeError, "[cuda] argument ", i, " must be ", params[i]->shape(), ", received ", arguments[i].shape(), ".");
   device.make_current();
   std::vector<runtime::Buffer> buffers(values_.size());
-  std::vector<CUdeviceptr> address(values_.size());
   for (size_t v = 0; v < values_.size(); ++v) {
     const Value& val = values_[v];
     buffers[v] = val.argument >= 0 ? arguments[static_cast<size_t>(val.argument)]
                  : val.constant.defined() ? val.constant : device.allocate(val.shape);
-    address[v] = reinterpret_cast<CUdeviceptr>(buffers[v].device_address());
   }
-  runtime::Buffer workspace = device.allocate(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)}));
   const CUstream stream = device.compute_cu_stream();
-  std::vector<CUdeviceptr> in, out;
-  for (const CudaStep& s : steps_) {
-    in.clear();
-    out.clear();
-    for (int r : s.reads) in.push_back(address[static_cast<size_t>(r)]);
-    for (int w : s.writes) out.push_back(address[static_cast<size_t>(w)]);
-    s.run(stream, in.data(), out.data(), reinterpret_cast<CUdeviceptr>(workspace.device_address()));
+  CudaRun queued(device, stream, std::move(buffers),
+                 device.allocate(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)})));
+  try {
+    queued.run(steps_);
+  } catch (...) {
+    queued.wait();
+    throw;
   }
   // Outputs: an aliased one is written into its argument (a variable's buffer stays where it
   // is); the others are their own buffers (a copy where the output is an argument or constant).
@@ -50,8 +47,8 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   std::vector<runtime::Buffer> results(outputs_.size());
   auto copy = [&](const runtime::Buffer& to, size_t v) {
     const int64_t bytes = values_[v].shape.byte_size();
-    if (bytes > 0 && !to.shares_memory_with(buffers[v]))
-      check(driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to.device_address()), address[v],
+    if (bytes > 0 && !to.shares_memory_with(queued.buffer(static_cast<int>(v))))
+      check(driver().cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(to.device_address()), queued.address(static_cast<int>(v)),
                                        static_cast<size_t>(bytes), stream),
             "cuMemcpyDtoDAsync (output)");
   };
@@ -60,7 +57,7 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   for (size_t o = 0; o < outputs_.size(); ++o) {
     const size_t v = static_cast<size_t>(outputs_[o]);
     if (alias_of[o] >= 0) continue;
-    results[o] = buffers[v];
+    results[o] = queued.buffer(static_cast<int>(v));
     if (values_[v].argument >= 0 || values_[v].constant.defined()) {
       results[o] = device.allocate(values_[v].shape);
       copy(results[o], v);
@@ -106,16 +103,85 @@ int64_t CudaExecutable::planned_peak_bytes() const {
   return total;
 }
 
-std::string CudaExecutable::describe() const {
-  std::string out;
-  for (const CudaStep& s : steps_) {
-    out += s.label + " (";
+namespace {
+
+int count_steps(const std::vector<CudaStep>& steps) {
+  int n = 0;
+  for (const CudaStep& s : steps) {
+    if (!s.control) ++n;
+    for (const NestedSteps& list : s.nested) n += count_steps(list.steps);
+  }
+  return n;
+}
+
+void describe_steps(const std::vector<CudaStep>& steps, const std::string& indent, std::string& out) {
+  for (const CudaStep& s : steps) {
+    out += indent + s.label + " (";
     for (size_t i = 0; i < s.reads.size(); ++i) out += str_cat(i > 0 ? ", " : "", "v", s.reads[i]);
     out += ") ->";
     for (int w : s.writes) out += str_cat(" v", w);
     out += "\n";
+    for (const NestedSteps& list : s.nested) {
+      out += str_cat(indent, "  ", list.name, ":\n");
+      describe_steps(list.steps, indent + "    ", out);
+    }
   }
+}
+
+}  // namespace
+
+int CudaExecutable::kernel_count() const { return count_steps(steps_); }
+
+std::string CudaExecutable::describe() const {
+  std::string out;
+  describe_steps(steps_, "", out);
   return out;
+}
+
+CudaRun::CudaRun(CudaDevice& device, CUstream stream, std::vector<runtime::Buffer> buffers, runtime::Buffer workspace)
+    : device_(device), stream_(stream), buffers_(std::move(buffers)), workspace_(std::move(workspace)) {
+  for (const runtime::Buffer& b : buffers_) address_.push_back(reinterpret_cast<CUdeviceptr>(b.device_address()));
+}
+
+void CudaRun::run(const std::vector<CudaStep>& steps) {
+  const CUdeviceptr workspace = reinterpret_cast<CUdeviceptr>(workspace_.device_address());
+  for (const CudaStep& s : steps) {
+    if (s.control) {
+      s.control(*this, s.nested);
+      continue;
+    }
+    in_.clear();
+    out_.clear();
+    for (int r : s.reads) in_.push_back(address(r));
+    for (int w : s.writes) out_.push_back(address(w));
+    s.run(stream_, in_.data(), out_.data(), workspace);
+  }
+}
+
+void CudaRun::swap(int a, int b) {
+  std::swap(buffers_.at(static_cast<size_t>(a)), buffers_.at(static_cast<size_t>(b)));
+  std::swap(address_[static_cast<size_t>(a)], address_[static_cast<size_t>(b)]);
+}
+
+void CudaRun::copy(int from, int to) {
+  const int64_t bytes = buffer(to).shape().byte_size();
+  KILN_CHECK(buffer(from).shape().byte_size() == bytes, "a copy between values of different sizes");
+  if (bytes > 0)
+    check(driver().cuMemcpyDtoDAsync(address(to), address(from), static_cast<size_t>(bytes), stream_),
+          "cuMemcpyDtoDAsync (control flow)");
+}
+
+void CudaRun::read_to_host(int v, void* host, size_t bytes) {
+  check(driver().cuMemcpyDtoHAsync(host, address(v), bytes, stream_), "cuMemcpyDtoHAsync (predicate)");
+  device_.wait_cu_stream(stream_);
+}
+
+void CudaRun::wait() {
+  try {
+    device_.wait_cu_stream(stream_);
+  } catch (const Error&) {
+    // The error being thrown already says what failed; a stream that failed too has stopped.
+  }
 }
 
 }  // namespace kiln::cuda

@@ -1,7 +1,8 @@
 // CudaExecutable: a program lowered for one GPU, as a list of steps over numbered values
 // (arguments, constants uploaded at compile time, and values computed by the steps, each in a
 // buffer of the device's caching allocator). run() launches every step on the device's compute
-// stream, then copies variable updates into the arguments they alias (donated buffers).
+// stream, then copies variable updates into the arguments they alias (donated buffers). A
+// while or conditional is a control step running nested step lists over the same values.
 #pragma once
 
 #include <cuda.h>
@@ -20,6 +21,14 @@
 namespace kiln::cuda {
 
 class CudaDevice;
+class CudaRun;
+struct CudaStep;
+
+/// A step list a control step runs: a while's condition or body, a conditional's branch.
+struct NestedSteps {
+  std::string name;  // "condition", "body", "branch 1", for describe()
+  std::vector<CudaStep> steps;
+};
 
 struct CudaStep {
   std::string label;
@@ -27,6 +36,43 @@ struct CudaStep {
   /// Queues the step's work on `stream`; `in`/`out` are the device addresses of reads/writes,
   /// `workspace` the program's workspace_bytes() of scratch (steps run one after another).
   std::function<void(CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace)> run;
+  /// A control step (while, conditional) has no `run`: `control` runs `nested` (lowered into
+  /// the program's value table and PTX module) through the execute's CudaRun.
+  std::vector<NestedSteps> nested;
+  std::function<void(CudaRun& run, const std::vector<NestedSteps>& nested)> control;
+};
+
+/// One execute's value table while its steps are queued: each value's buffer and device
+/// address, the stream and the workspace. Every value of the program, nested step lists'
+/// included, has its buffer for the whole execute, so nested runs' temporaries live until the
+/// step ends. A control step swaps two values' buffers (a while's carried value and the body's
+/// new value of it) instead of copying, and reads predicates and selectors to the host.
+class CudaRun {
+ public:
+  CudaRun(CudaDevice& device, CUstream stream, std::vector<runtime::Buffer> buffers, runtime::Buffer workspace);
+  /// Queues `steps` in order (control steps run their nested lists, waiting where they must).
+  void run(const std::vector<CudaStep>& steps);
+  /// Value `a` takes `b`'s buffer and `b` takes `a`'s (both values the steps compute).
+  void swap(int a, int b);
+  /// Queues a copy of value `from` into value `to` (of the same size).
+  void copy(int from, int to);
+  /// Value `v`'s first `bytes` on the host, once the work queued so far has run: a copy into
+  /// the pinned `host` and a wait for the stream (a host round trip, as XLA's GPU while does).
+  void read_to_host(int v, void* host, size_t bytes);
+  /// Blocks until the work queued so far has run (before an error leaves execute, so no
+  /// kernel still uses the buffers it frees).
+  void wait();
+  const runtime::Buffer& buffer(int v) const { return buffers_[static_cast<size_t>(v)]; }
+  CUdeviceptr address(int v) const { return address_[static_cast<size_t>(v)]; }
+  CUstream stream() const { return stream_; }
+
+ private:
+  CudaDevice& device_;
+  CUstream stream_;
+  std::vector<runtime::Buffer> buffers_;
+  std::vector<CUdeviceptr> address_;
+  runtime::Buffer workspace_;
+  std::vector<CUdeviceptr> in_, out_;
 };
 
 class CudaExecutable final : public runtime::Executable {
@@ -38,6 +84,9 @@ class CudaExecutable final : public runtime::Executable {
   /// the steps compute. Returns its id.
   int add_value(const Shape& shape, int argument = -1, runtime::Buffer constant = {});
   void add_step(CudaStep step) { steps_.push_back(std::move(step)); }
+  /// A value's shape (every value, nested step lists' included), and how many there are.
+  Shape value_shape(int v) const { return values_.at(static_cast<size_t>(v)).shape; }
+  int value_count() const { return static_cast<int>(values_.size()); }
   /// Raises the scratch every step gets to at least `bytes` (cuBLASLt's fixed amount, or what
   /// a cuDNN algorithm asks for); allocated per run from the device's caching allocator.
   void need_workspace(size_t bytes) { workspace_bytes_ = std::max(workspace_bytes_, bytes); }
@@ -59,7 +108,8 @@ class CudaExecutable final : public runtime::Executable {
   std::vector<HostTensor> run(std::span<HostTensor> arguments) override;
   /// No memory plan yet: every computed value has its own buffer for the whole step.
   int64_t planned_peak_bytes() const override;
-  int kernel_count() const override { return static_cast<int>(steps_.size()); }
+  /// Steps, nested step lists' included (a control step itself counts as none).
+  int kernel_count() const override;
   std::string describe() const override;
   const ir::Module* lowered_module() const override { return module_.get(); }
 

@@ -1,18 +1,23 @@
 #include "kiln/runtime/cuda/cuda_lowering_impl.h"
 
 #include <algorithm>
+#include <cstring>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/compiler/codegen/kernel_cache.h"
 #include "kiln/compiler/codegen/llvm_codegen.h"
 #include "kiln/compiler/codegen/loop_ir.h"
+#include "kiln/compiler/default_pipeline.h"
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/core/check.h"
 #include "kiln/ir/builder.h"
 #include "kiln/ir/clone.h"
+#include "kiln/ir/shape_inference.h"
 #include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
@@ -46,29 +51,19 @@ class Lowerer {
   /// PTX, for a compute capability of `compute_capability`.
   Lowerer(CudaExecutable& exe, CudaDevice* device, int compute_capability, const runtime::CompileOptions& options)
       : exe_(exe), device_(device), compute_capability_(compute_capability), options_(options),
+        label_(options.label.empty() ? exe.lowered_module()->name() : options.label),
+        target_("cuda", device != nullptr ? device->memory_bytes() : std::numeric_limits<int64_t>::max(), 256),
         scratch_(std::make_shared<ir::Module>("cuda_scratch")) {}
 
   const std::string& ptx() const { return ptx_; }
 
   void lower_all() {
     const ir::Module& m = *exe_.lowered_module();
-    std::map<std::string, int> missing;  // op -> count
-    for (const Instruction* inst : m.entry()->post_order()) {
-      if (inst->opcode() == Opcode::kParameter) {
-        value_[inst] = exe_.add_value(inst->shape(), static_cast<int>(inst->attrs().parameter_index));
-      } else if (inst->opcode() == Opcode::kConstant) {
-        value_[inst] = add_constant(inst->attrs().literal);
-      } else {
-        value_[inst] = exe_.add_value(inst->shape());
-        why_.clear();
-        if (!lower_one(*inst)) ++missing[why_.empty() ? op_key(*inst) : str_cat(op_key(*inst), " (", why_, ")")];
-      }
-    }
-    if (!missing.empty()) {
+    lower_computation(*m.entry(), nullptr);
+    if (!missing_.empty()) {
       std::string ops;
-      for (const auto& [op, n] : missing) ops += str_cat(ops.empty() ? "" : ", ", op, n > 1 ? str_cat(" (x", n, ")") : "");
-      KILN_THROW(CompileError, "[cuda] ", options_.label.empty() ? m.name() : options_.label,
-                 ": the cuda backend has no kernel yet for ", ops,
+      for (const auto& [op, n] : missing_) ops += str_cat(ops.empty() ? "" : ", ", op, n > 1 ? str_cat(" (x", n, ")") : "");
+      KILN_THROW(CompileError, "[cuda] ", label_, ": the cuda backend has no kernel yet for ", ops,
                  ". Hint: run this program on the cpu backend (docs/devices.md lists what the GPU runs).");
     }
     std::vector<int> outputs;
@@ -86,10 +81,46 @@ class Lowerer {
 
   // A literal uploaded once, now (a dry run only numbers it).
   int add_constant(const HostTensor& literal) {
-    if (device_ == nullptr) return exe_.add_value(literal.shape());
-    runtime::Buffer b = device_->to_device(literal);
-    b.ready().wait();
-    return exe_.add_value(literal.shape(), -1, b);
+    int v = -1;
+    if (device_ == nullptr) {
+      v = exe_.add_value(literal.shape());
+    } else {
+      runtime::Buffer b = device_->to_device(literal);
+      b.ready().wait();
+      v = exe_.add_value(literal.shape(), -1, b);
+    }
+    constants_.insert(v);
+    return v;
+  }
+
+  void emit(CudaStep step) {
+    if (sink_ != nullptr) sink_->push_back(std::move(step));
+    else exe_.add_step(std::move(step));
+  }
+
+  // `c`'s instructions as steps of the current list; its parameters are the program's
+  // arguments (`bound` null: the entry) or the values `bound` names (a nested computation).
+  void lower_computation(const ir::Computation& c, const std::vector<int>* bound) {
+    for (const Instruction* inst : c.post_order()) {
+      const Opcode op = inst->opcode();
+      if (op == Opcode::kParameter) {
+        const auto index = static_cast<int>(inst->attrs().parameter_index);
+        value_[inst] = bound != nullptr ? bound->at(static_cast<size_t>(index)) : exe_.add_value(inst->shape(), index);
+      } else if (op == Opcode::kConstant) {
+        value_[inst] = add_constant(inst->attrs().literal);
+      } else if (op == Opcode::kGetTupleElement) {
+        // The tuple's value itself: no copy.
+        value_[inst] = tuple_values_.at(inst->operand(0)).at(static_cast<size_t>(inst->attrs().tuple_index));
+      } else if (op == Opcode::kWhile) {
+        add_while(*inst);
+      } else if (op == Opcode::kConditional) {
+        add_conditional(*inst);
+      } else {
+        value_[inst] = exe_.add_value(inst->shape());
+        why_.clear();
+        if (!lower_one(*inst)) ++missing_[why_.empty() ? op_key(*inst) : str_cat(op_key(*inst), " (", why_, ")")];
+      }
+    }
   }
 
   std::vector<int> operand_values(const Instruction& inst) const {
@@ -139,7 +170,7 @@ class Lowerer {
   // A computation holding just `inst` over fresh parameters, so single ops and fusions share
   // the loop path.
   const ir::Computation* wrap(const Instruction& inst) {
-    ir::Computation* c = scratch_->add_computation(str_cat("op", inst.id()));
+    ir::Computation* c = scratch_->add_computation(str_cat(sym_, "op", inst.id()));
     ir::Builder b(c);
     std::vector<Instruction*> params;
     for (const Instruction* op : inst.operands()) params.push_back(b.parameter(op->shape(), ""));
@@ -147,12 +178,15 @@ class Lowerer {
     return c;
   }
 
+  // A step's run that copies `bytes` of its read into its write.
+  static auto copy_run(size_t bytes) {
+    return [bytes](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+      if (bytes > 0) check(driver().cuMemcpyDtoDAsync(out[0], in[0], bytes, s), "cuMemcpyDtoDAsync");
+    };
+  }
+
   bool add_copy(const Instruction& inst, const char* label) {
-    const size_t bytes = static_cast<size_t>(inst.shape().byte_size());
-    exe_.add_step({label, operand_values(inst), {value_.at(&inst)},
-                   [bytes](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
-                     if (bytes > 0) check(driver().cuMemcpyDtoDAsync(out[0], in[0], bytes, s), "cuMemcpyDtoDAsync");
-                   }});
+    emit({label, operand_values(inst), {value_.at(&inst)}, copy_run(static_cast<size_t>(inst.shape().byte_size()))});
     return true;
   }
 
@@ -180,7 +214,7 @@ class Lowerer {
     if (!add_copy(inst, "copy(all_reduce operand)")) return false;
     const int64_t count = inst.shape().num_elements();
     std::shared_ptr<runtime::Collectives> keep = options_.collectives;
-    exe_.add_step({str_cat("all_reduce(nccl, ", replicas, " replicas, ", ir::reduce_kind_name(kind), ", ", count, " ", name(dtype), ")"),
+    emit({str_cat("all_reduce(nccl, ", replicas, " replicas, ", ir::reduce_kind_name(kind), ", ", count, " ", name(dtype), ")"),
                    {value_.at(&inst)}, {value_.at(&inst)},
                    [nccl, keep, replica, count, dtype, kind](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
                      if (count > 0) nccl->all_reduce_on_device(replica, s, out[0], count, dtype, kind);
@@ -210,7 +244,7 @@ class Lowerer {
     }
     if (g->k == 0 || dot.shape().num_elements() == 0) {
       const size_t bytes = static_cast<size_t>(dot.shape().byte_size());
-      exe_.add_step({str_cat("zeros(empty matmul ", g->m, "x", g->n, "x0)"), {}, {dest},
+      emit({str_cat("zeros(empty matmul ", g->m, "x", g->n, "x0)"), {}, {dest},
                      [bytes](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
                        if (bytes > 0) check(driver().cuMemsetD8Async(out[0], 0, bytes, s), "cuMemsetD8Async (empty matmul)");
                      }});
@@ -222,7 +256,7 @@ class Lowerer {
       plan = std::make_shared<CublasLtMatmul>(*g);
     }
     const bool with_bias = g->bias;
-    exe_.add_step({g->label(), reads, {dest},
+    emit({g->label(), reads, {dest},
                    [plan, with_bias](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
                      plan->run(s, in[0], in[1], with_bias ? in[2] : 0, out[0], workspace);
                    }});
@@ -255,7 +289,7 @@ class Lowerer {
     const Shape cudnn_x(g->dtype, g->x);
     const Dims pad_low = {0, g->explicit_low[0], g->explicit_low[1], 0};
     int a = contraction_operand(inst, conv, 0), b = contraction_operand(inst, conv, 1);
-    if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat("k", inst.id(), "_krsc"))) < 0) return false;
+    if (!filter_out && (b = add_transpose(b, hwio, {3, 0, 1, 2}, -1, str_cat(sym_, "k", inst.id(), "_krsc"))) < 0) return false;
     if (padded && !data_out) a = add_spatial_pad(a, g->dtype, g->op_x, g->x, pad_low, /*lowest=*/false);
     const int result = filter_out ? exe_.add_value(krsc)
                        : data_out && padded ? exe_.add_value(cudnn_x)
@@ -269,16 +303,16 @@ class Lowerer {
       exe_.need_workspace(plan->workspace_bytes());
       label += str_cat(" ", plan->algorithm());
     }
-    exe_.add_step({label, {a, b}, {result},
+    emit({label, {a, b}, {result},
                    [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr workspace) {
                      plan->run(s, in[0], in[1], out[0], workspace);
                    }});
-    if (filter_out) return add_transpose(result, krsc, {1, 2, 3, 0}, value_.at(&inst), str_cat("k", inst.id(), "_hwio")) >= 0;
+    if (filter_out) return add_transpose(result, krsc, {1, 2, 3, 0}, value_.at(&inst), str_cat(sym_, "k", inst.id(), "_hwio")) >= 0;
     if (data_out && padded) {
       Dims limits = g->op_x;
       for (size_t i = 0; i < 2; ++i) limits[1 + i] += g->explicit_low[i];
       const auto slice = [&](ir::Builder& sb, Instruction* dx) { return sb.slice(dx, pad_low, limits, {1, 1, 1, 1}); };
-      return add_rewrite(result, cudnn_x, slice, value_.at(&inst), str_cat("k", inst.id(), "_slice")) >= 0;
+      return add_rewrite(result, cudnn_x, slice, value_.at(&inst), str_cat(sym_, "k", inst.id(), "_slice")) >= 0;
     }
     return !fused || add_epilogue(inst, conv, result);
   }
@@ -312,7 +346,7 @@ class Lowerer {
     const bool empty = Shape(t, from).num_elements() == 0;
     // -inf's bits: f32 0xff800000, bf16 0xff80, f16 0xfc00.
     const unsigned fill16 = t == DType::kBF16 ? 0xff80u : 0xfc00u;
-    exe_.add_step({str_cat("pad(", Shape(t, from), " -> ", Shape(t, to), lowest ? ", -inf" : ", 0", ", memset + 3D copy)"),
+    emit({str_cat("pad(", Shape(t, from), " -> ", Shape(t, to), lowest ? ", -inf" : ", 0", ", memset + 3D copy)"),
                    {source}, {dest},
                    [=](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      const Driver& d = driver();
@@ -343,7 +377,7 @@ class Lowerer {
   // The output fusion's body with its contraction replaced by a parameter reading
   // `contraction_value`, as loop kernels into the fusion's value.
   bool add_epilogue(const Instruction& fusion, const Instruction& contraction, int contraction_value) {
-    ir::Computation* c = scratch_->add_computation(str_cat("epilogue", fusion.id()));
+    ir::Computation* c = scratch_->add_computation(str_cat(sym_, "epilogue", fusion.id()));
     ir::Builder b(c);
     const std::vector<int> fusion_operands = operand_values(fusion);
     std::vector<int> operands = {contraction_value};
@@ -363,7 +397,7 @@ class Lowerer {
     };
     Instruction* root = copy(fusion.attrs().body->outputs().at(0));
     c->add_output(root);
-    return add_loop(operands, *root, value_.at(&fusion), str_cat("k", fusion.id()));
+    return add_loop(operands, *root, value_.at(&fusion), str_cat(sym_, "k", fusion.id()));
   }
 
   // reduce_window(x) -> y and reduce_window_grad(x, dy) -> dx through cuDNN's pooling. The max
@@ -385,16 +419,16 @@ class Lowerer {
       plan->forward(s, in[0], out[0]);
     };
     if (inst.opcode() == Opcode::kReduceWindow) {
-      exe_.add_step({g->label(), operands, {value_.at(&inst)}, forward});
+      emit({g->label(), operands, {value_.at(&inst)}, forward});
       return true;
     }
     int y = operands.at(1);  // mean: a stand-in of y's shape that cuDNN does not read
     if (g->kind == ir::ReduceKind::kMax) {
       y = exe_.add_value(Shape(g->dtype, g->y));
-      exe_.add_step({g->label(), {operands.at(0)}, {y}, forward});
+      emit({g->label(), {operands.at(0)}, {y}, forward});
     }
     const int dx = padded ? exe_.add_value(cudnn_x) : value_.at(&inst);
-    exe_.add_step({str_cat(g->label(), " backward"), {operands.at(0), y, operands.at(1)}, {dx},
+    emit({str_cat(g->label(), " backward"), {operands.at(0), y, operands.at(1)}, {dx},
                    [plan](CUstream s, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      plan->backward(s, in[0], in[1], in[2], out[0]);
                    }});
@@ -404,7 +438,7 @@ class Lowerer {
     return add_rewrite(
                dx, cudnn_x,
                [&](ir::Builder& b, Instruction* p) { return b.slice(p, g->explicit_low, limits, Dims(limits.size(), 1)); },
-               value_.at(&inst), str_cat("k", inst.id(), "_slice")) >= 0;
+               value_.at(&inst), str_cat(sym_, "k", inst.id(), "_slice")) >= 0;
   }
 
   // `reduce` (the instruction itself, or the root of a reduction fusion's body): its producer
@@ -432,16 +466,16 @@ class Lowerer {
       source = operand_values(inst).at(static_cast<size_t>(input.attrs().parameter_index));
     } else {
       source = exe_.add_value(input.shape());
-      if (!add_loop(operand_values(inst), input, source, str_cat("k", inst.id(), "_in"))) return false;
+      if (!add_loop(operand_values(inst), input, source, str_cat(sym_, "k", inst.id(), "_in"))) return false;
     }
-    const std::string name = str_cat("r", inst.id());
+    const std::string name = str_cat(sym_, "r", inst.id());
     gpu_kernels_.push_back({name, op == Opcode::kReduceSum ? codegen::GpuKernelOp::kSum
                                   : op == Opcode::kReduceMax ? codegen::GpuKernelOp::kMax
                                   : op == Opcode::kReduceMin ? codegen::GpuKernelOp::kMin
                                                              : codegen::GpuKernelOp::kArgmax,
                            input.dtype(), inst.dtype()});
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
-    exe_.add_step({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},
+    emit({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},
                    {value_.at(&inst)},
                    [kernel, outer, r, inner](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      const int64_t n = outer * inner;
@@ -458,11 +492,11 @@ class Lowerer {
   // every backend, so dropout masks match.
   bool add_rng_bits(const Instruction& inst) {
     if (size_of(inst.dtype()) != 4) return false;
-    const std::string name = str_cat("rng", inst.id());
+    const std::string name = str_cat(sym_, "rng", inst.id());
     gpu_kernels_.push_back({name, codegen::GpuKernelOp::kRngBits, inst.operand(0)->dtype(), inst.dtype()});
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
     const int64_t n = inst.shape().num_elements();
-    exe_.add_step({str_cat("rng_bits kernel ", name, " (", n, " elements)"), operand_values(inst), {value_.at(&inst)},
+    emit({str_cat("rng_bits kernel ", name, " (", n, " elements)"), operand_values(inst), {value_.at(&inst)},
                    [kernel, n](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      if (n == 0) return;
                      CUdeviceptr key = in[0], dst = out[0];
@@ -479,7 +513,7 @@ class Lowerer {
   // 16-bit scatter_adds accumulate in a 32-bit copy (codegen::scatter_accumulator) that loop
   // kernels widen and narrow. Kernels read dynamic starts on the GPU, so the host never waits.
   bool add_index_op(const Instruction& inst) {
-    std::optional<codegen::IndexKernelUnit> unit = codegen::IndexKernelUnit::of(inst, str_cat("ix", inst.id()));
+    std::optional<codegen::IndexKernelUnit> unit = codegen::IndexKernelUnit::of(inst, str_cat(sym_, "ix", inst.id()));
     if (!unit) return false;
     if (unit->pointers() > kMaxKernelPointers) {
       why_ = str_cat(unit->pointers() - 1, " operands; a kernel takes at most ", kMaxKernelPointers - 1);
@@ -496,12 +530,12 @@ class Lowerer {
     if (op == Opcode::kScatterAdd || op == Opcode::kDynamicUpdateSlice) {
       reads.erase(reads.begin());  // x: the kernel's destination holds it already
       if (widened) dest = add_rewrite(value_.at(inst.operand(0)), inst.shape(), convert(unit->accumulator), -1,
-                                      str_cat("k", inst.id(), "_widen"));
+                                      str_cat(sym_, "k", inst.id(), "_widen"));
       else add_copy(inst, "copy(x)");
       if (dest < 0) return false;
     }
     add_index_kernel(inst, *unit, reads, dest);
-    return !widened || add_rewrite(dest, accumulator, convert(inst.dtype()), value_.at(&inst), str_cat("k", inst.id(), "_narrow")) >= 0;
+    return !widened || add_rewrite(dest, accumulator, convert(inst.dtype()), value_.at(&inst), str_cat(sym_, "k", inst.id(), "_narrow")) >= 0;
   }
 
   // `unit` (computing `inst`) over the values `reads` (its pointers but the last) into `dest`.
@@ -512,7 +546,7 @@ class Lowerer {
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{unit.name}));
     const int64_t n = unit.threads();
     const size_t count = reads.size();
-    exe_.add_step({str_cat(ir::opcode_name(inst.opcode()), " kernel ", unit.name, " (", n, " threads)"), reads, {dest},
+    emit({str_cat(ir::opcode_name(inst.opcode()), " kernel ", unit.name, " (", n, " threads)"), reads, {dest},
                    [kernel, n, count](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
                      if (n == 0) return;
                      CUdeviceptr args[kMaxKernelPointers];
@@ -524,10 +558,173 @@ class Lowerer {
                    }});
   }
 
+  // A nested computation (a while's condition or body, a branch) lowered as the CPU compiles
+  // it: a program of its own through the pass pipeline, then lowered here into `list`, with
+  // its parameters bound to `params` and its kernels in the program's PTX module (symbols
+  // prefixed "n<k>_", so they stay unique). Its output values are `outs`; values created from
+  // `owned_from` on are its own.
+  struct Nested {
+    std::vector<int> outs;
+    int owned_from = 0;
+  };
+  Nested lower_nested(const ir::Computation& c, const std::vector<int>& params, std::vector<CudaStep>& list) {
+    return lower_nested(*optimized(c), params, list);
+  }
+  std::shared_ptr<ir::Module> optimized(const ir::Computation& c) {
+    std::shared_ptr<ir::Module> m = ir::extract_module(c, str_cat(label_, ".", c.name()));
+    compiler::check_and_optimize(*m, target_, options_.debug, m->name());
+    exe_.hold(m);
+    return m;
+  }
+  Nested lower_nested(const ir::Module& m, const std::vector<int>& params, std::vector<CudaStep>& list) {
+    const std::string outer_sym = sym_;
+    std::vector<CudaStep>* outer_sink = sink_;
+    sym_ = str_cat("n", nested_programs_++, "_");
+    sink_ = &list;
+    Nested n{{}, exe_.value_count()};
+    lower_computation(*m.entry(), &params);
+    for (const Instruction* o : m.entry()->outputs()) n.outs.push_back(value_.at(o));
+    sym_ = outer_sym;
+    sink_ = outer_sink;
+    return n;
+  }
+
+  // Whether `n`'s output k may trade buffers with a value outside it instead of being copied:
+  // a value its own steps compute (no parameter, literal or outer value) that no other output is.
+  bool swappable(const Nested& n, size_t k) const {
+    const int v = n.outs[k];
+    return v >= n.owned_from && !constants_.count(v) && std::count(n.outs.begin(), n.outs.end(), v) == 1;
+  }
+
+  // Value `from` copied into a new value at the end of `list`; the new value's id.
+  int add_copy_step(int from, std::vector<CudaStep>& list) {
+    const Shape shape = exe_.value_shape(from);
+    const int to = exe_.add_value(shape);
+    list.push_back({"copy(control flow result)", {from}, {to}, copy_run(static_cast<size_t>(shape.byte_size()))});
+    return to;
+  }
+
+  // 8 bytes of page-locked host memory a predicate or selector is read into (null in a dry run).
+  std::shared_ptr<void> pinned_scalar() {
+    if (device_ == nullptr) return nullptr;
+    device_->make_current();
+    void* p = nullptr;
+    check(driver().cuMemHostAlloc(&p, 8, 0), "cuMemHostAlloc (predicate)");
+    return std::shared_ptr<void>(p, [](void* q) { driver().cuMemFreeHost(q); });
+  }
+
+  // while: a carried value the body changes (variant) has a value of its own, copied from the
+  // operand once per run and then traded, buffer for buffer, with the body's new value after
+  // each iteration (ping-pong: nothing is copied). A value the body passes through (a scan's
+  // xs, captured weights) stays the operand's value for the whole loop.
+  // With trip_count >= 0 (the tracer knows it: scans) the body runs that many times and the
+  // condition is never evaluated: the GPU trusts the tracer's trip_count, where the CPU
+  // evaluates the condition anyway and checks the count (a bug check). Otherwise the
+  // condition runs on the GPU and its predicate is read to the host per iteration.
+  void add_while(const Instruction& loop) {
+    const ir::Attrs& a = loop.attrs();
+    const std::vector<int> operands = operand_values(loop);
+    const std::shared_ptr<ir::Module> body = optimized(*a.body);
+    std::vector<int> carried = operands;
+    std::vector<size_t> variant;
+    for (size_t i = 0; i < carried.size(); ++i) {
+      if (body->entry()->outputs()[i] == body->entry()->parameter(i)) continue;
+      variant.push_back(i);
+      carried[i] = exe_.add_value(exe_.value_shape(operands[i]));
+    }
+    std::vector<NestedSteps> nested;
+    int pred = -1;
+    if (a.trip_count < 0) {
+      nested.push_back({"condition", {}});
+      pred = lower_nested(*a.condition, carried, nested.back().steps).outs.at(0);
+    }
+    nested.push_back({str_cat("body", a.trip_count >= 0 ? str_cat(" (x", a.trip_count, ")") : ""), {}});
+    std::vector<CudaStep>& body_steps = nested.back().steps;
+    const Nested b = lower_nested(*body, carried, body_steps);
+    std::vector<std::pair<int, int>> copy_in, trade;  // (operand, carried), (carried, body result)
+    std::vector<int> writes;
+    for (size_t i : variant) {
+      copy_in.push_back({operands[i], carried[i]});
+      writes.push_back(carried[i]);
+      if (b.outs[i] == carried[i]) continue;  // the body's value is the carried one after all
+      trade.push_back({carried[i], swappable(b, i) ? b.outs[i] : add_copy_step(b.outs[i], body_steps)});
+    }
+    tuple_values_[&loop] = carried;
+    const std::string where = str_cat("while %", loop.id(), loop.source().empty() ? "" : " (" + loop.source() + ")");
+    CudaStep step{str_cat("while (", a.trip_count >= 0 ? str_cat("trip_count ", a.trip_count, ", no condition")
+                                                       : std::string("predicate read to the host per iteration"),
+                          "; ", variant.size(), " carried, ", operands.size() - variant.size(), " invariant)"),
+                  operands, writes, nullptr, std::move(nested), nullptr};
+    const int64_t trips = a.trip_count;
+    std::shared_ptr<void> host = pinned_scalar();
+    step.control = [copy_in, trade, trips, pred, host, where](CudaRun& run, const std::vector<NestedSteps>& lists) {
+      for (const auto& [from, to] : copy_in) run.copy(from, to);
+      const auto never_ends = [&] {
+        KILN_THROW(ValueError, "[", where, "] the loop body changes no value and the condition holds: the loop "
+                   "would never end. Hint: update the values the condition reads in the body.");
+      };
+      const auto iterate = [&] {
+        if (trade.empty()) never_ends();
+        run.run(lists.back().steps);
+        for (const auto& [x, y] : trade) run.swap(x, y);
+      };
+      if (trips >= 0) {
+        for (int64_t i = 0; i < trips; ++i) iterate();
+        return;
+      }
+      while (true) {
+        run.run(lists.front().steps);
+        run.read_to_host(pred, host.get(), 1);
+        if (!*static_cast<const bool*>(host.get())) break;
+        iterate();
+      }
+    };
+    emit(std::move(step));
+  }
+
+  // conditional: the selector is read to the host (i32 out of range picks the last branch; a
+  // bool picks branch 0 when true, as the reference evaluator), then the branch's steps run
+  // over the operands' values (a branch only reads them) and its results become the
+  // conditional's: by trading buffers where the branch computed them, else by a copy.
+  void add_conditional(const Instruction& cond) {
+    const std::vector<int> operands = operand_values(cond);
+    const std::vector<int> args(operands.begin() + 1, operands.end());
+    std::vector<int> results;
+    for (const Shape& shape : ir::tuple_result_shapes(cond)) results.push_back(exe_.add_value(shape));
+    std::vector<NestedSteps> nested;
+    std::vector<std::vector<std::pair<int, int>>> trade(cond.attrs().branches.size());
+    for (size_t k = 0; k < trade.size(); ++k) {
+      nested.push_back({str_cat("branch ", k), {}});
+      const Nested n = lower_nested(*cond.attrs().branches[k], args, nested.back().steps);
+      for (size_t r = 0; r < results.size(); ++r)
+        trade[k].push_back({results[r], swappable(n, r) ? n.outs[r] : add_copy_step(n.outs[r], nested.back().steps)});
+    }
+    tuple_values_[&cond] = results;
+    const bool boolean = cond.operand(0)->dtype() == DType::kBool;
+    CudaStep step{str_cat("conditional (", trade.size(), " branches, selector read to the host)"), operands, results,
+                  nullptr, std::move(nested), nullptr};
+    std::shared_ptr<void> host = pinned_scalar();
+    const int selector = operands[0];
+    step.control = [trade, boolean, selector, host](CudaRun& run, const std::vector<NestedSteps>& branches) {
+      run.read_to_host(selector, host.get(), boolean ? 1 : 4);
+      size_t pick = 0;
+      if (boolean) {
+        pick = *static_cast<const bool*>(host.get()) ? 0 : 1;
+      } else {
+        int32_t i = 0;
+        std::memcpy(&i, host.get(), sizeof i);
+        pick = i < 0 || static_cast<size_t>(i) >= branches.size() ? branches.size() - 1 : static_cast<size_t>(i);
+      }
+      run.run(branches[pick].steps);
+      for (const auto& [result, value] : trade[pick]) run.swap(result, value);
+    };
+    emit(std::move(step));
+  }
+
   // One step per stage of the loop's LoopIr: inner stages write scratch values that later
   // stages load; literals are uploaded once, here.
   bool add_loop(const Instruction& inst, const Instruction& root) {
-    return add_loop(operand_values(inst), root, value_.at(&inst), str_cat("k", inst.id()));
+    return add_loop(operand_values(inst), root, value_.at(&inst), str_cat(sym_, "k", inst.id()));
   }
 
   // `root`'s value (its leaves are parameters standing for `operands`) into value `dest`.
@@ -565,7 +762,7 @@ class Lowerer {
         params[loads + 1] = &count;
         launch(*kernel, n, params, stream);
       };
-      exe_.add_step(std::move(step));
+      emit(std::move(step));
     }
     return true;
   }
@@ -600,6 +797,8 @@ class Lowerer {
   CudaDevice* device_;
   int compute_capability_;
   const runtime::CompileOptions& options_;
+  std::string label_;
+  compiler::AcceptAllTarget target_;  // the backend's, for the nested programs' passes
   std::shared_ptr<ir::Module> scratch_;
   std::unordered_map<const Instruction*, int> value_;
   std::deque<codegen::LoopIr> irs_;  // stable addresses for units_
@@ -609,6 +808,12 @@ class Lowerer {
   std::vector<std::shared_ptr<KernelRef>> kernels_;
   std::string ptx_;
   std::string why_;  // set by lower_one when it cannot lower an op it knows, for the CompileError
+  std::map<std::string, int> missing_;  // op (and why) -> count, nested programs' included
+  std::vector<CudaStep>* sink_ = nullptr;  // where steps go: a nested list, or (null) the program
+  std::string sym_;  // kernel symbol prefix: "" in the entry, "n<k>_" in nested program k
+  int nested_programs_ = 0;
+  std::unordered_set<int> constants_;  // value ids of uploaded literals
+  std::unordered_map<const Instruction*, std::vector<int>> tuple_values_;  // a while's or conditional's results
 };
 
 }  // namespace
@@ -617,11 +822,15 @@ void lower(CudaExecutable& exe, CudaDevice& device, const runtime::CompileOption
   Lowerer(exe, &device, device.compute_capability(), options).lower_all();
 }
 
-std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options) {
+GpuLowering lower_without_gpu(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options) {
   CudaExecutable exe(ir::extract_module(*optimized.entry(), optimized.name()), nullptr);
   Lowerer lowerer(exe, nullptr, compute_capability, options);
   lowerer.lower_all();
-  return lowerer.ptx();
+  return {lowerer.ptx(), exe.describe()};
+}
+
+std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options) {
+  return lower_without_gpu(optimized, compute_capability, options).ptx;
 }
 
 }  // namespace kiln::cuda
