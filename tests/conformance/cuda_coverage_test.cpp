@@ -50,10 +50,6 @@ const std::map<std::string, KnownGap> kKnownCudaGaps = {
     {"reduce_sum", {kAllDTypes, "no kernel yet for reduce_sum"}},  // axes {0, 2}: not consecutive
     {"reduce_max", {kAllDTypes, "no kernel yet for reduce_max"}},
     {"reduce_min", {kAllDTypes, "no kernel yet for reduce_min"}},
-    {"while", {kAllDTypes, "no kernel yet for get_tuple_element (x2), while"}},
-    {"conditional(pred)", {kAllDTypes, "no kernel yet for conditional"}},
-    {"conditional(index)", {kAllDTypes, "no kernel yet for conditional"}},
-    {"get_tuple_element", {kAllDTypes, "no kernel yet for conditional"}},
 };
 
 // Whether `error` (a CompileError's text) is a listed gap of `row` in `t`; with `row` empty,
