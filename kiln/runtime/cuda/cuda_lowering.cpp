@@ -116,7 +116,8 @@ class Lowerer {
       } else if (op == Opcode::kConditional) {
         add_conditional(*inst);
       } else {
-        value_[inst] = exe_.add_value(inst->shape());
+        const auto in_place = in_place_.find(inst);
+        value_[inst] = in_place != in_place_.end() ? in_place->second : exe_.add_value(inst->shape());
         why_.clear();
         if (!lower_one(*inst)) ++missing_[why_.empty() ? op_key(*inst) : str_cat(op_key(*inst), " (", why_, ")")];
       }
@@ -531,7 +532,7 @@ class Lowerer {
       reads.erase(reads.begin());  // x: the kernel's destination holds it already
       if (widened) dest = add_rewrite(value_.at(inst.operand(0)), inst.shape(), convert(unit->accumulator), -1,
                                       str_cat(sym_, "k", inst.id(), "_widen"));
-      else add_copy(inst, "copy(x)");
+      else if (dest != value_.at(inst.operand(0))) add_copy(inst, "copy(x)");  // else in place (add_while)
       if (dest < 0) return false;
     }
     add_index_kernel(inst, *unit, reads, dest);
@@ -627,10 +628,19 @@ class Lowerer {
     const std::shared_ptr<ir::Module> body = optimized(*a.body);
     std::vector<int> carried = operands;
     std::vector<size_t> variant;
+    const ir::Computation& entry = *body->entry();
     for (size_t i = 0; i < carried.size(); ++i) {
-      if (body->entry()->outputs()[i] == body->entry()->parameter(i)) continue;
+      if (entry.outputs()[i] == entry.parameter(i)) continue;
       variant.push_back(i);
       carried[i] = exe_.add_value(exe_.value_shape(operands[i]));
+      // A scan's stacked outputs: a dynamic_update_slice of the carried value, its only reader,
+      // writes just the update into the carried buffer (the CPU's in_place_loop_outputs).
+      const Instruction* out = entry.outputs()[i];
+      const Instruction* p = entry.parameter(i);
+      if (out->opcode() == Opcode::kDynamicUpdateSlice && out->operand(0) == p && p->users().size() == 1 &&
+          std::count(entry.outputs().begin(), entry.outputs().end(), out) == 1 &&
+          std::count(entry.outputs().begin(), entry.outputs().end(), p) == 0)
+        in_place_[out] = carried[i];
     }
     std::vector<NestedSteps> nested;
     int pred = -1;
@@ -643,10 +653,14 @@ class Lowerer {
     const Nested b = lower_nested(*body, carried, body_steps);
     std::vector<std::pair<int, int>> copy_in, trade;  // (operand, carried), (carried, body result)
     std::vector<int> writes;
+    bool changes = false;
     for (size_t i : variant) {
       copy_in.push_back({operands[i], carried[i]});
       writes.push_back(carried[i]);
-      if (b.outs[i] == carried[i]) continue;  // the body's value is the carried one after all
+      const bool in_place = in_place_.count(entry.outputs()[i]) > 0;
+      changes |= in_place;
+      if (b.outs[i] == carried[i]) continue;  // in place, or the body's value is the carried one after all
+      changes = true;
       trade.push_back({carried[i], swappable(b, i) ? b.outs[i] : add_copy_step(b.outs[i], body_steps)});
     }
     tuple_values_[&loop] = carried;
@@ -657,14 +671,14 @@ class Lowerer {
                   operands, writes, nullptr, std::move(nested), nullptr};
     const int64_t trips = a.trip_count;
     std::shared_ptr<void> host = pinned_scalar();
-    step.control = [copy_in, trade, trips, pred, host, where](CudaRun& run, const std::vector<NestedSteps>& lists) {
+    step.control = [copy_in, trade, changes, trips, pred, host, where](CudaRun& run, const std::vector<NestedSteps>& lists) {
       for (const auto& [from, to] : copy_in) run.copy(from, to);
       const auto never_ends = [&] {
         KILN_THROW(ValueError, "[", where, "] the loop body changes no value and the condition holds: the loop "
                    "would never end. Hint: update the values the condition reads in the body.");
       };
       const auto iterate = [&] {
-        if (trade.empty()) never_ends();
+        if (!changes) never_ends();
         run.run(lists.back().steps);
         for (const auto& [x, y] : trade) run.swap(x, y);
       };
@@ -814,6 +828,7 @@ class Lowerer {
   int nested_programs_ = 0;
   std::unordered_set<int> constants_;  // value ids of uploaded literals
   std::unordered_map<const Instruction*, std::vector<int>> tuple_values_;  // a while's or conditional's results
+  std::unordered_map<const Instruction*, int> in_place_;  // a body's dynamic_update_slice -> its carried value
 };
 
 }  // namespace

@@ -1,5 +1,6 @@
 // while, conditional and get_tuple_element on the CUDA backend. Without a GPU: loops (trip
-// count known or read from the GPU per iteration, invariants, a matmul/reduction recurrence),
+// count known or read from the GPU per iteration, invariants, a matmul/reduction recurrence,
+// a scan's stacked outputs updated in place),
 // a while nested in a conditional and conditionals of 2 and 3 branches lower into one PTX
 // module that ptxas accepts, with unique kernel symbols and the nesting shown by describe().
 // On a GPU: the same programs against the reference evaluator.
@@ -106,6 +107,30 @@ Instruction* branches(Builder& b, Instruction* selector, Instruction* x, Instruc
   return b.conditional(selector, {x, w}, bs);
 }
 
+// A scan writing one row of a carried buffer per iteration, as the CPU's test: carried (ys
+// [t, n], i, xs [t, n]): ys[i] = -0.5 * xs[i], t iterations (trip count known). With
+// `read_old_ys` the update also adds ys's row 0, so ys has a second reader.
+Instruction* row_writing_loop(Builder& b, Instruction* ys, Instruction* xs, bool read_old_ys) {
+  const Shape& s = ys->shape();
+  const int64_t t = s.dims()[0], n = s.dims()[1];
+  Computation* body = new_computation(b, "body");
+  Builder bb(body);
+  Instruction* bys = bb.parameter(s, "ys");
+  Instruction* bi = bb.parameter(kCounter, "i");
+  Instruction* bxs = bb.parameter(s, "xs");
+  Instruction* zero = bb.scalar(0, DType::kI32);
+  Instruction* y = bb.binary(Opcode::kMul, bb.dynamic_slice(bxs, {bi, zero}, {1, n}), bb.full(Shape(DType::kF32, {1, n}), -0.5));
+  if (read_old_ys) y = bb.binary(Opcode::kAdd, y, bb.slice(bys, {0, 0}, {1, n}, {1, 1}));
+  body->set_outputs({bb.dynamic_update_slice(bys, y, {bi, zero}), bb.binary(Opcode::kAdd, bi, bb.scalar(1, DType::kI32)), bxs});
+  Computation* cond = new_computation(b, "cond");
+  Builder cb(cond);
+  cb.parameter(s, "ys");
+  Instruction* ci = cb.parameter(kCounter, "i");
+  cb.parameter(s, "xs");
+  cond->add_output(cb.compare(ir::Comparison::kLt, ci, cb.scalar(static_cast<double>(t), DType::kI32)));
+  return b.while_loop({ys, b.scalar(0, DType::kI32), xs}, cond, body, t);
+}
+
 // A module over `params` whose outputs `build` makes.
 std::unique_ptr<ir::Module> module(const std::vector<Shape>& params, const testing::BuildFn& build) {
   auto m = std::make_unique<ir::Module>("control");
@@ -176,6 +201,18 @@ TEST(CudaControlFlowLoweringTest, ARecurrenceWithAMatmulAndAReductionLowersInIts
   }));
   EXPECT_TRUE(has(l.steps, "while (trip_count 3, no condition; 3 carried, 1 invariant)")) << l.steps;
   EXPECT_TRUE(has(l.steps, "\n    matmul")) << l.steps;
+}
+
+TEST(CudaControlFlowLoweringTest, AScanUpdatesItsStackedOutputsInPlaceUnlessTheBodyReadsThem) {
+  const Shape s(DType::kF32, {6, 16});
+  for (bool read_old_ys : {false, true}) {
+    const GpuLowering l = lowered_for_sm90(module({s, s}, [&](Builder& b, auto& p) {
+      return std::vector<Instruction*>{b.get_tuple_element(row_writing_loop(b, p[0], p[1], read_old_ys), 0)};
+    }));
+    EXPECT_TRUE(has(l.steps, "dynamic_update_slice kernel n")) << l.steps;
+    // In place: the kernel writes the update into the carried ys, with no copy of ys first.
+    EXPECT_EQ(has(l.steps, "copy(x)"), read_old_ys) << l.steps;
+  }
 }
 
 TEST(CudaControlFlowLoweringTest, AWhileNestedInAThreeWayConditionalLowersWithUniqueKernels) {
@@ -254,6 +291,15 @@ TEST(CudaControlFlowTest, WhileLoopsMatchTheReference) {
     Instruction* loop = recurrence(b, p[0], p[1], 5);
     return std::vector<Instruction*>{b.get_tuple_element(loop, 0), b.get_tuple_element(loop, 1)};
   }), {testing::random_tensor(h, 5), testing::random_tensor(w, 6)}, "matmul");
+}
+
+TEST(CudaControlFlowTest, AScanMatchesTheReferenceInPlaceOrCopied) {
+  KILN_GPU_BACKEND_OR_SKIP(gpu);
+  const Shape s(DType::kF32, {9, 40});
+  for (bool read_old_ys : {false, true})
+    expect_gpu_matches_reference(*gpu, module({s, s}, [&](Builder& b, auto& p) {
+      return std::vector<Instruction*>{b.get_tuple_element(row_writing_loop(b, p[0], p[1], read_old_ys), 0)};
+    }), {testing::random_tensor(s, 1), testing::random_tensor(s, 2)}, "dynamic_update_slice kernel");
 }
 
 TEST(CudaControlFlowTest, ConditionalsPickTheReferencesBranchForEverySelector) {
