@@ -14,6 +14,7 @@
 #include "kiln/ir/builder.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "tests/testing/backend_conformance.h"
+#include "tests/testing/scan_loop.h"
 
 namespace kiln::cpu {
 namespace {
@@ -21,35 +22,7 @@ namespace {
 using ir::Builder;
 using ir::Instruction;
 using ir::Opcode;
-
-const Shape kCounter(DType::kI32, {});
-
-// carried (ys [t, n], i, xs [t, n]): ys[i + shift] = -0.5 * xs[i] (the start clamped so the
-// row fits, as XLA clamps), t iterations. With `read_old_ys` the body also adds ys's old row
-// 0 into the update, so ys has a second reader and cannot be updated in place.
-Instruction* row_writing_loop(Builder& b, Instruction* ys, Instruction* xs, int64_t shift, bool read_old_ys) {
-  ir::Module& m = *b.computation()->module();
-  const Shape& s = ys->shape();
-  const int64_t t = s.dims()[0], n = s.dims()[1];
-  ir::Computation* body = m.add_computation(str_cat("body", m.computations().size()));
-  Builder bb(body);
-  Instruction* bys = bb.parameter(s, "ys");
-  Instruction* bi = bb.parameter(kCounter, "i");
-  Instruction* bxs = bb.parameter(s, "xs");
-  Instruction* zero = bb.scalar(0, DType::kI32);
-  Instruction* x = bb.dynamic_slice(bxs, {bi, zero}, {1, n});
-  Instruction* y = bb.binary(Opcode::kMul, x, bb.full(x->shape(), -0.5));
-  if (read_old_ys) y = bb.binary(Opcode::kAdd, y, bb.slice(bys, {0, 0}, {1, n}, {1, 1}));
-  Instruction* at = bb.binary(Opcode::kAdd, bi, bb.scalar(static_cast<double>(shift), DType::kI32));
-  body->set_outputs({bb.dynamic_update_slice(bys, y, {at, zero}), bb.binary(Opcode::kAdd, bi, bb.scalar(1, DType::kI32)), bxs});
-  ir::Computation* cond = m.add_computation(str_cat("cond", m.computations().size()));
-  Builder cb(cond);
-  cb.parameter(s, "ys");
-  Instruction* ci = cb.parameter(kCounter, "i");
-  cb.parameter(s, "xs");
-  cond->add_output(cb.compare(ir::Comparison::kLt, ci, cb.scalar(static_cast<double>(t), DType::kI32)));
-  return b.while_loop({ys, b.scalar(0, DType::kI32), xs}, cond, body, t);
-}
+using testing::row_writing_loop;
 
 // The labels of the steps that ran, nested programs' included.
 std::vector<std::string> traced_step_labels(runtime::Executable& exe, std::vector<HostTensor> args) {

@@ -17,6 +17,7 @@
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/gpu_backend.h"
+#include "tests/testing/scan_loop.h"
 
 namespace kiln::cuda {
 namespace {
@@ -107,30 +108,6 @@ Instruction* branches(Builder& b, Instruction* selector, Instruction* x, Instruc
   return b.conditional(selector, {x, w}, bs);
 }
 
-// A scan writing one row of a carried buffer per iteration, as the CPU's test: carried (ys
-// [t, n], i, xs [t, n]): ys[i] = -0.5 * xs[i], t iterations (trip count known). With
-// `read_old_ys` the update also adds ys's row 0, so ys has a second reader.
-Instruction* row_writing_loop(Builder& b, Instruction* ys, Instruction* xs, bool read_old_ys) {
-  const Shape& s = ys->shape();
-  const int64_t t = s.dims()[0], n = s.dims()[1];
-  Computation* body = new_computation(b, "body");
-  Builder bb(body);
-  Instruction* bys = bb.parameter(s, "ys");
-  Instruction* bi = bb.parameter(kCounter, "i");
-  Instruction* bxs = bb.parameter(s, "xs");
-  Instruction* zero = bb.scalar(0, DType::kI32);
-  Instruction* y = bb.binary(Opcode::kMul, bb.dynamic_slice(bxs, {bi, zero}, {1, n}), bb.full(Shape(DType::kF32, {1, n}), -0.5));
-  if (read_old_ys) y = bb.binary(Opcode::kAdd, y, bb.slice(bys, {0, 0}, {1, n}, {1, 1}));
-  body->set_outputs({bb.dynamic_update_slice(bys, y, {bi, zero}), bb.binary(Opcode::kAdd, bi, bb.scalar(1, DType::kI32)), bxs});
-  Computation* cond = new_computation(b, "cond");
-  Builder cb(cond);
-  cb.parameter(s, "ys");
-  Instruction* ci = cb.parameter(kCounter, "i");
-  cb.parameter(s, "xs");
-  cond->add_output(cb.compare(ir::Comparison::kLt, ci, cb.scalar(static_cast<double>(t), DType::kI32)));
-  return b.while_loop({ys, b.scalar(0, DType::kI32), xs}, cond, body, t);
-}
-
 // A module over `params` whose outputs `build` makes.
 std::unique_ptr<ir::Module> module(const std::vector<Shape>& params, const testing::BuildFn& build) {
   auto m = std::make_unique<ir::Module>("control");
@@ -166,21 +143,23 @@ GpuLowering lowered_for_sm90(std::unique_ptr<ir::Module> m) {
 
 bool has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-TEST(CudaControlFlowLoweringTest, AWhileWithAnUnknownTripCountReadsItsPredicateAndKeepsInvariantsInPlace) {
+// counted_loop over f32[64] for 5 iterations, lowered.
+GpuLowering counted_loop_lowered(bool tell) {
   const Shape s(DType::kF32, {64});
-  const GpuLowering l = lowered_for_sm90(module({s, s}, [](Builder& b, auto& p) {
-    return std::vector<Instruction*>{b.get_tuple_element(counted_loop(b, p[0], p[1], 5, false), 0)};
+  return lowered_for_sm90(module({s, s}, [&](Builder& b, auto& p) {
+    return std::vector<Instruction*>{b.get_tuple_element(counted_loop(b, p[0], p[1], 5, tell), 0)};
   }));
+}
+
+TEST(CudaControlFlowLoweringTest, AWhileWithAnUnknownTripCountReadsItsPredicateAndKeepsInvariantsInPlace) {
+  const GpuLowering l = counted_loop_lowered(false);
   EXPECT_TRUE(has(l.steps, "while (predicate read to the host per iteration; 2 carried, 1 invariant)")) << l.steps;
   EXPECT_TRUE(has(l.steps, "\n  condition:\n    ")) << l.steps;
   EXPECT_TRUE(has(l.steps, "\n  body:\n    loop kernel n")) << l.steps;
 }
 
 TEST(CudaControlFlowLoweringTest, AWhileWithTheTracersTripCountEvaluatesNoCondition) {
-  const Shape s(DType::kF32, {64});
-  const GpuLowering l = lowered_for_sm90(module({s, s}, [](Builder& b, auto& p) {
-    return std::vector<Instruction*>{b.get_tuple_element(counted_loop(b, p[0], p[1], 5, true), 0)};
-  }));
+  const GpuLowering l = counted_loop_lowered(true);
   EXPECT_TRUE(has(l.steps, "while (trip_count 5, no condition; 2 carried, 1 invariant)")) << l.steps;
   EXPECT_FALSE(has(l.steps, "condition:")) << l.steps;
   EXPECT_TRUE(has(l.steps, "  body (x5):\n")) << l.steps;
@@ -207,7 +186,7 @@ TEST(CudaControlFlowLoweringTest, AScanUpdatesItsStackedOutputsInPlaceUnlessTheB
   const Shape s(DType::kF32, {6, 16});
   for (bool read_old_ys : {false, true}) {
     const GpuLowering l = lowered_for_sm90(module({s, s}, [&](Builder& b, auto& p) {
-      return std::vector<Instruction*>{b.get_tuple_element(row_writing_loop(b, p[0], p[1], read_old_ys), 0)};
+      return std::vector<Instruction*>{b.get_tuple_element(testing::row_writing_loop(b, p[0], p[1], 0, read_old_ys), 0)};
     }));
     EXPECT_TRUE(has(l.steps, "dynamic_update_slice kernel n")) << l.steps;
     // In place: the kernel writes the update into the carried ys, with no copy of ys first.
@@ -298,7 +277,7 @@ TEST(CudaControlFlowTest, AScanMatchesTheReferenceInPlaceOrCopied) {
   const Shape s(DType::kF32, {9, 40});
   for (bool read_old_ys : {false, true})
     expect_gpu_matches_reference(*gpu, module({s, s}, [&](Builder& b, auto& p) {
-      return std::vector<Instruction*>{b.get_tuple_element(row_writing_loop(b, p[0], p[1], read_old_ys), 0)};
+      return std::vector<Instruction*>{b.get_tuple_element(testing::row_writing_loop(b, p[0], p[1], 0, read_old_ys), 0)};
     }), {testing::random_tensor(s, 1), testing::random_tensor(s, 2)}, "dynamic_update_slice kernel");
 }
 
