@@ -64,6 +64,37 @@ cudaDataType_t cuda_type(DType t) {
 
 }  // namespace
 
+namespace {
+
+// An operand's dims after its batch dims as two consecutive groups, [first..., second...]: the
+// product of each group and whether the contracting group comes first. nullopt when the
+// contracting dims are not one consecutive group at either end, in the order `contracting`
+// lists them.
+struct Grouped {
+  int64_t free = 1, contracting = 1;
+  bool contracting_first = false;
+};
+std::optional<Grouped> group_dims(const Shape& s, size_t batch, const Dims& contracting) {
+  const int64_t rank = s.rank(), c = static_cast<int64_t>(contracting.size());
+  const int64_t b = static_cast<int64_t>(batch);
+  auto runs_from = [&](int64_t start) {
+    for (int64_t i = 0; i < c; ++i)
+      if (contracting[static_cast<size_t>(i)] != start + i) return false;
+    return true;
+  };
+  Grouped g;
+  if (runs_from(rank - c)) g.contracting_first = false;
+  else if (runs_from(b)) g.contracting_first = true;
+  else return std::nullopt;
+  for (int64_t d = b; d < rank; ++d) {
+    const bool contracted = g.contracting_first ? d < b + c : d >= rank - c;
+    (contracted ? g.contracting : g.free) *= s.dims()[static_cast<size_t>(d)];
+  }
+  return g;
+}
+
+}  // namespace
+
 std::optional<MatmulGeometry> MatmulGeometry::of(const ir::Instruction& dot, std::string& why) {
   const ir::DotDims& d = dot.attrs().dot;
   const Shape& l = dot.operand(0)->shape();
@@ -79,20 +110,21 @@ std::optional<MatmulGeometry> MatmulGeometry::of(const ir::Instruction& dot, std
       why = "batch dims that are not the leading dims of both operands, in order";
       return std::nullopt;
     }
-  const size_t lfree = static_cast<size_t>(l.rank()) - b, rfree = static_cast<size_t>(r.rank()) - b;
-  if (d.lhs_contracting.size() != 1 || lfree < 1 || lfree > 2 || rfree < 1 || rfree > 2) {
-    why = "more than one contracting dim or free dim per operand";
+  // Consecutive free dims and consecutive contracting dims each act as one: a Dense layer over
+  // [batch, time, features] is one [batch * time, features] matmul, its weight gradient one
+  // with k = batch * time.
+  const std::optional<Grouped> lg = group_dims(l, b, d.lhs_contracting), rg = group_dims(r, b, d.rhs_contracting);
+  if (!lg || !rg) {
+    why = "contracting dims that are not one run at either end of an operand's non-batch dims, in order";
     return std::nullopt;
   }
   MatmulGeometry g;
   for (size_t i = 0; i < b; ++i) g.batch *= l.dims()[i];
-  const int64_t lc = d.lhs_contracting[0] - static_cast<int64_t>(b), rc = d.rhs_contracting[0] - static_cast<int64_t>(b);
-  // A vector operand is a 1 x k (lhs) or k x 1 (rhs) matrix, stored as it is.
-  g.lhs_transposed = lfree == 2 && lc == 0;
-  g.rhs_transposed = rfree == 2 && rc == 1;
-  g.k = l.dims()[static_cast<size_t>(d.lhs_contracting[0])];
-  g.m = lfree == 2 ? l.dims()[b + (g.lhs_transposed ? 1 : 0)] : 1;
-  g.n = rfree == 2 ? r.dims()[b + (g.rhs_transposed ? 0 : 1)] : 1;
+  g.lhs_transposed = lg->contracting_first;   // lhs stored [k, m]
+  g.rhs_transposed = !rg->contracting_first;  // rhs stored [n, k] (a vector: [1, k])
+  g.m = lg->free;
+  g.k = lg->contracting;
+  g.n = rg->free;
   g.input = t;
   g.output = dot.dtype();
   return g;

@@ -24,9 +24,10 @@ struct MatmulGeometry {
   bool relu = false;
 
   /// The geometry of a dot_general cuBLASLt runs: f32, bf16, f16 or f64 operands of one
-  /// dtype; batch dims (if any) leading and in the same order on both operands; one contracting
-  /// dim; at most one free dim per operand (none: a vector, m or n is 1). Otherwise nullopt,
-  /// with the reason in `why`.
+  /// dtype; batch dims (if any) leading and in the same order on both operands; after them,
+  /// each operand's contracting dims one run (in order) at the start or the end, its free dims
+  /// the rest (each group collapsed to one dim: none is 1, a vector). Otherwise nullopt, with
+  /// the reason in `why`.
   static std::optional<MatmulGeometry> of(const ir::Instruction& dot, std::string& why);
   /// "matmul(cublasLt, 128x10x784, bf16, +bias+relu)", "matmul(cublasLt, 8 x 16x16x32, f32)"
   std::string label() const;
