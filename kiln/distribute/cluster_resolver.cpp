@@ -82,6 +82,11 @@ std::vector<StrategyCandidate> strategy_candidates(const ClusterInfo& info) {
     std::vector<std::string> gpus;
     for (const runtime::GpuInfo& g : info.gpu_survey.gpus) gpus.push_back(g.device);
     out.push_back({Kind::kMirroredGpus, gpus, str_cat(info.gpus, " GPUs: one replica per GPU, gradients all-reduced by NCCL")});
+  } else if (info.gpus == 1) {
+    // As TensorFlow places a lone GPU's ops there (and a TPU's strategy has its one device):
+    // the steps compile for it, with no all_reduce.
+    const std::string gpu = info.gpu_survey.gpus.at(0).device;
+    out.push_back({Kind::kMirroredGpus, {gpu}, str_cat("1 GPU: one replica on ", gpu, ", the steps compiled for it")});
   }
   if (info.logical_cpu_devices > 1)
     out.push_back({Kind::kMirroredCpus, {},
@@ -98,8 +103,6 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
     const ClusterInfo info = detect_cluster();
     say << describe_cluster(info);
     for (const StrategyCandidate& c : strategy_candidates(info)) {
-      if (c.kind == Kind::kMirroredCpus && info.gpus == 1)
-        say << "One GPU: a strategy over GPUs needs two; compile programs for it with runtime::make_backend(\"cuda\")\n";
       try {
         switch (c.kind) {
           case Kind::kMultiWorkerGpu: chosen = std::make_shared<MultiWorkerMirroredStrategy>(c.devices); break;
@@ -117,13 +120,11 @@ std::shared_ptr<Strategy> auto_detect(std::ostream& out) {
             << e.what() << "\n";
       }
     }
-    if (!chosen && info.gpus == 1 && info.logical_cpu_devices <= 1)
-      say << "One GPU: a strategy over GPUs needs two; compile programs for it with runtime::make_backend(\"cuda\")\n";
     if (!chosen)
-      why = info.gpus == 1   ? "1 GPU found (a strategy over GPUs needs two) and one CPU device: the default CPU strategy"
-            : info.gpus > 1 ? str_cat(info.gpus, " GPUs found but no strategy over them (see above), and one CPU device: "
-                                      "the default CPU strategy")
-                            : "no accelerator found and one CPU device: the default CPU strategy";
+      why = info.gpus > 0 ? str_cat(info.gpus, " GPU", info.gpus > 1 ? "s" : "", " found but no strategy over ",
+                                    info.gpus > 1 ? "them" : "it", " (see above), and one CPU device: the default CPU "
+                                    "strategy")
+                          : "no accelerator found and one CPU device: the default CPU strategy";
   } catch (const ConfigError&) {
     throw;  // a setting the user got wrong (KILN_CPU_DEVICES=abc) is theirs to fix, not a fallback
   } catch (const std::exception& e) {

@@ -81,6 +81,11 @@ class Strategy : public std::enable_shared_from_this<Strategy> {
   const std::vector<std::string>& devices() const { return devices_; }
   /// Threads each local replica runs its kernels with.
   int threads_per_replica() const { return threads_per_replica_; }
+  /// The backend local replica `r` compiles for: its GPU's; null for CPU replicas (they use
+  /// the default backend).
+  std::shared_ptr<runtime::Backend> replica_backend(int r) const {
+    return backends_.empty() ? nullptr : backends_.at(static_cast<size_t>(r));
+  }
   /// "MirroredStrategy: 4 replicas in sync (cpu:0 .. cpu:3, 1 thread each)".
   std::string describe() const;
 

@@ -261,8 +261,10 @@ TEST(StrategyCandidatesTest, AutoDetectsChoiceFollowsGpusAndMpiRanks) {
   EXPECT_EQ(c[0].devices, std::vector<std::string>{"cuda:1"});
   EXPECT_EQ(c[0].why, "an MPI world of 4 processes, one GPU each (this one: cuda:1), gradients all-reduced by NCCL across them");
   EXPECT_EQ(c[1].why, "an MPI world of 4 processes");
-  // More processes on this host than GPUs, or a launcher that does not say: the CPUs.
-  EXPECT_EQ(kinds(strategy_candidates(machine(1, 2, 0, 2, 1))), std::vector<Kind>{Kind::kMultiWorkerCpu});
+  // More processes on this host than GPUs, or a launcher that does not say: the CPUs (then, as
+  // a process alone, its GPU).
+  EXPECT_EQ(kinds(strategy_candidates(machine(1, 2, 0, 2, 1))),
+            (std::vector<Kind>{Kind::kMultiWorkerCpu, Kind::kMirroredGpus}));
   EXPECT_EQ(kinds(strategy_candidates(machine(4, 2, -1, -1, 1))),
             (std::vector<Kind>{Kind::kMultiWorkerCpu, Kind::kMirroredGpus}));
   // One process: two GPUs or more, then the logical CPU devices.
@@ -270,7 +272,12 @@ TEST(StrategyCandidatesTest, AutoDetectsChoiceFollowsGpusAndMpiRanks) {
   ASSERT_EQ(kinds(c), (std::vector<Kind>{Kind::kMirroredGpus, Kind::kMirroredCpus}));
   EXPECT_EQ(c[0].devices, (std::vector<std::string>{"cuda:0", "cuda:1"}));
   EXPECT_EQ(kinds(strategy_candidates(machine(0, 1, -1, -1, 4))), std::vector<Kind>{Kind::kMirroredCpus});
-  EXPECT_TRUE(strategy_candidates(machine(1, 1, -1, -1, 1)).empty());  // the DefaultStrategy
+  // One GPU: its one replica (the steps compile for it), before the logical CPU devices.
+  c = strategy_candidates(machine(1, 1, -1, -1, 4));
+  ASSERT_EQ(kinds(c), (std::vector<Kind>{Kind::kMirroredGpus, Kind::kMirroredCpus}));
+  EXPECT_EQ(c[0].devices, std::vector<std::string>{"cuda:0"});
+  EXPECT_EQ(c[0].why, "1 GPU: one replica on cuda:0, the steps compiled for it");
+  EXPECT_TRUE(strategy_candidates(machine(0, 1, -1, -1, 1)).empty());  // the DefaultStrategy
 }
 
 TEST(StrategyDeathTest, MultiWorkerStrategyTakesOneGpuOrTheCpus) {
@@ -292,30 +299,28 @@ TEST(StrategyDeathTest, MultiWorkerStrategyTakesOneGpuOrTheCpus) {
       "received cuda:0, cuda:1.");
 }
 
-TEST_F(StrategyTest, AutoDetectFallsBackToTheDefaultStrategyWithOneDevice) {
+TEST_F(StrategyTest, AutoDetectPicksTheGpusElseTheDefaultStrategyWithOneCpuDevice) {
   config::set_logical_cpu_devices(1);
   std::ostringstream out;
   std::shared_ptr<Strategy> s = auto_detect(out);
   // The report says why there is no GPU (no CUDA backend built, no driver, no device), or lists
-  // the GPUs: two or more get a MirroredStrategy over them, one says why the CPU strategy is
-  // still chosen.
+  // the GPUs: a MirroredStrategy over them, one replica per GPU (one GPU: one replica there).
   const runtime::GpuSurvey gpus = runtime::find_gpus();
-  if (gpus.gpus.size() >= 2) {
+  if (!gpus.gpus.empty()) {
     EXPECT_EQ(s->name(), "MirroredStrategy") << out.str();
     EXPECT_EQ(s->num_replicas_in_sync(), static_cast<int>(gpus.gpus.size()));
-    EXPECT_EQ(s->devices()[1], "cuda:1");
+    EXPECT_EQ(s->devices()[0], "cuda:0");
+    ASSERT_NE(s->replica_backend(0), nullptr);
+    EXPECT_EQ(s->replica_backend(0)->device().name(), "cuda:0");
+    EXPECT_NE(out.str().find(str_cat(gpus.gpus[0].device, "  ", gpus.gpus[0].model)), std::string::npos) << out.str();
     return;
   }
   EXPECT_EQ(s->name(), "DefaultStrategy");
   EXPECT_EQ(s->num_replicas_in_sync(), 1);
-  if (gpus.gpus.empty()) {
-    EXPECT_NE(out.str().find(str_cat("GPU: none (", gpus.none_because, ")")), std::string::npos) << out.str();
-    EXPECT_NE(out.str().find("no accelerator found and one CPU device: the default CPU strategy"), std::string::npos)
-        << out.str();
-  } else {
-    EXPECT_NE(out.str().find(str_cat(gpus.gpus[0].device, "  ", gpus.gpus[0].model)), std::string::npos) << out.str();
-    EXPECT_NE(out.str().find("1 GPU found (a strategy over GPUs needs two)"), std::string::npos) << out.str();
-  }
+  EXPECT_EQ(s->replica_backend(0), nullptr);
+  EXPECT_NE(out.str().find(str_cat("GPU: none (", gpus.none_because, ")")), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("no accelerator found and one CPU device: the default CPU strategy"), std::string::npos)
+      << out.str();
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "kiln/distribute/strategy.h"
 #include "kiln/keras/metrics/confusion.h"
 #include "kiln/keras/metrics/regression.h"
+#include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/trace/trace_context.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
@@ -258,6 +259,61 @@ TEST_F(DistributedFitTest, MultiOutputLogsMatchOneReplicaOnTheGlobalBatch) {
     for (size_t e = 0; e < values.size(); ++e) EXPECT_NEAR(h2.history.at(key)[e], values[e], 1e-5) << key << " " << e;
   std::vector<HostTensor> w1 = single->get_weights(), w2 = mirrored->get_weights();
   for (size_t i = 0; i < w1.size(); ++i) EXPECT_LT(kiln::testing::relative_l2_error(w2[i], w1[i]), 1e-5) << i;
+}
+
+// A backend that compiles with the CPU backend and counts its programs.
+class CountingBackend : public runtime::Backend {
+ public:
+  std::string name() const override { return "counting"; }
+  const compiler::TargetInfo& target_info() const override { return cpu_->target_info(); }
+  runtime::Device& device() override { return cpu_->device(); }
+  std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
+                                               const runtime::CompileOptions& options) override {
+    ++compiled;
+    return cpu_->compile(std::move(module), options);
+  }
+  int compiled = 0;
+
+ private:
+  std::unique_ptr<runtime::Backend> cpu_ = cpu::make_cpu_backend();
+};
+
+// One replica whose device has its own backend, as MirroredStrategy({"cuda:0"}) on a machine
+// with one GPU (auto_detect's choice there).
+class OneDeviceStrategy : public distribute::Strategy {
+ public:
+  explicit OneDeviceStrategy(std::shared_ptr<runtime::Backend> backend)
+      : Strategy(Config{.name = "OneDeviceStrategy", .backends = {std::move(backend)}}) {}
+};
+
+// The steps of a model made under a one-replica strategy compile for that replica's backend
+// (fit, evaluate and predict), and train exactly as without a strategy.
+TEST(OneReplicaStrategyTest, StepsCompileForTheReplicasBackend) {
+  const auto [x, y] = synthetic(96);
+  const data::Dataset train = data::Dataset::from_tensor_slices({x, y}).batch(32);
+  auto plain = seed_model();
+  compile_seed(*plain);
+  plain->predict(x.slice_rows(0, 8));
+  auto counting = std::make_shared<CountingBackend>();
+  auto strategy = std::make_shared<OneDeviceStrategy>(counting);
+  std::unique_ptr<Sequential> placed;
+  {
+    auto scope = strategy->scope();
+    placed = seed_model();
+    compile_seed(*placed);
+  }
+  placed->predict(x.slice_rows(0, 8));
+  placed->set_weights(plain->get_weights());
+  const int after_predict = counting->compiled;
+  EXPECT_EQ(after_predict, 1);  // the predict step
+  History h1 = plain->fit(train, {.epochs = 2, .verbose = 0});
+  History h2 = placed->fit(train, {.epochs = 2, .verbose = 0});
+  EXPECT_EQ(counting->compiled, after_predict + 1);  // the train step, once
+  EXPECT_EQ(h1.history.at("loss"), h2.history.at("loss"));
+  placed->evaluate(train, {.verbose = 0});
+  EXPECT_EQ(counting->compiled, after_predict + 2);  // and the test step
+  const std::vector<HostTensor> w1 = plain->get_weights(), w2 = placed->get_weights();
+  for (size_t i = 0; i < w1.size(); ++i) EXPECT_EQ(w1[i].to_vector<float>(), w2[i].to_vector<float>()) << i;
 }
 
 }  // namespace

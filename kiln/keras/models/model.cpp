@@ -165,16 +165,17 @@ void Model::compile(CompileOptions options) {
 void Model::make_step_functions() {
   // One compiled program per step kind; the functions trace on their first call.
   // Step inputs are x_1..x_n, y_1..y_m, then w_1..w_m when the batches carry sample weights.
+  const FunctionOptions on{.backend = single_replica_backend()};
   train_function_ = std::make_unique<Function>(
-      "train_step", [this](const std::vector<Tensor>& in) { return train_step(split_step_args(in)); });
+      "train_step", [this](const std::vector<Tensor>& in) { return train_step(split_step_args(in)); }, on);
   multi_step_train_function_.reset();
   if (const int k = compiled_.steps_per_execution; k > 1) {
     // The step's inputs stacked [k, ...]; outputs each metric's results stacked [k, ...].
     multi_step_train_function_ = std::make_unique<Function>(
-        str_cat("train_step_x", k), [this, k](const std::vector<Tensor>& in) { return multi_train_step(in, k); });
+        str_cat("train_step_x", k), [this, k](const std::vector<Tensor>& in) { return multi_train_step(in, k); }, on);
   }
   test_function_ = std::make_unique<Function>(
-      "test_step", [this](const std::vector<Tensor>& in) { return test_step(split_step_args(in)); });
+      "test_step", [this](const std::vector<Tensor>& in) { return test_step(split_step_args(in)); }, on);
 }
 
 Model::StepArgs Model::split_step_args(const std::vector<Tensor>& in) const {
@@ -479,11 +480,14 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 
 void Model::make_predict_function() {  // predict needs no compile
   if (predict_function_) return;
-  predict_function_ = std::make_unique<Function>("predict_step", [this](const std::vector<Tensor>& in) {
-    std::vector<Tensor> out = call_outputs(in, /*training=*/false);
-    output_masks_.clear();  // predictions are Keras's; only the loss and metrics read the masks
-    return out;
-  });
+  predict_function_ = std::make_unique<Function>(
+      "predict_step",
+      [this](const std::vector<Tensor>& in) {
+        std::vector<Tensor> out = call_outputs(in, /*training=*/false);
+        output_masks_.clear();  // predictions are Keras's; only the loss and metrics read the masks
+        return out;
+      },
+      FunctionOptions{.backend = single_replica_backend()});
 }
 
 std::vector<HostTensor> Model::predict_args(const data::Element& element) const {

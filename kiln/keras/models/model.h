@@ -373,6 +373,10 @@ class Model {
   void reset_metrics();
   /// The train/test step functions of compile(), which call back into this model.
   void make_step_functions();
+  /// Where the steps compile and run when the strategy has one replica in sync: its device's
+  /// backend (a lone GPU's), or the default backend (null: trace::default_backend()). With
+  /// several replicas each replica's context says (model_distribute.cpp).
+  std::shared_ptr<runtime::Backend> single_replica_backend() const;
   /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
   /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
   std::vector<HostTensor> call_step(Function& step, const StepBatch& batch);

@@ -13,6 +13,13 @@ namespace kiln::keras {
 
 bool Model::is_chief() const { return strategy_ == nullptr || strategy_->is_chief(); }
 
+std::shared_ptr<runtime::Backend> Model::single_replica_backend() const {
+  // A MirroredStrategy over one GPU (auto_detect's choice on a machine with one): the steps
+  // compile for that GPU and the variables live there, with no replica threads or all_reduce.
+  if (strategy_ == nullptr || strategy_->num_replicas_in_sync() != 1) return nullptr;
+  return strategy_->replica_backend(0);
+}
+
 std::vector<HostTensor> Model::call_step(Function& step, const StepBatch& batch) {
   const bool split = strategy_ != nullptr && strategy_->num_replicas_in_sync() > 1;
   if (batch.device) {  // already split and on the device (step_input)
@@ -30,7 +37,8 @@ std::vector<HostTensor> Model::call_step(Function& step, const StepBatch& batch)
 }
 
 StepInput Model::step_input(const data::Dataset& dataset, uint64_t epoch, StepKind kind, int device_prefetch) {
-  runtime::Device& device = trace::default_backend()->device();
+  const std::shared_ptr<runtime::Backend> single = single_replica_backend();
+  runtime::Device& device = (single ? single : trace::default_backend())->device();
   const std::optional<data::DevicePrefetch> prefetch = data::device_prefetch_of(dataset);
   const bool k_steps = kind == StepKind::kTrain && compiled_.steps_per_execution > 1;
   if (device_prefetch < 0)
