@@ -2,9 +2,8 @@
 # scripts/pack_device_check.sh [build_dir]: prepares, on this machine, what scripts/device_check.sh
 # runs on the device machine, which has CUDA, PyTorch and CMake but not Kiln's Debian libraries
 # (oneDNN, LLVM 15, HDF5):
-#   device_bin.tar.xz   the cuda test binaries (kiln_cuda_tests, kiln_e2e_cuda_tests,
-#                       kiln_conformance_cuda_tests: the op table on the GPU,
-#                       kiln_e2e_cuda_models_tests: the Keras LSTM and Transformer fit on a GPU),
+#   device_bin.tar.xz   the cuda tests (kiln_cuda_tests: the runtime's, the op table on the
+#                       GPU, the end-to-end steps and fits, MNIST accuracy),
 #                       make_ptx_cases (device_check.sh makes the PTX cases there), the GPU
 #                       train-step bench (train_step_gpu), every shared library they need
 #                       beyond glibc (ldd), and MNIST (data/mnist, for the GPU accuracy tests:
@@ -15,14 +14,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build}
-tests="tests/runtime/kiln_cuda_tests tests/e2e/kiln_e2e_cuda_tests tests/conformance/kiln_conformance_cuda_tests
-       tests/e2e/kiln_e2e_cuda_models_tests tests/runtime/make_ptx_cases bench/train_step_gpu"
+tests="tests/kiln_cuda_tests tests/runtime/make_ptx_cases bench/train_step_gpu"
 mnist="${KILN_DATA:-$HOME/.cache/kiln}/mnist"
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   [ -f "$mnist/$f" ] || { echo "pack_device_check: no $mnist/$f (fetch it with scripts/fetch_mnist.sh)" >&2; exit 1; }
 done
-ninja -C "$build" -j2 make_ptx_cases kiln_cuda_tests kiln_e2e_cuda_tests kiln_conformance_cuda_tests \
-  kiln_e2e_cuda_models_tests train_step_gpu
+ninja -C "$build" -j2 make_ptx_cases kiln_cuda_tests train_step_gpu
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir -p "$stage/device_bin/lib"
