@@ -16,8 +16,10 @@ std::unique_ptr<runtime::Backend> make_cuda_backend(int ordinal = 0);
 /// The cuda backend's lowering without a GPU, over a module the compiler's passes have run on
 /// (an Executable's lowered_module()): the CompileError compile() would throw for ops without
 /// a GPU kernel, or the PTX module the program would load on a GPU of `compute_capability`.
-/// Lets machines without a GPU check coverage and the generated code.
-std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options = {});
+/// Lets machines without a GPU check coverage and the generated code. `steps`, when given,
+/// receives the steps' description (Executable::describe(): which kernel each op became).
+std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options = {},
+                         std::string* steps = nullptr);
 /// cuDNN's version as loaded ("9.19.0"); ConfigError "[cuda] cannot load cuDNN ..." when
 /// libcudnn.so.9 is missing. Needs no GPU.
 std::string cudnn_version();
