@@ -88,14 +88,26 @@ TEST(CachingAllocatorTest, BlocksOutlivingTheAllocatorGoBackToTheMemory) {
 
 constexpr int kCompute = 1, kTransfer = 2;
 
-TEST(CachingAllocatorTest, ABlockFreedWithPendingWorkGoesToTheSameStreamAtOnce) {
+// An allocator over counted memory, for the stream-order rules.
+class CachingAllocatorStreamOrderTest : public ::testing::Test {
+ protected:
+  struct FreedWhileRunning {
+    std::byte* block;
+    Event done;
+  };
+  // A 4096-byte block used by work of `stream` that still runs (its event pending) when freed.
+  FreedWhileRunning free_while_running(int stream) {
+    auto x = a.allocate(4096, stream);
+    FreedWhileRunning f{x.get(), Event::pending()};
+    a.record_use(x, stream, f.done);
+    return f;  // x goes: the block is cached with its use
+  }
   int live = 0;
-  CachingAllocator a("test:0", std::make_unique<CountingMemory>(&live), int64_t{1} << 30);
-  auto x = a.allocate(4096, kCompute);
-  std::byte* const block = x.get();
-  const Event step_done = Event::pending();
-  a.record_use(x, kCompute, step_done);
-  x.reset();  // the step still runs: the block is cached with its use
+  CachingAllocator a{"test:0", std::make_unique<CountingMemory>(&live), int64_t{1} << 30};
+};
+
+TEST_F(CachingAllocatorStreamOrderTest, ABlockFreedWithPendingWorkGoesToTheSameStreamAtOnce) {
+  const auto [block, step_done] = free_while_running(kCompute);
   auto y = a.allocate(4096, kCompute);
   EXPECT_EQ(y.get(), block) << "later work of the same stream runs after the step: the block is reusable";
   EXPECT_EQ(live, 1);
@@ -106,14 +118,8 @@ TEST(CachingAllocatorTest, ABlockFreedWithPendingWorkGoesToTheSameStreamAtOnce) 
   step_done.complete();
 }
 
-TEST(CachingAllocatorTest, ABlockFreedWithPendingWorkWaitsForItsEventBeforeAnotherStreamGetsIt) {
-  int live = 0;
-  CachingAllocator a("test:0", std::make_unique<CountingMemory>(&live), int64_t{1} << 30);
-  auto x = a.allocate(4096, kCompute);
-  std::byte* const block = x.get();
-  const Event step_done = Event::pending();
-  a.record_use(x, kCompute, step_done);
-  x.reset();
+TEST_F(CachingAllocatorStreamOrderTest, ABlockFreedWithPendingWorkWaitsForItsEventBeforeAnotherStreamGetsIt) {
+  const auto [block, step_done] = free_while_running(kCompute);
   auto copy_dst = a.allocate(4096, kTransfer);
   EXPECT_NE(copy_dst.get(), block) << "a copy on the transfer stream could overwrite what the step still reads";
   auto host = a.allocate(4096);
@@ -125,9 +131,7 @@ TEST(CachingAllocatorTest, ABlockFreedWithPendingWorkWaitsForItsEventBeforeAnoth
   EXPECT_EQ(live, 3);
 }
 
-TEST(CachingAllocatorTest, UsesOnTwoStreamsMustBothCompleteForTheHost) {
-  int live = 0;
-  CachingAllocator a("test:0", std::make_unique<CountingMemory>(&live), int64_t{1} << 30);
+TEST_F(CachingAllocatorStreamOrderTest, UsesOnTwoStreamsMustBothCompleteForTheHost) {
   auto x = a.allocate(600, kTransfer);
   std::byte* const block = x.get();
   const Event copied = Event::pending(), step_done = Event::pending();
@@ -140,15 +144,13 @@ TEST(CachingAllocatorTest, UsesOnTwoStreamsMustBothCompleteForTheHost) {
   auto z = a.allocate(600, kTransfer);
   EXPECT_EQ(z.get(), block) << "the transfer stream's own copy is ordered before its later work";
   z.reset();  // y stays held, so the cache holds only `block`
-  EXPECT_EQ(a.allocate(600).get() == block, false) << "the copy still writes it";
+  EXPECT_NE(a.allocate(600).get(), block) << "the copy still writes it";
   copied.complete();
   EXPECT_EQ(a.allocate(600).get(), block);
   EXPECT_EQ(live, 3);
 }
 
-TEST(CachingAllocatorTest, BlocksWithoutUsesAreReusedByAnyStream) {
-  int live = 0;
-  CachingAllocator a("test:0", std::make_unique<CountingMemory>(&live), int64_t{1} << 30);
+TEST_F(CachingAllocatorStreamOrderTest, BlocksWithoutUsesAreReusedByAnyStream) {
   std::byte* block = a.allocate(4096, kCompute).get();
   EXPECT_EQ(a.allocate(4096, kTransfer).get(), block);
   EXPECT_EQ(a.allocate(4096).get(), block);

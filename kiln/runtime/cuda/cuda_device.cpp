@@ -223,13 +223,13 @@ void CudaDevice::record_compute_use(const runtime::Buffer& buffer, const runtime
 }
 
 void CudaDevice::wait_on_host(const runtime::Event& event) const {
-  const std::shared_ptr<const runtime::DeviceMarker> marker = event.wait_issued();
-  if (const auto* cu = dynamic_cast<const EventPool::Marker*>(marker.get())) {
-    if (const CUresult r = driver().cuEventSynchronize(cu->event); r != CUDA_SUCCESS)
-      KILN_THROW(InternalError, "[", name_, "] ", cu->what, " failed on the GPU: ", error_text(r),
-                 ". (GPU work reports its errors at the next wait for it: this one.)");
-  }
-  event.wait();  // done on the GPU: the host function completes it (or it failed on the host)
+  const std::shared_ptr<const runtime::DeviceMarker> marker = event.wait_issued();  // rethrows a failed issue
+  const auto* cu = dynamic_cast<const EventPool::Marker*>(marker.get());
+  if (cu == nullptr) return event.wait();  // done, or not GPU work
+  // Not event.wait(): the host function that completes it does not run after a GPU error.
+  if (const CUresult r = driver().cuEventSynchronize(cu->event); r != CUDA_SUCCESS)
+    KILN_THROW(InternalError, "[", name_, "] ", cu->what, " failed on the GPU: ", error_text(r),
+               ". (GPU work reports its errors at the next wait for it: this one.)");
 }
 
 HostTensor CudaDevice::to_host(const runtime::Buffer& buffer) {

@@ -46,12 +46,22 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   runtime::Buffer workspace = device.allocate_for_compute(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)}));
   const CUstream stream = device.compute_cu_stream();
   std::vector<CUdeviceptr> in, out;
-  for (const CudaStep& s : steps_) {
-    in.clear();
-    out.clear();
-    for (int r : s.reads) in.push_back(address[static_cast<size_t>(r)]);
-    for (int w : s.writes) out.push_back(address[static_cast<size_t>(w)]);
-    s.run(stream, in.data(), out.data(), reinterpret_cast<CUdeviceptr>(workspace.device_address()));
+  try {
+    for (const CudaStep& s : steps_) {
+      in.clear();
+      out.clear();
+      for (int r : s.reads) in.push_back(address[static_cast<size_t>(r)]);
+      for (int w : s.writes) out.push_back(address[static_cast<size_t>(w)]);
+      s.run(stream, in.data(), out.data(), reinterpret_cast<CUdeviceptr>(workspace.device_address()));
+    }
+  } catch (...) {
+    // The steps queued before the failure may still write the temporaries: they go back to
+    // the allocator (with no recorded use) only once those have run.
+    try {
+      device.wait_cu_stream(stream);
+    } catch (...) {  // the failure being thrown explains it
+    }
+    throw;
   }
   // Outputs: an aliased one is written into its argument (a variable's buffer stays where it
   // is); the others are their own buffers (a copy where the output is an argument or constant).
