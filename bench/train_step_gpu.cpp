@@ -10,8 +10,8 @@
 // As the peer does: random MNIST-shaped batches already on the GPU (copied once before timing;
 // the convnet's dropout keys too, one per step), --warmup steps (default 20, the first one
 // traces and compiles), then the median of --steps (default 100) steps, each timed alone on the
-// host around a step that has finished on the GPU (Device::execute returns when the step's
-// outputs are ready, and the loss is read back as fit reads it; PyTorch's step, timed between
+// host around a step that has finished on the GPU (the loss is read back as fit reads it, which
+// waits for the step: Device::execute itself returns once it is queued; PyTorch's step, timed between
 // CUDA events, does not read its loss: the difference is one 4-byte copy per step).
 // --workload w1|w2|w3 runs one workload only; --device (default cuda:0) names another device,
 // e.g. cpu to try the program here with a few steps (its figures are not the CPU benches').

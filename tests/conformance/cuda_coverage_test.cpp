@@ -27,8 +27,6 @@ struct KnownGap {
   std::string_view reason;  // part of the CompileError's text
 };
 
-const std::set<DType> kAllDTypes = {DType::kF32, DType::kBF16, DType::kF16, DType::kF64,
-                                     DType::kI32, DType::kI64, DType::kU8, DType::kBool};
 const std::set<DType> kNotCudnn = {DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
 const std::set<DType> kIntegers = {DType::kI32, DType::kI64, DType::kU8, DType::kBool};
 constexpr std::string_view kCudnnConvTypes = "cuDNN convolutions here take and give one of f32, bf16, f16";
@@ -46,10 +44,6 @@ const std::map<std::string, KnownGap> kKnownCudaGaps = {
     {"reduce_window_grad(max)", {kNotCudnn, kCudnnPoolTypes}},
     {"reduce_window(mean)", {{DType::kF64}, kCudnnPoolTypes}},
     {"reduce_window_grad(mean)", {{DType::kF64}, kCudnnPoolTypes}},
-    // Not built yet (docs/devices.md, "Not built yet").
-    {"reduce_sum", {kAllDTypes, "no kernel yet for reduce_sum"}},  // axes {0, 2}: not consecutive
-    {"reduce_max", {kAllDTypes, "no kernel yet for reduce_max"}},
-    {"reduce_min", {kAllDTypes, "no kernel yet for reduce_min"}},
 };
 
 // Whether `error` (a CompileError's text) is a listed gap of `row` in `t`; with `row` empty,

@@ -62,16 +62,31 @@ struct LoopUnit {
 
 enum class GpuKernelOp { kSum, kMax, kMin, kArgmax, kRngBits };
 
+/// How a reduction kernel spreads [outer, r, inner] over GPU threads (the launch must match).
+enum class GpuReduction {
+  /// thread t < outer * inner folds its r elements in order (1-D blocks, any size)
+  kThreadPerResult,
+  /// one 1-D block (a multiple of 32 threads, at most 1024) per result, results ctaid.x,
+  /// ctaid.x + nctaid.x, ...: its threads fold strided parts of the row, then shuffles and
+  /// shared memory combine them
+  kBlockPerResult,
+  /// blocks of 32 x Y threads (Y <= 32), one per (outer row, tile of 32 inner elements),
+  /// ceil(inner / 32) * outer blocks: consecutive threads read consecutive inner elements and
+  /// the Y rows of threads split r
+  kColumnTiles,
+};
+
 /// A GPU kernel besides the fused loops, named `name` (NVPTX only):
 /// - kSum, kMax, kMin, kArgmax: `void(ptr src, ptr dst, i64 outer, i64 r, i64 inner)`, src
 ///   (`input`) viewed as [outer, r, inner] (row-major) and dst (`output`; i32 for kArgmax) as
-///   [outer, inner]: thread t < outer * inner folds its r elements in order;
+///   [outer, inner], laid out over threads as `layout` says;
 /// - kRngBits: `void(ptr key, ptr dst, i64 n)`, key an i64 scalar: dst[i] =
 ///   philox_element_bits(*key, i) as i32 (kiln/core/rng.h), the CPU's and the reference's bits.
 struct GpuKernelUnit {
   std::string name;
   GpuKernelOp op = GpuKernelOp::kSum;
   DType input = DType::kF32, output = DType::kF32;
+  GpuReduction layout = GpuReduction::kThreadPerResult;
 };
 
 /// Compiles the units into one object (CPU) or one PTX module, so LLVM's fixed costs are paid

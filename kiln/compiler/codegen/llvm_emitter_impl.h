@@ -43,7 +43,7 @@ void mark_kernel(llvm::Function* f, llvm::Module& m);
 /// `for (j = from; j < to; j += step) body(j)` at the builder's position; leaves the builder
 /// after the loop.
 template <typename Body>
-void emit_loop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, int64_t step, const char* name, Body body) {
+void emit_loop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, llvm::Value* step, const char* name, Body body) {
   llvm::Function* f = b.GetInsertBlock()->getParent();
   llvm::LLVMContext& c = b.getContext();
   llvm::BasicBlock* pre = b.GetInsertBlock();
@@ -57,10 +57,13 @@ void emit_loop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, int64_t
   b.CreateCondBr(b.CreateICmpSLT(j, to), loop, done);
   b.SetInsertPoint(loop);
   body(j);
-  llvm::Value* next = b.CreateAdd(j, llvm::ConstantInt::get(from->getType(), static_cast<uint64_t>(step)));
-  j->addIncoming(next, b.GetInsertBlock());
+  j->addIncoming(b.CreateAdd(j, step), b.GetInsertBlock());
   b.CreateBr(head);
   b.SetInsertPoint(done);
+}
+template <typename Body>
+void emit_loop(llvm::IRBuilder<>& b, llvm::Value* from, llvm::Value* to, int64_t step, const char* name, Body body) {
+  emit_loop(b, from, to, llvm::ConstantInt::get(from->getType(), static_cast<uint64_t>(step)), name, body);
 }
 
 }  // namespace kiln::codegen

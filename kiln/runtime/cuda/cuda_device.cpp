@@ -94,14 +94,15 @@ void CUDA_CB complete_event(void* event) {
 class CudaDevice::EventPool : public std::enable_shared_from_this<EventPool> {
  public:
   struct Marker final : runtime::DeviceMarker {
-    Marker(CUevent e, std::shared_ptr<EventPool> p) : event(e), pool(std::move(p)) {}
+    Marker(CUevent e, std::shared_ptr<EventPool> p, std::string w) : event(e), pool(std::move(p)), what(std::move(w)) {}
     ~Marker() override { pool->give_back(event); }
     CUevent event;
     std::shared_ptr<EventPool> pool;
+    std::string what;  // the work it follows, for errors
   };
 
-  /// A CUevent recorded on `stream` now, as a marker.
-  std::shared_ptr<const runtime::DeviceMarker> record(CUstream stream) {
+  /// A CUevent recorded on `stream` now, after the work `what`, as a marker.
+  std::shared_ptr<const Marker> record(CUstream stream, const std::string& what) {
     CUevent e = nullptr;
     {
       std::lock_guard lock(mutex_);
@@ -111,8 +112,8 @@ class CudaDevice::EventPool : public std::enable_shared_from_this<EventPool> {
       }
     }
     if (e == nullptr) check(driver().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
-    auto marker = std::make_shared<const Marker>(e, shared_from_this());
-    check(driver().cuEventRecord(e, stream), "cuEventRecord (copy done)");
+    auto marker = std::make_shared<const Marker>(e, shared_from_this(), what);
+    check(driver().cuEventRecord(e, stream), "cuEventRecord");
     return marker;
   }
 
@@ -195,22 +196,54 @@ void CudaDevice::issue_upload(std::shared_ptr<std::byte> memory, const HostTenso
   // the copy finished: `ready` completes after it, or fails if what follows cannot be queued.
   staging_->release(slot, copied == CUDA_SUCCESS ? ready : runtime::Event(), std::move(memory));
   check(copied, "cuMemcpyHtoDAsync");
-  ready.issue(events_->record(transfer_cu_));
+  issue_and_complete(ready, transfer_cu_, str_cat("the copy of ", host.shape(), " to ", name_));
+}
+
+void CudaDevice::issue_and_complete(const runtime::Event& ready, CUstream stream, const std::string& label) {
+  ready.issue(events_->record(stream, label));
   auto* done = new runtime::Event(ready);
-  if (const CUresult r = d.cuLaunchHostFunc(transfer_cu_, complete_event, done); r != CUDA_SUCCESS) {
+  if (const CUresult r = driver().cuLaunchHostFunc(stream, complete_event, done); r != CUDA_SUCCESS) {
     delete done;
-    check(r, "cuLaunchHostFunc (copy done)");
+    check(r, "cuLaunchHostFunc (work done)");
   }
+}
+
+runtime::Buffer CudaDevice::allocate_for_compute(const Shape& shape) {
+  return runtime::Buffer(this, shape, allocator_->allocate(shape.byte_size(), kComputeOrder), runtime::Event());
+}
+
+runtime::Event CudaDevice::record_compute_done(const std::string& label) {
+  runtime::Event done = runtime::Event::pending();
+  issue_and_complete(done, compute_cu_, label);
+  return done;
+}
+
+void CudaDevice::record_compute_use(const runtime::Buffer& buffer, const runtime::Event& done) {
+  if (buffer.memory() != nullptr) allocator_->record_use(buffer.memory(), kComputeOrder, done);
+}
+
+void CudaDevice::wait_on_host(const runtime::Event& event) const {
+  const std::shared_ptr<const runtime::DeviceMarker> marker = event.wait_issued();  // rethrows a failed issue
+  const auto* cu = dynamic_cast<const EventPool::Marker*>(marker.get());
+  if (cu == nullptr) return event.wait();  // done, or not GPU work
+  // Not event.wait(): the host function that completes it does not run after a GPU error.
+  if (const CUresult r = driver().cuEventSynchronize(cu->event); r != CUDA_SUCCESS)
+    KILN_THROW(InternalError, "[", name_, "] ", cu->what, " failed on the GPU: ", error_text(r),
+               ". (GPU work reports its errors at the next wait for it: this one.)");
 }
 
 HostTensor CudaDevice::to_host(const runtime::Buffer& buffer) {
   check_owned(buffer, "to_host");
-  buffer.ready().wait();
+  wait_on_host(buffer.ready());
   HostTensor out = HostTensor::uninitialized(buffer.shape());
   transfer_->enqueue([this, &buffer, &out] {
     make_current();
     const size_t n = static_cast<size_t>(out.byte_size());
     if (n == 0) return;
+    // After every program queued so far, also where `buffer` is a handle whose ready event
+    // predates a program writing it in place (a variable's argument buffer).
+    check(driver().cuStreamWaitEvent(transfer_cu_, events_->record(compute_cu_, "compute work")->event, 0),
+          "cuStreamWaitEvent (to_host after the compute stream)");
     const runtime::StagingRing::Slot slot = staging_->acquire(static_cast<int64_t>(n));
     try {
       check(driver().cuMemcpyDtoHAsync(slot.data, reinterpret_cast<CUdeviceptr>(buffer.device_address()), n, transfer_cu_),

@@ -12,6 +12,15 @@ namespace kiln::cuda {
 CudaExecutable::CudaExecutable(std::unique_ptr<ir::Module> module, CudaDevice* device)
     : module_(std::move(module)), device_(device), workspace_bytes_(CublasLtMatmul::kWorkspaceBytes) {}
 
+CudaExecutable::~CudaExecutable() {
+  // The loaded modules and cuBLASLt plans the queued steps use go with the program.
+  if (device_ == nullptr) return;
+  try {
+    device_->wait_on_host(last_done_);
+  } catch (...) {  // a failed step's error was the caller's to see at its outputs
+  }
+}
+
 int CudaExecutable::add_value(const Shape& shape, int argument, runtime::Buffer constant) {
   values_.push_back({shape, argument, std::move(constant)});
   return static_cast<int>(values_.size()) - 1;
@@ -30,14 +39,16 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   for (size_t v = 0; v < values_.size(); ++v) {
     const Value& val = values_[v];
     buffers[v] = val.argument >= 0 ? arguments[static_cast<size_t>(val.argument)]
-                 : val.constant.defined() ? val.constant : device.allocate(val.shape);
+                 : val.constant.defined() ? val.constant : device.allocate_for_compute(val.shape);
   }
   const CUstream stream = device.compute_cu_stream();
   CudaRun queued(device, stream, std::move(buffers),
-                 device.allocate(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)})));
+                 device.allocate_for_compute(Shape(DType::kU8, {static_cast<int64_t>(workspace_bytes_)})));
   try {
     queued.run(steps_);
   } catch (...) {
+    // The steps queued before the failure may still write the temporaries: they go back to
+    // the allocator (with no recorded use) only once those have run.
     queued.wait();
     throw;
   }
@@ -59,7 +70,7 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
     if (alias_of[o] >= 0) continue;
     results[o] = queued.buffer(static_cast<int>(v));
     if (values_[v].argument >= 0 || values_[v].constant.defined()) {
-      results[o] = device.allocate(values_[v].shape);
+      results[o] = device.allocate_for_compute(values_[v].shape);
       copy(results[o], v);
     }
   }
@@ -68,13 +79,32 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
     results[o] = arguments[static_cast<size_t>(alias_of[o])];
     copy(results[o], static_cast<size_t>(outputs_[o]));
   }
-  try {
-    device.wait_cu_stream(stream);  // temporaries go back to the cache only once no step uses them
-  } catch (...) {
-    for (const auto& finished : finish_checks_) finished();  // an abort explains the failure
-    throw;
+  if (!finish_checks_.empty()) {
+    // NCCL steps: each replica's execute must throw ReplicaAborted itself when a peer failed
+    // (MirroredStrategy joins the replicas on that), so these programs still end in a host wait.
+    try {
+      device.wait_cu_stream(stream);
+    } catch (...) {
+      for (const auto& finished : finish_checks_) finished();  // an abort explains the failure
+      throw;
+    }
+    for (const auto& finished : finish_checks_) finished();
+    return results;
   }
-  for (const auto& finished : finish_checks_) finished();
+  // No host wait: the outputs are ready when the step has run on the GPU. Everything the step
+  // touches stays the compute stream's until then (stream order): a later step may reuse a
+  // temporary at once, a copy or the host only after this event.
+  const runtime::Event done = device.record_compute_done(str_cat("the program ", module_->name()));
+  for (const runtime::Buffer& b : queued.buffers()) device.record_compute_use(b, done);
+  device.record_compute_use(queued.workspace(), done);
+  for (runtime::Buffer& r : results) {
+    device.record_compute_use(r, done);
+    r = runtime::Buffer(&device, r.shape(), r.memory(), done);
+  }
+  {
+    std::lock_guard lock(last_done_mutex_);
+    last_done_ = done;
+  }
   return results;
 }
 

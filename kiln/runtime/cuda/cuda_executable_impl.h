@@ -1,7 +1,8 @@
 // CudaExecutable: a program lowered for one GPU, as a list of steps over numbered values
 // (arguments, constants uploaded at compile time, and values computed by the steps, each in a
-// buffer of the device's caching allocator). run() launches every step on the device's compute
-// stream, then copies variable updates into the arguments they alias (donated buffers). A
+// buffer of the device's caching allocator). execute() queues every step on the device's compute
+// stream, then the copies of variable updates into the arguments they alias (donated buffers),
+// and returns without waiting: the outputs' ready event completes when the GPU has run them. A
 // while or conditional is a control step running nested step lists over the same values.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -63,6 +65,9 @@ class CudaRun {
   /// kernel still uses the buffers it frees).
   void wait();
   const runtime::Buffer& buffer(int v) const { return buffers_[static_cast<size_t>(v)]; }
+  /// Every value's buffer and the workspace (all the memory the queued steps use).
+  const std::vector<runtime::Buffer>& buffers() const { return buffers_; }
+  const runtime::Buffer& workspace() const { return workspace_; }
   CUdeviceptr address(int v) const { return address_[static_cast<size_t>(v)]; }
   CUstream stream() const { return stream_; }
 
@@ -79,6 +84,8 @@ class CudaExecutable final : public runtime::Executable {
  public:
   /// `device` null: a program lowered without a GPU (lower_to_ptx), which cannot run.
   CudaExecutable(std::unique_ptr<ir::Module> module, CudaDevice* device);
+  /// Waits for the last queued run: its steps use what the program holds.
+  ~CudaExecutable() override;
 
   /// A value of `shape`: argument `argument` (>= 0), the uploaded `constant`, or (neither) one
   /// the steps compute. Returns its id.
@@ -96,11 +103,14 @@ class CudaExecutable final : public runtime::Executable {
   /// Keeps what the steps use alive as long as the program (loaded modules, cuBLASLt plans).
   void hold(std::shared_ptr<void> resource) { held_.push_back(std::move(resource)); }
   /// Runs after each run's GPU work ended (or failed), before its outputs are handed out: an
-  /// NCCL reduction another replica's failure aborted throws ReplicaAborted there.
+  /// NCCL reduction another replica's failure aborted throws ReplicaAborted there. A program
+  /// with finish checks waits for its GPU work in execute (no asynchronous return).
   void add_finish_check(std::function<void()> check) { finish_checks_.push_back(std::move(check)); }
 
-  /// One step on `device` over argument buffers (ready), in parameter order; the outputs are
-  /// ready when it returns. Outputs aliased to a parameter are that argument's buffer.
+  /// Queues one step on `device` over argument buffers, in parameter order, and returns
+  /// before it ran: every output's ready() is an event recorded after the step, which to_host
+  /// and later steps wait on; a GPU error of the step throws there (CudaDevice::wait_on_host),
+  /// naming the program. Outputs aliased to a parameter share that argument's memory.
   std::vector<runtime::Buffer> execute(CudaDevice& device, std::span<const runtime::Buffer> arguments);
 
   /// Copies the arguments to the GPU, runs, and copies the outputs back (aliased outputs into
@@ -127,6 +137,8 @@ class CudaExecutable final : public runtime::Executable {
   std::vector<std::shared_ptr<void>> held_;
   std::vector<std::function<void()>> finish_checks_;
   size_t workspace_bytes_;
+  std::mutex last_done_mutex_;
+  runtime::Event last_done_;  // the last run's completion, waited for by the destructor
 };
 
 }  // namespace kiln::cuda

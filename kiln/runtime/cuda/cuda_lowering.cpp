@@ -23,6 +23,7 @@
 #include "kiln/runtime/cuda/cuda_driver_impl.h"
 #include "kiln/runtime/cuda/cudnn_ops_impl.h"
 #include "kiln/runtime/cuda/nccl_collectives_impl.h"
+#include "kiln/runtime/cuda/reduction_plan.h"
 
 namespace kiln::cuda {
 namespace {
@@ -444,22 +445,17 @@ class Lowerer {
 
   // `reduce` (the instruction itself, or the root of a reduction fusion's body): its producer
   // as a loop into a scratch value (unless it is an operand as it is), then a reduction kernel
-  // over the axes, which must be consecutive (the input viewed as [outer, r, inner]).
+  // over the input viewed as [outer, r, inner], its layout chosen by ReductionPlan. Axes that
+  // are not consecutive (reduce_sum(x, {0, 2})) are made so by a transpose loop kernel first,
+  // which moves the reduced axes last: [kept..., reduced...], so inner is 1.
   bool add_reduction(const Instruction& inst, const Instruction& reduce) {
     const Opcode op = reduce.opcode();
     if (op != Opcode::kReduceSum && op != Opcode::kReduceMax && op != Opcode::kReduceMin && op != Opcode::kArgmax)
       return false;
     const Instruction& input = *reduce.operand(0);
-    const Dims& dims = input.shape().dims();
+    Dims dims = input.shape().dims();
     Dims axes = reduce.attrs().dims;
     std::sort(axes.begin(), axes.end());
-    for (size_t a = 1; a < axes.size(); ++a)
-      if (axes[a] != axes[a - 1] + 1) return false;
-    int64_t outer = 1, r = 1, inner = 1;
-    for (size_t d = 0; d < dims.size(); ++d) {
-      const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
-      (reduced ? r : (axes.empty() || static_cast<int64_t>(d) < axes.front() ? outer : inner)) *= dims[d];
-    }
     int source = -1;
     if (&reduce == &inst) {
       source = value_.at(&input);
@@ -469,22 +465,46 @@ class Lowerer {
       source = exe_.add_value(input.shape());
       if (!add_loop(operand_values(inst), input, source, str_cat(sym_, "k", inst.id(), "_in"))) return false;
     }
+    if (!axes.empty() && axes.back() - axes.front() + 1 != static_cast<int64_t>(axes.size())) {
+      Dims perm;
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (!std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d))) perm.push_back(static_cast<int64_t>(d));
+      const size_t kept = perm.size();
+      perm.insert(perm.end(), axes.begin(), axes.end());
+      ir::Computation* c = scratch_->add_computation(str_cat(sym_, "transpose", inst.id()));
+      ir::Builder b(c);
+      Instruction* moved = b.transpose(b.parameter(input.shape(), "x"), perm);
+      c->add_output(moved);
+      const int transposed = exe_.add_value(moved->shape());
+      if (!add_loop({source}, *moved, transposed, str_cat(sym_, "k", inst.id(), "_transpose"))) return false;
+      source = transposed;
+      dims = moved->shape().dims();
+      axes.clear();
+      for (size_t d = kept; d < dims.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    }
+    int64_t outer = 1, r = 1, inner = 1;
+    for (size_t d = 0; d < dims.size(); ++d) {
+      const bool reduced = std::binary_search(axes.begin(), axes.end(), static_cast<int64_t>(d));
+      (reduced ? r : (axes.empty() || static_cast<int64_t>(d) < axes.front() ? outer : inner)) *= dims[d];
+    }
+    const ReductionPlan plan = ReductionPlan::choose(outer, r, inner);
     const std::string name = str_cat(sym_, "r", inst.id());
     gpu_kernels_.push_back({name, op == Opcode::kReduceSum ? codegen::GpuKernelOp::kSum
                                   : op == Opcode::kReduceMax ? codegen::GpuKernelOp::kMax
                                   : op == Opcode::kReduceMin ? codegen::GpuKernelOp::kMin
                                                              : codegen::GpuKernelOp::kArgmax,
-                           input.dtype(), inst.dtype()});
+                           input.dtype(), inst.dtype(), plan.layout});
     auto kernel = kernels_.emplace_back(std::make_shared<KernelRef>(KernelRef{name}));
-    emit({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ")"), {source},
-                   {value_.at(&inst)},
-                   [kernel, outer, r, inner](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
-                     const int64_t n = outer * inner;
-                     if (n == 0) return;
+    emit({str_cat(ir::opcode_name(op), " kernel ", name, " (", outer, "x", r, "x", inner, ", ", plan.describe(), ")"),
+                   {source}, {value_.at(&inst)},
+                   [kernel, outer, r, inner, plan](CUstream stream, const CUdeviceptr* in, const CUdeviceptr* out, CUdeviceptr) {
+                     if (plan.grid == 0) return;
                      CUdeviceptr src = in[0], dst = out[0];
                      int64_t o = outer, rr = r, i = inner;
                      void* params[] = {&src, &dst, &o, &rr, &i};
-                     launch(*kernel, n, params, stream);
+                     check(driver().cuLaunchKernel(kernel->function, plan.grid, 1, 1, plan.block_x, plan.block_y, 1, 0, stream,
+                                                   params, nullptr),
+                           "cuLaunchKernel (reduction)");
                    }});
     return true;
   }
@@ -789,7 +809,7 @@ class Lowerer {
     std::string key;
     for (const codegen::LoopUnit& u : units_) key += str_cat(u.prefix, "\n", u.ir->key(), "\n");
     for (const codegen::GpuKernelUnit& u : gpu_kernels_)
-      key += str_cat(u.name, " ", static_cast<int>(u.op), " ", name(u.input), " ", name(u.output), "\n");
+      key += str_cat(u.name, " ", static_cast<int>(u.op), " ", name(u.input), " ", name(u.output), " ", static_cast<int>(u.layout), "\n");
     for (const codegen::IndexKernelUnit& u : index_kernels_) key += str_cat(u.key(), "\n");
     codegen::KernelCache cache(options_.debug.kernel_cache_dir, target.cache_tag());
     std::optional<std::string> ptx = cache.enabled() ? cache.load(key) : std::nullopt;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "kiln/compiler/codegen/gpu_index_kernels.h"
 #include "kiln/ir/builder.h"
@@ -219,6 +220,51 @@ TEST(CudaBackendTest, ReductionsMatchTheReference) {
       },
       {.tol = 1e-5, .backend = backend.get(), .steps = &steps});
   EXPECT_NE(steps.find("reduce_sum kernel"), std::string::npos) << steps;
+}
+
+// execute returns before the step ran: several steps, each reading the last one's output and
+// updating a variable in place, queue on the compute stream with no host wait between them,
+// their temporaries reused in stream order, and give the values of one step at a time.
+TEST(CudaDeviceTest, StepsQueueWithoutHostWaitsAndGiveTheSameValues) {
+  KILN_GPU_BACKEND_OR_SKIP(backend);
+  auto m = std::make_unique<ir::Module>("queued");
+  Builder b(m->entry());
+  const Shape s(DType::kF32, {1 << 24});  // 64 MiB: each step takes the GPU a while
+  Instruction* w = b.parameter(s, "w");
+  Instruction* x = b.parameter(s, "x");
+  Instruction* t = b.unary(Opcode::kTanh, b.binary(Opcode::kMul, x, b.full(s, 0.5)));
+  Instruction* total = b.reduce(Opcode::kReduceSum, t, {0});
+  m->entry()->set_outputs({b.binary(Opcode::kAdd, w, t), b.binary(Opcode::kAdd, t, b.broadcast_in_dim(total, s.dims(), {}))});
+  m->add_alias({.output_index = 0, .parameter_index = 0});
+  auto exe = backend->compile(std::move(m), {});
+  runtime::Device& gpu = backend->device();
+  HostTensor x0 = HostTensor::uninitialized(s);
+  std::vector<float>::size_type i = 0;
+  for (float& v : x0.data<float>()) v = static_cast<float>(i++ % 1000) * 1e-3f;
+  const int kSteps = 8;
+  auto run_steps = [&](bool wait_each) {
+    runtime::Buffer wb = gpu.to_device(HostTensor::zeros(s)), xb = gpu.to_device(x0);
+    std::vector<runtime::Buffer> out;
+    bool queued = false;
+    for (int step = 0; step < kSteps; ++step) {
+      runtime::Buffer args[] = {wb, xb};
+      out = gpu.execute(*exe, args);
+      wb = out[0];
+      xb = out[1];
+      if (wait_each) gpu.to_host(xb);
+      else queued = queued || !out[1].ready().ready();
+    }
+    if (!wait_each) {
+      EXPECT_TRUE(queued) << "every step had finished when execute returned: it waited on the host";
+    }
+    return std::pair(gpu.to_host(wb), gpu.to_host(xb));
+  };
+  const auto [w_queued, x_queued] = run_steps(false);
+  const auto [w_waited, x_waited] = run_steps(true);
+  ASSERT_EQ(w_queued.byte_size(), w_waited.byte_size());
+  EXPECT_EQ(std::memcmp(w_queued.raw_data(), w_waited.raw_data(), static_cast<size_t>(w_queued.byte_size())), 0);
+  EXPECT_EQ(std::memcmp(x_queued.raw_data(), x_waited.raw_data(), static_cast<size_t>(x_queued.byte_size())), 0);
+  EXPECT_GT(gpu.allocator_stats().cache_hits, 0) << "the steps' temporaries were not reused";
 }
 
 // Dropout masks match the CPU's only if the bits do: Philox, element by element.

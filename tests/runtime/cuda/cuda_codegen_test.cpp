@@ -64,6 +64,37 @@ TEST(CudaCodegenTest, PtxasAcceptsEveryIndexKernel) {
   EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
 }
 
+// Every reduction layout (thread per result, block per result with warp shuffles and shared
+// memory, column tiles) for every op and register type (f32; f64 for f64 and i32, whose
+// shuffles move two 32-bit halves; argmax with its i64 indices) and memory type.
+TEST(CudaCodegenTest, PtxasAcceptsEveryReductionLayout) {
+  if (!std::filesystem::exists(KILN_CUDA_PTXAS)) GTEST_SKIP() << "no ptxas at " << KILN_CUDA_PTXAS;
+  std::vector<codegen::GpuKernelUnit> kernels;
+  const std::pair<codegen::GpuKernelOp, const char*> ops[] = {{codegen::GpuKernelOp::kSum, "sum"},
+                                                             {codegen::GpuKernelOp::kMax, "max"},
+                                                             {codegen::GpuKernelOp::kMin, "min"},
+                                                             {codegen::GpuKernelOp::kArgmax, "argmax"}};
+  const std::pair<codegen::GpuReduction, const char*> layouts[] = {{codegen::GpuReduction::kThreadPerResult, "thread"},
+                                                                  {codegen::GpuReduction::kBlockPerResult, "block"},
+                                                                  {codegen::GpuReduction::kColumnTiles, "columns"}};
+  for (const auto& [layout, layout_name] : layouts)
+    for (const auto& [op, op_name] : ops)
+      for (DType dt : {DType::kF32, DType::kBF16, DType::kF16, DType::kF64, DType::kI32}) {
+        const DType out = op == codegen::GpuKernelOp::kArgmax ? DType::kI32 : dt;
+        kernels.push_back({str_cat(op_name, "_", name(dt), "_", layout_name), op, dt, out, layout});
+      }
+  const codegen::GeneratedCode ptx =
+      codegen::generate_loop_code({}, codegen::CodegenTarget::nvptx(90), false, KILN_CUDA_LIBDEVICE, kernels);
+  for (const codegen::GpuKernelUnit& k : kernels)
+    EXPECT_NE(ptx.binary.find(str_cat(".entry ", k.name, "(")), std::string::npos) << k.name;
+  // The block and column layouts really cooperate: barriers, shuffles and shared memory.
+  EXPECT_NE(ptx.binary.find("bar.sync"), std::string::npos);
+  EXPECT_NE(ptx.binary.find("shfl.sync.down"), std::string::npos);
+  EXPECT_NE(ptx.binary.find(".shared"), std::string::npos);
+  std::string log;
+  EXPECT_EQ(testing::ptxas_sm90(KILN_CUDA_PTXAS, ptx.binary, log), 0) << log;
+}
+
 TEST(CudaCodegenTest, ReductionKernelsAreForTheGpuOnly) {
   try {
     codegen::generate_loop_code({}, codegen::CodegenTarget::host(), false, "",
