@@ -23,6 +23,9 @@ std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, co
 struct GpuLowering {
   std::string ptx;
   std::string steps;
+  /// What one run holds: the workspace, the arena of the values the steps compute (packed by
+  /// lifetime) and the outputs' own buffers (Executable::planned_peak_bytes()).
+  int64_t peak_bytes = 0;
 };
 /// lower_to_ptx with the steps too.
 GpuLowering lower_without_gpu(const ir::Module& optimized, int compute_capability,

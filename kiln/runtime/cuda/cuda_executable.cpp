@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "kiln/compiler/arena_allocator.h"
 #include "kiln/core/check.h"
 #include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
 #include "kiln/runtime/cuda/cuda_device_impl.h"
@@ -35,11 +36,19 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
     if (!(arguments[i].shape() == params[i]->shape()))
       KILN_THROW(ShapeError, "[cuda] argument ", i, " must be ", params[i]->shape(), ", received ", arguments[i].shape(), ".");
   device.make_current();
+  // The arena's values view it (the aliasing shared_ptr keeps the arena alive); the others are
+  // the arguments, the constants, or buffers of their own (outputs outlive the run).
+  const runtime::Buffer arena =
+      arena_bytes_ > 0 ? device.allocate_for_compute(Shape(DType::kU8, {arena_bytes_})) : runtime::Buffer();
   std::vector<runtime::Buffer> buffers(values_.size());
   for (size_t v = 0; v < values_.size(); ++v) {
     const Value& val = values_[v];
-    buffers[v] = val.argument >= 0 ? arguments[static_cast<size_t>(val.argument)]
-                 : val.constant.defined() ? val.constant : device.allocate_for_compute(val.shape);
+    const int64_t at = v < arena_offset_.size() ? arena_offset_[v] : -1;
+    buffers[v] = val.argument >= 0        ? arguments[static_cast<size_t>(val.argument)]
+                 : val.constant.defined() ? val.constant
+                 : at >= 0 ? runtime::Buffer(&device, val.shape, std::shared_ptr<std::byte>(arena.memory(), arena.memory().get() + at),
+                                             runtime::Event())
+                           : device.allocate_for_compute(val.shape);
   }
   const CUstream stream = device.compute_cu_stream();
   CudaRun queued(device, stream, std::move(buffers),
@@ -95,7 +104,11 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   // touches stays the compute stream's until then (stream order): a later step may reuse a
   // temporary at once, a copy or the host only after this event.
   const runtime::Event done = device.record_compute_done(str_cat("the program ", module_->name()));
-  for (const runtime::Buffer& b : queued.buffers()) device.record_compute_use(b, done);
+  const std::byte* arena_begin = arena.defined() ? arena.device_address() : nullptr;
+  for (const runtime::Buffer& b : queued.buffers())  // the arena's views are the arena's use
+    if (arena_begin == nullptr || b.device_address() < arena_begin || b.device_address() >= arena_begin + arena_bytes_)
+      device.record_compute_use(b, done);
+  if (arena.defined()) device.record_compute_use(arena, done);
   device.record_compute_use(queued.workspace(), done);
   for (runtime::Buffer& r : results) {
     device.record_compute_use(r, done);
@@ -128,9 +141,69 @@ std::vector<HostTensor> CudaExecutable::run(std::span<HostTensor> arguments) {
 }
 
 int64_t CudaExecutable::planned_peak_bytes() const {
-  int64_t total = static_cast<int64_t>(workspace_bytes_);
-  for (const Value& v : values_) total += v.shape.byte_size();
+  int64_t total = static_cast<int64_t>(workspace_bytes_) + arena_bytes_;
+  for (size_t v = 0; v < values_.size(); ++v)
+    if (v >= arena_offset_.size() || arena_offset_[v] < 0) total += values_[v].shape.byte_size();
   return total;
+}
+
+namespace {
+
+// Every value `steps` (and their nested lists) read or write.
+void referenced_values(const std::vector<CudaStep>& steps, std::vector<int>& out) {
+  for (const CudaStep& s : steps) {
+    out.insert(out.end(), s.reads.begin(), s.reads.end());
+    out.insert(out.end(), s.writes.begin(), s.writes.end());
+    for (const NestedSteps& list : s.nested) referenced_values(list.steps, out);
+  }
+}
+
+}  // namespace
+
+void CudaExecutable::plan_arena() {
+  const size_t n = values_.size();
+  std::vector<int> first(n, -1), last(n, -1);
+  std::vector<std::vector<int>> groups;  // the values each control step touches
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    std::vector<int> used;
+    referenced_values({steps_[i]}, used);
+    for (int v : used) {
+      const auto u = static_cast<size_t>(v);
+      if (first[u] < 0) first[u] = static_cast<int>(i);
+      last[u] = static_cast<int>(i);
+    }
+    if (!steps_[i].nested.empty() && !used.empty()) groups.push_back(std::move(used));
+  }
+  // A control step trades buffers among the values it touches (a while's carried values and
+  // the body's results): they share one lifetime, so a trade never hands a value bytes that
+  // another value takes after its own end. Groups sharing a value widen each other: repeat
+  // until nothing moves.
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (const std::vector<int>& g : groups) {
+      int lo = first[static_cast<size_t>(g.front())], hi = last[static_cast<size_t>(g.front())];
+      for (int v : g) lo = std::min(lo, first[static_cast<size_t>(v)]), hi = std::max(hi, last[static_cast<size_t>(v)]);
+      for (int v : g) {
+        const auto u = static_cast<size_t>(v);
+        moved = moved || first[u] != lo || last[u] != hi;
+        first[u] = lo;
+        last[u] = hi;
+      }
+    }
+  }
+  std::vector<bool> own(n, false);
+  for (int o : outputs_) own[static_cast<size_t>(o)] = true;
+  std::vector<compiler::Lifetime> lifetimes;
+  std::vector<size_t> placed;
+  for (size_t v = 0; v < n; ++v) {
+    if (own[v] || values_[v].argument >= 0 || values_[v].constant.defined() || first[v] < 0) continue;
+    lifetimes.push_back({values_[v].shape.byte_size(), first[v], last[v]});
+    placed.push_back(v);
+  }
+  const compiler::PackedArena packed = compiler::pack_lifetimes(lifetimes, 256);  // cudaMalloc's alignment
+  arena_offset_.assign(n, -1);
+  for (size_t k = 0; k < placed.size(); ++k) arena_offset_[placed[k]] = packed.offsets[k];
+  arena_bytes_ = packed.bytes;
 }
 
 namespace {

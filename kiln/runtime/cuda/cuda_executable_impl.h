@@ -100,6 +100,11 @@ class CudaExecutable final : public runtime::Executable {
   size_t workspace_bytes() const { return workspace_bytes_; }
   /// The entry outputs, as value ids.
   void set_outputs(std::vector<int> values) { outputs_ = std::move(values); }
+  /// Places the values the steps compute (not outputs) in one arena per run, by their
+  /// lifetimes over the steps (best fit, compiler::pack_lifetimes): one allocation per run
+  /// instead of one per value, and values that never live at once share bytes. Call once the
+  /// steps and outputs are final.
+  void plan_arena();
   /// Keeps what the steps use alive as long as the program (loaded modules, cuBLASLt plans).
   void hold(std::shared_ptr<void> resource) { held_.push_back(std::move(resource)); }
   /// Runs after each run's GPU work ended (or failed), before its outputs are handed out: an
@@ -134,6 +139,8 @@ class CudaExecutable final : public runtime::Executable {
   std::vector<Value> values_;
   std::vector<CudaStep> steps_;
   std::vector<int> outputs_;
+  std::vector<int64_t> arena_offset_;  // per value; -1: its own buffer (arguments, constants, outputs)
+  int64_t arena_bytes_ = 0;
   std::vector<std::shared_ptr<void>> held_;
   std::vector<std::function<void()>> finish_checks_;
   size_t workspace_bytes_;

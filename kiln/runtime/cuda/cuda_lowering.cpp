@@ -70,6 +70,7 @@ class Lowerer {
     std::vector<int> outputs;
     for (const Instruction* o : m.entry()->outputs()) outputs.push_back(value_.at(o));
     exe_.set_outputs(std::move(outputs));
+    exe_.plan_arena();
     exe_.hold(scratch_);
     load_kernels();
   }
@@ -861,7 +862,7 @@ GpuLowering lower_without_gpu(const ir::Module& optimized, int compute_capabilit
   CudaExecutable exe(ir::extract_module(*optimized.entry(), optimized.name()), nullptr);
   Lowerer lowerer(exe, nullptr, compute_capability, options);
   lowerer.lower_all();
-  return {lowerer.ptx(), exe.describe()};
+  return {lowerer.ptx(), exe.describe(), exe.planned_peak_bytes()};
 }
 
 std::string lower_to_ptx(const ir::Module& optimized, int compute_capability, const runtime::CompileOptions& options) {

@@ -11,6 +11,7 @@
 #include "kiln/ir/clone.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cuda/cuda_backend.h"
+#include "kiln/runtime/cuda/cublaslt_matmul_impl.h"
 #include "kiln/runtime/cuda/cuda_device_impl.h"
 #include "tests/testing/backend_conformance.h"
 #include "tests/testing/expect_error.h"
@@ -144,6 +145,27 @@ TEST(CudaLoweringTest, EpiloguesCublasLtLacksLowerWithoutAGpu) {
     output_fusions += i->opcode() == Opcode::kFusion && i->attrs().fusion_kind == ir::FusionKind::kOutput;
   ASSERT_EQ(output_fusions, 1) << "the compiler no longer fuses the epilogue: the test checks nothing";
   EXPECT_NE(lower_to_ptx(*exe->lowered_module(), 90).find(".entry k"), std::string::npos);
+}
+
+// The step arena: four dense+tanh layers over [256, 256] f32 (each a cuBLASLt matmul into a
+// temporary, then tanh by a loop kernel) hold at most two 256 KiB temporaries at once, so the
+// arena is two of them, not seven; the output keeps its own buffer (the peak counts the
+// arguments too, as every backend's planned_peak_bytes does).
+TEST(CudaLoweringTest, ValuesThatNeverLiveAtOnceShareTheStepArena) {
+  auto m = std::make_unique<ir::Module>("dense_stack");
+  Builder b(m->entry());
+  Instruction* x = b.parameter(Shape(DType::kF32, {256, 256}), "x");
+  Instruction* w = b.parameter(Shape(DType::kF32, {256, 256}), "w");
+  for (int layer = 0; layer < 4; ++layer)
+    x = b.unary(Opcode::kTanh, b.dot_general(x, w, {.lhs_contracting = {1}, .rhs_contracting = {0}}));
+  m->entry()->set_outputs({x});
+  auto exe = runtime::make_backend("cpu")->compile(std::move(m), {});
+  const GpuLowering lowered = lower_without_gpu(*exe->lowered_module(), 90);
+  constexpr int64_t kValue = 256 * 256 * 4;
+  ASSERT_EQ(std::count(lowered.steps.begin(), lowered.steps.end(), '\n'), 8) << lowered.steps;  // 4 matmuls, 4 tanh
+  // The workspace, the arena, the output, and the arguments x and w.
+  EXPECT_EQ(lowered.peak_bytes, static_cast<int64_t>(CublasLtMatmul::kWorkspaceBytes) + 2 * kValue + kValue + 2 * kValue)
+      << lowered.steps;
 }
 
 TEST(CudaBackendTest, AliasedOutputsUpdateTheArgumentInPlace) {
