@@ -104,14 +104,19 @@ std::vector<runtime::Buffer> CudaExecutable::execute(CudaDevice& device, std::sp
   // touches stays the compute stream's until then (stream order): a later step may reuse a
   // temporary at once, a copy or the host only after this event.
   const runtime::Event done = device.record_compute_done(str_cat("the program ", module_->name()));
+  // The arena's views are the arena's use (a view the allocator does not know as a block). An
+  // output may be one: a while's carried output trades buffers with the body's value in the
+  // arena, and its view keeps the whole arena allocated while the caller holds it.
   const std::byte* arena_begin = arena.defined() ? arena.device_address() : nullptr;
-  for (const runtime::Buffer& b : queued.buffers())  // the arena's views are the arena's use
+  const auto record = [&](const runtime::Buffer& b) {
     if (arena_begin == nullptr || b.device_address() < arena_begin || b.device_address() >= arena_begin + arena_bytes_)
       device.record_compute_use(b, done);
+  };
+  for (const runtime::Buffer& b : queued.buffers()) record(b);
   if (arena.defined()) device.record_compute_use(arena, done);
   device.record_compute_use(queued.workspace(), done);
   for (runtime::Buffer& r : results) {
-    device.record_compute_use(r, done);
+    record(r);
     r = runtime::Buffer(&device, r.shape(), r.memory(), done);
   }
   {
