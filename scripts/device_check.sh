@@ -14,7 +14,7 @@
 #      generator's PTX for random fused loops against the CPU interpreter's outputs (exact
 #      cases bit for bit), and GB/s on the large cases;
 #   3. the CUDA backend's tests (ctest label cuda: kiln_cuda_tests, with the op conformance
-#      table on the GPU, values and f64 gradients, and the Keras LSTM and Transformer fit on it,
+#      table on the GPU, values and f64 gradients; kiln_cuda_keras_tests is not carried),
 #      built here and carried in device_bin.tar.xz with the libraries they need), one summary
 #      line: generated kernels, cuBLASLt, cuDNN convolutions and pooling, NCCL all_reduce and a
 #      MirroredStrategy over GPUs and NCCL joined as two processes' ranks (the *TwoGpus* tests,

@@ -3,7 +3,8 @@
 # runs on the device machine, which has CUDA, PyTorch and CMake but not Kiln's Debian libraries
 # (oneDNN, LLVM 15, HDF5):
 #   device_bin.tar.xz   the cuda tests (kiln_cuda_tests: the runtime's, the op table on the
-#                       GPU, the end-to-end steps and fits, MNIST accuracy),
+#                       GPU, the end-to-end steps, MNIST accuracy; not kiln_cuda_keras_tests,
+#                       whose HDF5, curl and TLS libraries would not fit),
 #                       make_ptx_cases (device_check.sh makes the PTX cases there), the GPU
 #                       train-step bench (train_step_gpu), every shared library they need
 #                       beyond glibc (ldd), and MNIST (data/mnist, for the GPU accuracy tests:
