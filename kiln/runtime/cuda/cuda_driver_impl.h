@@ -17,8 +17,7 @@ namespace kiln::cuda {
   X(cuMemcpyHtoDAsync) X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpy3DAsync) X(cuMemsetD8Async)     \
   X(cuMemsetD16Async) X(cuMemsetD32Async) X(cuStreamCreate) X(cuStreamSynchronize) X(cuStreamWaitEvent)    \
   X(cuEventCreate) X(cuEventRecord) X(cuEventSynchronize) X(cuEventDestroy) X(cuLaunchHostFunc)            \
-  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel) X(cuStreamBeginCapture)     \
-  X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuLaunchKernel)
 
 /// The driver's entry points (members named as cuda.h names the functions).
 struct Driver {

@@ -154,13 +154,12 @@ int64_t CudaExecutable::planned_peak_bytes() const {
 
 namespace {
 
-// Every value `steps` (and their nested lists) read or write.
-void referenced_values(const std::vector<CudaStep>& steps, std::vector<int>& out) {
-  for (const CudaStep& s : steps) {
-    out.insert(out.end(), s.reads.begin(), s.reads.end());
-    out.insert(out.end(), s.writes.begin(), s.writes.end());
-    for (const NestedSteps& list : s.nested) referenced_values(list.steps, out);
-  }
+// Every value `step` (and its nested lists) reads or writes, appended to `out`.
+void referenced_values(const CudaStep& step, std::vector<int>& out) {
+  out.insert(out.end(), step.reads.begin(), step.reads.end());
+  out.insert(out.end(), step.writes.begin(), step.writes.end());
+  for (const NestedSteps& list : step.nested)
+    for (const CudaStep& s : list.steps) referenced_values(s, out);
 }
 
 }  // namespace
@@ -171,7 +170,7 @@ void CudaExecutable::plan_arena() {
   std::vector<std::vector<int>> groups;  // the values each control step touches
   for (size_t i = 0; i < steps_.size(); ++i) {
     std::vector<int> used;
-    referenced_values({steps_[i]}, used);
+    referenced_values(steps_[i], used);
     for (int v : used) {
       const auto u = static_cast<size_t>(v);
       if (first[u] < 0) first[u] = static_cast<int>(i);
