@@ -15,6 +15,8 @@
 #include "kiln/core/logging.h"
 #include "kiln/ir/computation.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
+#include "kiln/runtime/cpu/cpu_isa_impl.h"
+#include "kiln/runtime/cpu/fixed_order_gemm.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 
 namespace kiln::cpu {
@@ -110,25 +112,28 @@ class MatmulImpl {
   std::string isa;
   Geometry g;
   bool has_bias = false;
+  compiler::EpilogueActivation activation = compiler::EpilogueActivation::kNone;
   DType dtype = DType::kF32;  // of operands and result
-  // kF32 and kNative: one primitive over the whole problem.
-  dnnl::matmul primitive;
+  // kF32 and kNative: one primitive over the whole problem. Per team size: oneDNN's gemm-based
+  // matmuls (AVX2 CPUs) split their work for the thread count at creation, as convolutions do.
+  onednn::TeamPrimitive primitive;
   memory src, weights, bias, dst;
   std::unordered_map<int, memory> args;  // built once; run() only swaps data handles
   // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs.
   struct Tile {
-    dnnl::matmul primitive;
+    onednn::TeamPrimitive primitive;
     memory src, weights, bias, dst;
     std::unordered_map<int, memory> args;
   };
   std::map<std::pair<int64_t, int64_t>, Tile> tiles;
+  bool fixed_order = false;  // widened tiles computed by fixed_order_gemm instead of oneDNN
 
   void run_whole(const void* lhs, const void* rhs, const void* b, void* out) {
     src.set_data_handle(const_cast<void*>(lhs));
     weights.set_data_handle(const_cast<void*>(rhs));
     if (has_bias) bias.set_data_handle(const_cast<void*>(b));
     dst.set_data_handle(out);
-    primitive.execute(stream, args);
+    primitive.for_team().execute(stream, args);
     stream.wait();
   }
 
@@ -148,22 +153,54 @@ class MatmulImpl {
         for (int64_t m0 = 0; m0 < g.M; m0 += tr) {
           const int64_t rows = std::min(tr, g.M - m0);
           widen(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, rows, g.K, g.lm, g.lk, wl.data());
-          Tile& t = tiles.at({rows, cols});
-          t.src.set_data_handle(wl.data());
-          t.weights.set_data_handle(wr.data());
-          if (has_bias) t.bias.set_data_handle(wb.data() + n0);
-          t.dst.set_data_handle(wo.data());
-          t.primitive.execute(stream, t.args);
-          stream.wait();
+          if (fixed_order) {
+            fixed_order_gemm({.a = wl.data(), .lm = g.K, .lk = 1, .w = wr.data(), .ldw = cols, .c = wo.data(),
+                              .ldc = cols, .M = rows, .N = cols, .K = g.K,
+                              .bias = has_bias ? wb.data() + n0 : nullptr, .activation = activation});
+          } else {
+            Tile& t = tiles.at({rows, cols});
+            t.src.set_data_handle(wl.data());
+            t.weights.set_data_handle(wr.data());
+            if (has_bias) t.bias.set_data_handle(wb.data() + n0);
+            t.dst.set_data_handle(wo.data());
+            t.primitive.for_team().execute(stream, t.args);
+            stream.wait();
+          }
           narrow(wo.data(), rows, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
         }
       }
     }
   }
 
+  // f32 operands, batch-invariant: Kiln's fixed-order GEMM per batch entry; weights whose
+  // columns are not contiguous are packed first (a copy: the sums are unchanged).
+  void run_fixed_order_f32(const void* lhs, const void* rhs, const void* b, void* out) {
+    std::vector<float> packed(g.rn == 1 ? 0 : static_cast<size_t>(g.K * g.N));
+    for (int64_t bi = 0; bi < g.B; ++bi) {
+      const float* l = static_cast<const float*>(lhs) + bi * g.lb;
+      const float* r = static_cast<const float*>(rhs) + bi * g.rb;
+      int64_t ldw = g.rk;
+      if (g.rn != 1) {
+        for (int64_t k = 0; k < g.K; ++k)
+          for (int64_t n = 0; n < g.N; ++n) packed[static_cast<size_t>(k * g.N + n)] = r[k * g.rk + n * g.rn];
+        r = packed.data();
+        ldw = g.N;
+      }
+      fixed_order_gemm({.a = l, .lm = g.lm, .lk = g.lk, .w = r, .ldw = ldw,
+                        .c = static_cast<float*>(out) + bi * g.M * g.N, .ldc = g.N, .M = g.M, .N = g.N, .K = g.K,
+                        .bias = has_bias ? static_cast<const float*>(b) : nullptr, .activation = activation});
+    }
+  }
+
   void run(const void* lhs, const void* rhs, const void* b, void* out) {
-    if (path == MatmulPath::kWidened) run_widened(lhs, rhs, b, out);
-    else run_whole(lhs, rhs, b, out);
+    switch (path) {
+      case MatmulPath::kWidened: return run_widened(lhs, rhs, b, out);
+      case MatmulPath::kFixedOrder:
+        if (dtype == DType::kF32) return run_fixed_order_f32(lhs, rhs, b, out);
+        return run_widened(lhs, rhs, b, out);
+      case MatmulPath::kF32:
+      case MatmulPath::kNative: return run_whole(lhs, rhs, b, out);
+    }
   }
 };
 
@@ -172,13 +209,16 @@ const char* matmul_path_name(MatmulPath p) {
     case MatmulPath::kF32: return "f32";
     case MatmulPath::kNative: return "native";
     case MatmulPath::kWidened: return "widened";
+    case MatmulPath::kFixedOrder: return "fixed-order";
   }
   return "?";
 }
 
-MatmulOptions MatmulOptions::from(const std::string& sixteen_bit_contractions, const std::string& cache_dir) {
+MatmulOptions MatmulOptions::from(const std::string& sixteen_bit_contractions, const std::string& cache_dir,
+                                  bool batch_invariant) {
   MatmulOptions o;
   o.cache_dir = cache_dir;
+  o.batch_invariant = batch_invariant;
   if (sixteen_bit_contractions == "native") o.choice = Choice::kNative;
   else if (sixteen_bit_contractions == "f32") o.choice = Choice::kF32;
   return o;
@@ -282,7 +322,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     memory::desc mds[4];
     dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, t, t, g, g.M, g.N, bias, attr, mds);
     impl->isa = pd.impl_info_str();
-    impl->primitive = dnnl::matmul(pd);
+    impl->primitive = onednn::TeamPrimitive::of(pd);
     impl->src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
     impl->weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
     impl->dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
@@ -309,7 +349,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
         dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, DType::kF32, DType::kF32, tg, rows, cols, bias, attr, mds);
         impl->isa = pd.impl_info_str();
         MatmulImpl::Tile& t = impl->tiles[{rows, cols}];
-        t.primitive = dnnl::matmul(pd);
+        t.primitive = onednn::TeamPrimitive::of(pd);
         t.src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
         t.weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
         t.dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
@@ -322,6 +362,17 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     return impl;
   };
 
+  if (options.batch_invariant) {
+    auto impl = std::make_unique<MatmulImpl>();
+    impl->dtype = dtype;
+    impl->g = g;
+    impl->has_bias = bias;
+    impl->activation = activation;
+    impl->path = MatmulPath::kFixedOrder;
+    impl->fixed_order = true;
+    impl->isa = str_cat("kiln fixed-order gemm (", cpu_isa_name(cpu_isa()), ")");
+    return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
+  }
   std::unique_ptr<MatmulImpl> impl;
   try {
     if (dtype == DType::kF32) {

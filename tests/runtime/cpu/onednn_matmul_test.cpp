@@ -156,9 +156,10 @@ TEST(OnednnMatmulTest, TheTimedChoiceIsRecordedAndReusedFromMemoryAndDisk) {
   EXPECT_EQ(decisions.stats().timed, before.timed + 2);
 }
 
-// Like the convolutions (onednn_convolution_test.cpp), oneDNN's brgemm matmul fixes its team
-// size when the primitive is created: a step the thread governor runs on one thread must run
-// its matmuls on one (the other OpenMP thread idle), with the same results.
+// Like the convolutions (onednn_convolution_test.cpp), oneDNN's matmuls may fix their team size
+// when the primitive is created (the gemm-based ones that AVX2 CPUs run do): a step the thread
+// governor runs on one thread must run its matmuls on one (the other OpenMP thread idle), with
+// the same results. Each team size gets its own primitive (onednn::TeamPrimitive).
 TEST(OnednnMatmulTest, EachRunUsesTheTeamSizeOfThatRun) {
   if (!testing::idle_workers_sleep())
     GTEST_SKIP() << "OMP_WAIT_POLICY=active: idle OpenMP workers never stop spinning";
