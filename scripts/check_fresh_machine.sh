@@ -13,6 +13,9 @@
 #   KILN_FRESH_LOG_DIR=<dir>  where the phase logs go (default ~/.cache/kiln/fresh-root/logs)
 #   KILN_FRESH_TIMEOUT=<s>    limit of each of the demo and test phases (default 3600: a hang guard;
 #                             a loaded 2-core machine took 32 min for the demo)
+#   KILN_FRESH_CPU=native|avx2  avx2: the test phase runs as on an AVX2-only CPU (AMD Zen 3):
+#                             oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA) and Kiln's own loops to
+#                             x86-64-v3 (KILN_CPU_ISA=baseline); .ci/run sets it (default native)
 #   KILN_FRESH_CMD=<cmd>      debugging aid: run <cmd> in the clone instead of the README's two
 #                             commands (the result then says nothing about the README)
 set -euo pipefail
@@ -246,7 +249,11 @@ say "demo: $accuracy"
 if "${in_root[@]}" dpkg-query -W -f='${Status}' chromium 2>/dev/null | grep -q "install ok installed"; then
   die "the demo installed chromium, a test-only package (scripts/install_deps.sh without --test)"
 fi
-run_phase test "bash scripts/test.sh"
+case "${KILN_FRESH_CPU:-native}" in
+  native) run_phase test "bash scripts/test.sh" ;;
+  avx2) run_phase test "export ONEDNN_MAX_CPU_ISA=AVX2 KILN_CPU_ISA=baseline; bash scripts/test.sh" ;;
+  *) die "KILN_FRESH_CPU: expected native or avx2, received '$KILN_FRESH_CPU'" ;;
+esac
 summary=$(grep -E 'tests passed' "$log_dir/test.log" | tail -n 1) || summary="(no ctest summary)"
 # The report page must really be opened in Chromium there, not skipped.
 grep -Eq 'KilnReportTest\.PageRendersInHeadlessChromium \.*[ ]+Passed' "$log_dir/test.log" ||

@@ -68,6 +68,8 @@ DebugOptions DebugOptions::from_env() {
       KILN_THROW(ConfigError, "[KILN_16BIT_CONTRACTIONS] expected auto, native or f32, received '", c, "'.");
     o.sixteen_bit_contractions = c;
   }
+  if (std::string b = env("KILN_BATCH_INVARIANT"); !b.empty())
+    o.batch_invariant = parse_bool(b, "KILN_BATCH_INVARIANT", false);
   if (std::string device = env("KILN_DEVICE"); !device.empty()) {
     if (device != "cpu" && device != "guarded_cpu")
       KILN_THROW(ConfigError, "[KILN_DEVICE] expected cpu or guarded_cpu, received '", device, "'.");

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ struct DebugOptions {
   /// native and f32 force one (f32 also where oneDNN has no 16-bit kernel); f32 also runs
   /// 16-bit convolutions and pooling in f32 (widened a batch tile at a time).
   std::string sixteen_bit_contractions = "auto";
+  /// KILN_BATCH_INVARIANT=0|1: compile every program batch-invariant (1: each matmul and
+  /// convolution sums in an order that does not depend on the batch) or none (0). Unset, each
+  /// program keeps its own default (FunctionOptions::batch_invariant; Model::predict's is on).
+  std::optional<bool> batch_invariant;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

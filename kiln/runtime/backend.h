@@ -26,6 +26,10 @@ struct CompileOptions {
   std::shared_ptr<Collectives> collectives;
   /// This program's replica id within its process (passed to collectives).
   int replica_id = 0;
+  /// Contractions sum in an order independent of the batch size, so each sample's results
+  /// have the same bits whatever batch it is in (docs/numerics.md). debug.batch_invariant,
+  /// when set, overrides it.
+  bool batch_invariant = false;
 };
 
 class Backend {
@@ -45,6 +49,9 @@ class Backend {
   /// names of Executable::reference_fallbacks. A backend warns once per name (at the default
   /// log level) the first time it falls back on it.
   virtual std::map<std::string, int64_t> reference_fallback_counts() const { return {}; }
+  /// Whether compile() builds CompileOptions::batch_invariant programs; a backend without
+  /// such kernels throws CompileError when asked for one (Model::predict's default follows this).
+  virtual bool has_batch_invariant_kernels() const { return false; }
 };
 
 }  // namespace kiln::runtime

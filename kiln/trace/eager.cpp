@@ -46,6 +46,7 @@ HostTensor EagerContext::run(ir::Opcode op, const std::vector<HostTensor>& opera
   if (it == cache_.end()) {
     runtime::CompileOptions options;
     options.label = module->name();
+    options.batch_invariant = true;  // so a model called eagerly gives predict's bits (docs/numerics.md)
     it = cache_.emplace(key.str(), backend_->compile(std::move(module), options)).first;
   }
   std::vector<HostTensor> args = operands;

@@ -108,6 +108,7 @@ Function::Compiled Function::trace_and_compile(const std::vector<Shape>& args,
   last_ir_ = ir::to_string(*module);
   runtime::CompileOptions compile_options;
   compile_options.label = name_;
+  compile_options.batch_invariant = options_.batch_invariant;
   if (replica != nullptr) {
     compile_options.collectives = replica->collectives;
     compile_options.replica_id = replica->replica_id;

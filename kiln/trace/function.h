@@ -38,6 +38,8 @@ struct FunctionOptions {
   std::optional<std::vector<TensorSpec>> input_signature;
   /// Warn once more distinct signatures than this have been traced (tf.function uses 5).
   int max_traces_before_warning = 5;
+  /// Compile batch-invariant programs (runtime::CompileOptions::batch_invariant).
+  bool batch_invariant = false;
 };
 
 class Function {

@@ -8,6 +8,8 @@
 #include "kiln/distribute/strategy.h"
 #include "kiln/keras/losses/sample_weight.h"
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
+#include "kiln/runtime/backend.h"
+#include "kiln/trace/eager.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/scan.h"
@@ -478,8 +480,12 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 
 }  // namespace
 
-void Model::make_predict_function() {  // predict needs no compile
-  if (predict_function_) return;
+void Model::make_predict_function(std::optional<bool> requested) {  // predict needs no compile
+  std::shared_ptr<runtime::Backend> backend = single_replica_backend();
+  const bool batch_invariant =
+      requested.value_or((backend ? *backend : *trace::default_backend()).has_batch_invariant_kernels());
+  if (predict_function_ && predict_function_batch_invariant_ == batch_invariant) return;
+  predict_function_batch_invariant_ = batch_invariant;
   predict_function_ = std::make_unique<Function>(
       "predict_step",
       [this](const std::vector<Tensor>& in) {
@@ -487,7 +493,7 @@ void Model::make_predict_function() {  // predict needs no compile
         output_masks_.clear();  // predictions are Keras's; only the loss and metrics read the masks
         return out;
       },
-      FunctionOptions{.backend = single_replica_backend()});
+      FunctionOptions{.backend = std::move(backend), .batch_invariant = batch_invariant});
 }
 
 std::vector<HostTensor> Model::predict_args(const data::Element& element) const {
@@ -529,7 +535,7 @@ HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
 }
 
 std::vector<HostTensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
-  make_predict_function();
+  make_predict_function(options.batch_invariant);
   std::vector<std::vector<HostTensor>> parts;
   StepInput it = step_input(dataset, 0, StepKind::kPredict);
   for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
@@ -542,7 +548,7 @@ std::vector<HostTensor> Model::predict_outputs(const data::Dataset& dataset, Pre
 }
 
 std::vector<HostTensor> Model::predict_outputs(const HostTensor& x, PredictOptions options) {
-  make_predict_function();
+  make_predict_function(options.batch_invariant);
   std::vector<std::vector<HostTensor>> parts;
   const int64_t n = x.dims()[0];
   for (int64_t start = 0; start < n; start += options.batch_size)

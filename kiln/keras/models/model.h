@@ -134,6 +134,11 @@ struct EvaluateOptions {
 struct PredictOptions {
   int64_t steps = -1;
   int64_t batch_size = 32;  // predict(HostTensor) only
+  /// Kiln's own: each sample's predictions have the same bits whatever batch it sits in and
+  /// whatever batch_size is (contractions sum in a fixed order; docs/numerics.md). Unset: on
+  /// where the backend has batch-invariant kernels (the CPU), off elsewhere (the GPU); true
+  /// where it has none is a CompileError. KILN_BATCH_INVARIANT overrides it.
+  std::optional<bool> batch_invariant = std::nullopt;
 };
 
 /// Model::save options (Keras model.save).
@@ -392,7 +397,7 @@ class Model {
   /// every replica, before its pipeline makes a batch: a step too large for memory fails
   /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
   void compile_for_spec(const data::Dataset& dataset, bool train);
-  void make_predict_function();
+  void make_predict_function(std::optional<bool> batch_invariant);
   /// ValueError naming `where`'s _outputs form when the model has several outputs.
   void check_single_output(const char* where) const;
   Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
@@ -406,6 +411,7 @@ class Model {
   /// train_function_ runs one step; multi_step_train_function_ runs steps_per_execution
   /// steps in one program (null when k = 1).
   std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_, predict_function_;
+  bool predict_function_batch_invariant_ = false;  // what predict_function_ was made with
   EpochStats epoch_stats_;
   std::shared_ptr<distribute::Strategy> strategy_;
   // fit's position for training_state(); iterator is null outside fit.

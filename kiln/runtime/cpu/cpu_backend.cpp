@@ -57,6 +57,7 @@ class CpuBackend : public runtime::Backend {
     return fallbacks_;
   }
 
+  bool has_batch_invariant_kernels() const override { return true; }
   std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
                                                const runtime::CompileOptions& options) override {
     const std::string label = options.label.empty() ? module->name() : options.label;
@@ -92,7 +93,9 @@ class CpuBackend : public runtime::Backend {
       };
       lower(*exe, engine_,
             horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
-            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir), compile_nested);
+            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir,
+                                options.debug.batch_invariant.value_or(options.batch_invariant)),
+            compile_nested);
     }
     check_fits(exe->module(), exe->plan(), exe->nested_bytes(), label);  // the nested programs are known now
     note_fallbacks(*exe);

@@ -17,6 +17,7 @@
 #include "kiln/runtime/cpu/index_kernels.h"
 #include "kiln/runtime/cpu/loop_grouping.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/fixed_order_convolution.h"
 #include "kiln/runtime/cpu/onednn_convolution.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
 #include "kiln/runtime/cpu/onednn_pooling.h"
@@ -246,6 +247,14 @@ class Lowerer {
   // ConvolutionKernel or PoolingKernel: create(inst) is nullptr when oneDNN cannot run `inst`.
   template <typename Kernel>
   bool try_kernel(const Instruction& inst) {
+    if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) {
+      if (matmul_.batch_invariant) {  // oneDNN's convolutions choose their sum order by shape
+        if (std::shared_ptr<FixedOrderConvolution> f = FixedOrderConvolution::create(inst)) {
+          add(inst, f->label(), [f](const void* const* in, void* out) { f->run(in, out); });
+          return true;
+        }
+      }
+    }
     std::shared_ptr<Kernel> k;
     if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) k = Kernel::create(inst, matmul_);
     else k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);

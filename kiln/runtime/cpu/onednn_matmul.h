@@ -29,6 +29,7 @@ enum class MatmulPath {
   kF32,      // f32 operands
   kNative,   // oneDNN's 16-bit kernel
   kWidened,  // f32 compute from 16-bit storage, tile by tile
+  kFixedOrder,  // batch-invariant: Kiln's fixed-order GEMM (fixed_order_gemm.h), 16-bit widened by tile
 };
 const char* matmul_path_name(MatmulPath p);
 
@@ -38,8 +39,12 @@ struct MatmulOptions {
   enum class Choice { kAuto, kNative, kF32 } choice = Choice::kAuto;
   /// Where timed choices are kept on disk; empty keeps them in memory only.
   std::string cache_dir;
+  /// Every matmul runs the fixed-order GEMM, so a result row does not depend on the batch
+  /// around it (batch-invariant inference; DebugOptions::batch_invariant).
+  bool batch_invariant = false;
 
-  static MatmulOptions from(const std::string& sixteen_bit_contractions, const std::string& cache_dir);
+  static MatmulOptions from(const std::string& sixteen_bit_contractions, const std::string& cache_dir,
+                            bool batch_invariant = false);
 };
 
 /// oneDNN's implementation of a 16-bit (`t`: bf16 or f16) matmul on this CPU, e.g.

@@ -22,6 +22,10 @@ class CudaBackend : public runtime::Backend {
   std::unique_ptr<runtime::Executable> compile(std::unique_ptr<ir::Module> module,
                                                const runtime::CompileOptions& options) override {
     const std::string label = options.label.empty() ? module->name() : options.label;
+    if (options.debug.batch_invariant.value_or(options.batch_invariant))
+      KILN_THROW(CompileError, "[", label, "] batch-invariant kernels are not built for the CUDA backend (cuBLASLt and "
+                 "cuDNN choose their algorithms by shape). Hint: predict with {.batch_invariant = false}, or unset "
+                 "KILN_BATCH_INVARIANT.");
     TraceScope scope("compile", "compile", label);
     compiler::check_and_optimize(*module, target_, options.debug, options.label);
     auto exe = std::make_unique<CudaExecutable>(std::move(module), &device_);
