@@ -68,11 +68,11 @@ Model& Model::operator=(Model&& other) noexcept {
   other.train_function_.reset();
   other.multi_step_train_function_.reset();
   other.test_function_.reset();
-  other.predict_function_.reset();
+  for (auto& f : other.predict_functions_) f.reset();
   train_function_.reset();
   multi_step_train_function_.reset();
   test_function_.reset();
-  predict_function_.reset();
+  for (auto& f : predict_functions_) f.reset();
   if (is_compiled_) make_step_functions();
   return *this;
 }
@@ -480,13 +480,13 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 
 }  // namespace
 
-void Model::make_predict_function(std::optional<bool> requested) {  // predict needs no compile
+Function& Model::predict_function(std::optional<bool> requested) {  // predict needs no compile
   std::shared_ptr<runtime::Backend> backend = single_replica_backend();
   const bool batch_invariant =
       requested.value_or((backend ? *backend : *trace::default_backend()).has_batch_invariant_kernels());
-  if (predict_function_ && predict_function_batch_invariant_ == batch_invariant) return;
-  predict_function_batch_invariant_ = batch_invariant;
-  predict_function_ = std::make_unique<Function>(
+  std::unique_ptr<Function>& f = predict_functions_[batch_invariant ? 1 : 0];
+  if (f) return *f;
+  f = std::make_unique<Function>(
       "predict_step",
       [this](const std::vector<Tensor>& in) {
         std::vector<Tensor> out = call_outputs(in, /*training=*/false);
@@ -494,6 +494,7 @@ void Model::make_predict_function(std::optional<bool> requested) {  // predict n
         return out;
       },
       FunctionOptions{.backend = std::move(backend), .batch_invariant = batch_invariant});
+  return *f;
 }
 
 std::vector<HostTensor> Model::predict_args(const data::Element& element) const {
@@ -535,24 +536,24 @@ HostTensor Model::predict(const HostTensor& x, PredictOptions options) {
 }
 
 std::vector<HostTensor> Model::predict_outputs(const data::Dataset& dataset, PredictOptions options) {
-  make_predict_function(options.batch_invariant);
+  Function& predict = predict_function(options.batch_invariant);
   std::vector<std::vector<HostTensor>> parts;
   StepInput it = step_input(dataset, 0, StepKind::kPredict);
   for (int64_t step = 0; options.steps < 0 || step < options.steps; ++step) {
     std::optional<StepBatch> batch = it.next();
     if (!batch) break;
-    parts.push_back(batch->device ? predict_function_->call_on_device(batch->device->replicas[0])
-                                  : (*predict_function_)(predict_args(batch->host)));
+    parts.push_back(batch->device ? predict.call_on_device(batch->device->replicas[0])
+                                  : predict(predict_args(batch->host)));
   }
   return concat_outputs(parts, num_outputs());
 }
 
 std::vector<HostTensor> Model::predict_outputs(const HostTensor& x, PredictOptions options) {
-  make_predict_function(options.batch_invariant);
+  Function& predict = predict_function(options.batch_invariant);
   std::vector<std::vector<HostTensor>> parts;
   const int64_t n = x.dims()[0];
   for (int64_t start = 0; start < n; start += options.batch_size)
-    parts.push_back((*predict_function_)({x.slice_rows(start, std::min(n, start + options.batch_size))}));
+    parts.push_back(predict({x.slice_rows(start, std::min(n, start + options.batch_size))}));
   return concat_outputs(parts, num_outputs());
 }
 

@@ -397,7 +397,8 @@ class Model {
   /// every replica, before its pipeline makes a batch: a step too large for memory fails
   /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
   void compile_for_spec(const data::Dataset& dataset, bool train);
-  void make_predict_function(std::optional<bool> batch_invariant);
+  /// The predict step, batch-invariant or not (PredictOptions::batch_invariant).
+  Function& predict_function(std::optional<bool> batch_invariant);
   /// ValueError naming `where`'s _outputs form when the model has several outputs.
   void check_single_output(const char* where) const;
   Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
@@ -410,8 +411,8 @@ class Model {
   std::vector<OutputTarget> targets_;
   /// train_function_ runs one step; multi_step_train_function_ runs steps_per_execution
   /// steps in one program (null when k = 1).
-  std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_, predict_function_;
-  bool predict_function_batch_invariant_ = false;  // what predict_function_ was made with
+  std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_;
+  std::unique_ptr<Function> predict_functions_[2];  // [batch_invariant]
   EpochStats epoch_stats_;
   std::shared_ptr<distribute::Strategy> strategy_;
   // fit's position for training_state(); iterator is null outside fit.
