@@ -15,6 +15,8 @@
 #include "kiln/data/dataset.h"
 #include "kiln/data/datasets/mnist.h"
 #include "kiln/data/image/decode_image.h"
+#include "kiln/data/image/image_color.h"
+#include "kiln/data/image/image_geometry.h"
 #include "kiln/data/readers/csv_reader.h"
 #include "kiln/data/readers/npy_reader.h"
 #include "kiln/data/readers/read_file.h"

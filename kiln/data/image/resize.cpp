@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/core/check.h"
+#include "kiln/data/image/image_layout_impl.h"
 
 namespace kiln::data {
 namespace {
@@ -323,14 +324,10 @@ HostTensor resize(const HostTensor& images, int64_t height, int64_t width, const
   if (!known) KILN_THROW(ValueError, "[resize] method must be ", kMethods, ", received \"", method, "\".");
   if (height < 1 || width < 1)
     KILN_THROW(ValueError, "[resize] the size must be at least 1x1, received height=", height, ", width=", width, ".");
-  const int rank = images.rank();
-  if ((rank != 3 && rank != 4) || images.num_elements() == 0)
-    KILN_THROW(ShapeError, "[resize] expected a non-empty image [height, width, channels] or batch [batch, height, "
-               "width, channels], received ", images.shape(), ".");
+  const auto layout = image_detail::image_layout("resize", images);
   if (images.dtype() == DType::kBool)
     KILN_THROW(DTypeError, "[resize] expected a numeric image, received ", images.shape(), ".");
-  const Dims& d = images.dims();
-  const Images in{rank == 4 ? d[0] : 1, d[rank - 3], d[rank - 2], d[rank - 1]};
+  const Images in{layout.batch, layout.height, layout.width, layout.channels};
   if (options.preserve_aspect_ratio) {
     const float fy = static_cast<float>(height) / static_cast<float>(in.height);
     const float fx = static_cast<float>(width) / static_cast<float>(in.width);
@@ -339,7 +336,7 @@ HostTensor resize(const HostTensor& images, int64_t height, int64_t width, const
     width = static_cast<int64_t>(std::nearbyint(f * static_cast<float>(in.width)));
     height = std::max<int64_t>(height, 1), width = std::max<int64_t>(width, 1);
   }
-  Dims out_dims = rank == 4 ? Dims{in.batch, height, width, in.channels} : Dims{height, width, in.channels};
+  const Dims out_dims = layout.dims_with(height, width);
   if (method == "nearest") {
     HostTensor out = HostTensor::uninitialized(Shape(images.dtype(), out_dims));
     resize_nearest(static_cast<const std::byte*>(images.raw_data()), in, height, width, size_of(images.dtype()),
