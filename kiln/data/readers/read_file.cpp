@@ -8,6 +8,8 @@
 #include <cstring>
 #include <memory>
 
+#include <sys/stat.h>
+
 #include "kiln/core/check.h"
 #include "kiln/data/element.h"
 #include "kiln/data/readers/tfrecord_reader.h"
@@ -30,12 +32,14 @@ struct FileCloser {
 HostTensor read_file(const std::string& path) {
   std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
   if (!file) KILN_THROW(DataError, "[read_file] ", path, ": cannot open: ", std::strerror(errno), ".");
-  if (std::fseek(file.get(), 0, SEEK_END) != 0)
-    KILN_THROW(DataError, "[read_file] ", path, ": cannot seek (not a regular file?): ", std::strerror(errno), ".");
-  const long size = std::ftell(file.get());
-  if (size < 0) KILN_THROW(DataError, "[read_file] ", path, ": cannot tell its size: ", std::strerror(errno), ".");
-  std::rewind(file.get());
-  const auto length = static_cast<size_t>(size);
+  // A directory opens fine on Linux and "seeks" to LONG_MAX: ask what the file is first.
+  struct stat info{};
+  if (fstat(fileno(file.get()), &info) != 0)
+    KILN_THROW(DataError, "[read_file] ", path, ": cannot stat: ", std::strerror(errno), ".");
+  if (!S_ISREG(info.st_mode))
+    KILN_THROW(DataError, "[read_file] ", path, ": not a regular file (", S_ISDIR(info.st_mode) ? "a directory" : "a device or pipe",
+               ").");
+  const auto length = static_cast<size_t>(info.st_size);
   // Aligned and padded as HostTensor's own storage.
   const size_t bytes = (std::max<size_t>(length, 1) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   auto* block = static_cast<std::byte*>(std::aligned_alloc(kHostAlignment, bytes));
