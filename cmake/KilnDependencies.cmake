@@ -19,6 +19,11 @@ endif()
 # make find_package(libzip) fail without it.
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET GLOBAL libzip)
+# Image codecs for data::decode_jpeg/decode_png (Debian libturbojpeg0-dev, libspng-dev), also
+# through pkg-config: libjpeg-turbo's CMake package checks for libjpeg's files too, which
+# libturbojpeg0-dev does not bring.
+pkg_check_modules(TURBOJPEG REQUIRED IMPORTED_TARGET GLOBAL libturbojpeg)
+pkg_check_modules(SPNG REQUIRED IMPORTED_TARGET GLOBAL spng)
 if(KILN_BUILD_TESTS)
   find_package(GTest REQUIRED)
   include(GoogleTest)

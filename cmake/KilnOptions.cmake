@@ -3,6 +3,16 @@ option(KILN_BUILD_TESTS "Build the GoogleTest suites" ON)
 option(KILN_BUILD_EXAMPLES "Build examples/" ON)
 option(KILN_BUILD_BENCH "Build bench/ (JSON-line benchmarks)" ON)
 option(KILN_WERROR "Treat warnings as errors (ON in CI)" OFF)
+# tools/fuzz/: libFuzzer targets for the image decoders. Needs clang (-fsanitize=fuzzer);
+# every Kiln target is then compiled with coverage for the fuzzer (fuzzer-no-link).
+# tools/fuzz/run_fuzzers.sh configures such a build and runs them.
+option(KILN_BUILD_FUZZERS "Build tools/fuzz/ (libFuzzer; clang only)" OFF)
+if(KILN_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "KILN_BUILD_FUZZERS needs clang (libFuzzer); configure with -DCMAKE_CXX_COMPILER=clang++")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 # ON means address;undefined; "thread" gives ThreadSanitizer; empty or OFF disables.
 set(KILN_SANITIZE "" CACHE STRING "Sanitizers: ON (address;undefined), thread, or a ;-list")
 set(KILN_MPI "AUTO" CACHE STRING "Build the MPI collectives: AUTO, ON or OFF")

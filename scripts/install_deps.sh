@@ -17,13 +17,15 @@ packages=(
   nlohmann-json3-dev                             # Keras JSON configs
   libprotobuf-dev protobuf-compiler              # TensorBoard event files (Event/Summary protos)
   zlib1g-dev                                     # gzip IDX, checksums
+  libturbojpeg0-dev libspng-dev                  # image codecs (data::decode_jpeg, decode_png)
   libopenmpi-dev openmpi-bin                     # multi-worker strategy
   python3-h5py python3-numpy                     # Keras-layout checks of the .h5 files Kiln writes
   python3-protobuf                               # the independent reader of Kiln's event files
 )
-# Large, and used by one test only: the demo does not pay for it.
+# Used by tests only (chromium is large): the demo does not pay for them.
 test_packages=(
   chromium                                       # opens `kiln report`'s page headless (tests/tools/kiln)
+  python3-pil libpng-dev                         # the image decoder tests compare with PIL, and with libpng as TF drives it
 )
 case "${1:-}" in
   --test) packages+=("${test_packages[@]}") ;;

@@ -9,7 +9,13 @@
 namespace kiln {
 
 /// Element type of a tensor. The order is part of no file format; names are.
-enum class DType : uint8_t { kF32, kF64, kBF16, kF16, kI32, kI64, kU8, kBool };
+/// The lower-case aliases are the names Kiln prints (f32[128,784]), so `DType::f32`, as a
+/// user who has read Kiln's messages writes it, also compiles. They equal the k-names: a
+/// switch lists only the k-names. (Bool has no alias: `bool` is a keyword.)
+enum class DType : uint8_t {
+  kF32, kF64, kBF16, kF16, kI32, kI64, kU8, kBool,
+  f32 = kF32, f64 = kF64, bf16 = kBF16, f16 = kF16, i32 = kI32, i64 = kI64, u8 = kU8
+};
 
 inline constexpr int kNumDTypes = 8;
 

@@ -28,6 +28,10 @@ namespace kiln::data {
 
 /// Pass as a parallelism or buffer size to let Kiln choose (tf.data.AUTOTUNE).
 inline constexpr int kAutotune = -1;
+/// tf.data's own spelling of kAutotune, so `data::AUTOTUNE` in a program written from
+/// TensorFlow's documentation compiles. (A macro named AUTOTUNE would break this; none of
+/// Kiln's dependencies defines one.)
+inline constexpr int AUTOTUNE = kAutotune;  // NOLINT(readability-identifier-naming): TF's name
 /// Largest buffer AUTOTUNE grows to, in elements.
 inline constexpr int kMaxAutotuneBuffer = 64;
 /// Work per worker hand-off that chunking aims for.

@@ -66,6 +66,25 @@ class Dataset {
   /// One element per row of the components' leading axis: from_tensor_slices({x, y}) yields
   /// (x[i], y[i]). Throws ShapeError if the leading dimensions differ or a component is a scalar.
   static Dataset from_tensor_slices(std::vector<HostTensor> components);
+  /// tf.data's spelling, the components as arguments: from_tensor_slices(x) or
+  /// from_tensor_slices(x, y), the same as from_tensor_slices({x, y}).
+  template <typename... T>
+    requires(sizeof...(T) >= 1 && (std::is_convertible_v<T, HostTensor> && ...))
+  static Dataset from_tensor_slices(T&&... components) {
+    return from_tensor_slices(std::vector<HostTensor>{HostTensor(std::forward<T>(components))...});
+  }
+  /// And as a tuple or pair, as Python passes (x, y): from_tensor_slices(std::tuple{x, y}).
+  template <typename... T>
+    requires(std::is_convertible_v<T, HostTensor> && ...)
+  static Dataset from_tensor_slices(const std::tuple<T...>& components) {
+    return std::apply([](const auto&... c) { return from_tensor_slices(std::vector<HostTensor>{HostTensor(c)...}); },
+                      components);
+  }
+  template <typename A, typename B>
+    requires(std::is_convertible_v<A, HostTensor> && std::is_convertible_v<B, HostTensor>)
+  static Dataset from_tensor_slices(const std::pair<A, B>& components) {
+    return from_tensor_slices(std::vector<HostTensor>{HostTensor(components.first), HostTensor(components.second)});
+  }
   /// The elements `generator_factory()` yields. Saved positions restore by making a fresh
   /// generator and skipping the elements already produced, so the generator must be
   /// deterministic for restore to be exact.

@@ -80,7 +80,13 @@ inline void prefetch_bytes(const void* p, size_t bytes, bool for_write = false) 
     // the empty volatile asm keeps it.
     asm volatile("");
   }
-  __builtin_prefetch(c + bytes - 1, for_write ? 1 : 0);  // the last line, when p is not line-aligned
+  // The last line, when p is not line-aligned. (The read/write argument must be a constant
+  // for clang, hence the branch.)
+  if (for_write) {
+    __builtin_prefetch(c + bytes - 1, 1);
+  } else {
+    __builtin_prefetch(c + bytes - 1);
+  }
 #else
   (void)p;
   (void)bytes;

@@ -43,6 +43,18 @@ TEST(DTypeTest, PromotionFollowsTheLattice) {
   EXPECT_EQ(promote(DType::kBool, DType::kU8), DType::kU8);
 }
 
+// The spelling Kiln prints is also a spelling that compiles: DType::f32 is DType::kF32, and
+// printing is unchanged.
+TEST(DTypeTest, PrintedNamesAreAliasesOfTheEnumerators) {
+  static_assert(DType::f32 == DType::kF32 && DType::f64 == DType::kF64 && DType::bf16 == DType::kBF16 &&
+                DType::f16 == DType::kF16 && DType::i32 == DType::kI32 && DType::i64 == DType::kI64 &&
+                DType::u8 == DType::kU8);
+  EXPECT_EQ(name(DType::f32), "f32");
+  EXPECT_EQ(name(DType::u8), "u8");
+  EXPECT_EQ(size_of(DType::bf16), 2u);
+  EXPECT_EQ(parse_dtype("i64"), DType::i64);
+}
+
 TEST(DTypeTest, FamilyPredicates) {
   EXPECT_TRUE(is_floating(DType::kBF16));
   EXPECT_FALSE(is_floating(DType::kI32));

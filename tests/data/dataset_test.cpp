@@ -35,6 +35,36 @@ TEST(DatasetTest, FromTensorSlicesYieldsRowsOfEveryComponent) {
   EXPECT_FALSE(it.next());
 }
 
+// tf.data's spellings compile and mean the same: from_tensor_slices(x, y) (and a tuple or
+// pair, as Python's (x, y)), from_tensor_slices(x), data::AUTOTUNE.
+TEST(DatasetTest, AcceptsTfDatasSpellings) {
+  HostTensor x = HostTensor::from_vector<float>({3, 2}, {0, 1, 2, 3, 4, 5});
+  HostTensor y = HostTensor::from_vector<int32_t>({3}, {7, 8, 9});
+  auto rows = [](const Dataset& d) {
+    std::vector<std::vector<int64_t>> out;
+    Iterator it = d.iterator();
+    while (auto e = it.next()) {
+      std::vector<int64_t> row;
+      for (const HostTensor& c : *e)
+        for (int64_t v : c.to_vector<int64_t>()) row.push_back(v);
+      out.push_back(row);
+    }
+    return out;
+  };
+  const auto braced = rows(Dataset::from_tensor_slices({x, y}));
+  ASSERT_EQ(braced.size(), 3u);
+  EXPECT_EQ(rows(Dataset::from_tensor_slices(x, y)), braced);
+  EXPECT_EQ(rows(Dataset::from_tensor_slices(std::tuple{x, y})), braced);
+  EXPECT_EQ(rows(Dataset::from_tensor_slices(std::pair{x, y})), braced);
+  EXPECT_EQ(rows(Dataset::from_tensor_slices(x)), rows(Dataset::from_tensor_slices({x})));
+  static_assert(AUTOTUNE == kAutotune);
+  EXPECT_EQ(rows(Dataset::from_tensor_slices(x, y).map([](HostTensor a, HostTensor b) { return std::pair{a, b}; },
+                                                        AUTOTUNE).prefetch(AUTOTUNE)),
+            braced);
+  KILN_EXPECT_ERROR(Dataset::from_tensor_slices(x, HostTensor::from_vector<int32_t>({2}, {1, 2})), ShapeError,
+                    "component 1 has 2 rows");
+}
+
 // tf.data's Dataset.cardinality(): counts where the recipe knows them, -1 after repeat(), -2
 // where it cannot know (a filter, a generator).
 TEST(DatasetTest, CardinalityFollowsTheRecipe) {
