@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "kiln/ir/computation.h"
 #include "kiln/runtime/cpu/contraction_decisions.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
+#include "kiln/runtime/cpu/widen.h"
 
 namespace kiln::cpu {
 namespace {
@@ -62,40 +64,56 @@ struct Geometry {
   int64_t rb = 0, rk = 0, rn = 0;  // weights (B, K, N)
 };
 
-// Widened path tiles: rows of src and columns of weights widened per tile. Scratch per call is
-// about (kTileRows + kTileCols) * K + kTileRows * kTileCols floats (a few MiB at most for
-// K in the thousands), whatever the batch.
-constexpr int64_t kTileRows = 256, kTileCols = 512;
+// Widened path tiles: up to kTile rows of src and columns of weights widened per tile, fewer
+// where (rows + cols) * K + rows * cols floats would pass kTileFloats (16 MiB). Large tiles
+// matter: oneDNN's f32 gemm picks its packing (copy) kernels only for large enough problems
+// (on AVX2, 1/M + 1/N < 0.0038), 20% faster on W3's 512x1024x1024 than the no-copy kernel
+// that tiles of 256 x 512 got. The scratch is shared by the executable's kernels (WidenScratch).
+constexpr int64_t kTile = 1024, kTileFloats = int64_t{4} << 20;
 
-// dst[r * cols + c] = f32(src[r * rs + c * cs]) for a 16-bit `t`.
-void widen(const void* src, DType t, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
-  const auto* s = static_cast<const uint16_t*>(src);
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* row = s + r * rs;
-    float* d = dst + r * cols;
-    if (t == DType::kBF16) {
-      for (int64_t c = 0; c < cols; ++c) {
-        const uint32_t u = static_cast<uint32_t>(row[c * cs]) << 16;  // bf16 -> f32 is exact
-        std::memcpy(&d[c], &u, 4);
-      }
-    } else {
-      for (int64_t c = 0; c < cols; ++c) d[c] = f16_bits_to_f32(row[c * cs]);
-    }
+// The widened path's tile rows and columns for (M, K) x (K, N).
+std::pair<int64_t, int64_t> tile_size(int64_t M, int64_t K, int64_t N) {
+  int64_t tr = std::min(kTile, M), tc = std::min(kTile, N);
+  while ((tr + tc) * K + tr * tc > kTileFloats && (tr > 64 || tc > 64)) {
+    if (tr >= tc) tr = (tr + 1) / 2;
+    else tc = (tc + 1) / 2;
   }
+  return {tr, tc};
 }
 
-// dst[r * ld + c] = round-to-nearest-even 16-bit of src[r * cols + c].
-void narrow(const float* src, int64_t rows, int64_t cols, DType t, void* dst, int64_t ld) {
-  auto* d = static_cast<uint16_t*>(dst);
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * cols;
-    uint16_t* o = d + r * ld;
-    if (t == DType::kBF16) {
-      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_bf16_bits(s[c]);
-    } else {
-      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_f16_bits(s[c]);
+// How a widened tile keeps an operand: in the operand's own order (row-major or transposed:
+// contiguous runs in, contiguous runs out, oneDNN takes either by strides), or gathered
+// element by element when neither stride is 1.
+enum class TileLayout { kRowMajor, kTransposed, kGathered };
+
+// A (rows, cols) operand with element strides (rs, cs) as a tile: row-major when its rows are
+// contiguous, transposed when its columns are.
+TileLayout tile_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1 || cols == 1) return TileLayout::kRowMajor;
+  if (rs == 1 || rows == 1) return TileLayout::kTransposed;
+  return TileLayout::kGathered;
+}
+
+// The tile's f32 strides (row, col) for `layout`.
+std::pair<int64_t, int64_t> tile_strides(TileLayout layout, int64_t rows, int64_t cols) {
+  return layout == TileLayout::kTransposed ? std::pair<int64_t, int64_t>{1, rows} : std::pair<int64_t, int64_t>{cols, 1};
+}
+
+// Widens the (rows, cols) block at `src` (element strides rs, cs) into `dst` laid out as
+// `layout` says.
+void widen_tile(const void* src, DType t, TileLayout layout, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                float* dst) {
+  switch (layout) {
+    case TileLayout::kRowMajor: widen_rows(src, t, rows, cols, rs, dst, cols); return;
+    case TileLayout::kTransposed: widen_rows(src, t, cols, rows, cs, dst, rows); return;
+    case TileLayout::kGathered: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          const uint16_t v = s[r * rs + c * cs];
+          dst[r * cols + c] = t == DType::kBF16 ? bf16_bits_to_f32(v) : f16_bits_to_f32(v);
+        }
+      return;
     }
   }
 }
@@ -111,32 +129,46 @@ class MatmulImpl {
   Geometry g;
   bool has_bias = false;
   DType dtype = DType::kF32;  // of operands and result
-  // kF32 and kNative: one primitive over the whole problem.
-  dnnl::matmul primitive;
+  // kF32 and kNative: one primitive over the whole problem. Per team size (TeamPrimitive):
+  // oneDNN's AVX2 gemm with packing, like its convolutions, keeps the thread count it was
+  // created with.
+  onednn::TeamPrimitive primitive;
   memory src, weights, bias, dst;
   std::unordered_map<int, memory> args;  // built once; run() only swaps data handles
-  // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs.
+  // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs; each
+  // operand's tile keeps its layout (lhs_tile, rhs_tile).
   struct Tile {
-    dnnl::matmul primitive;
+    onednn::TeamPrimitive primitive;
     memory src, weights, bias, dst;
     std::unordered_map<int, memory> args;
   };
   std::map<std::pair<int64_t, int64_t>, Tile> tiles;
+  TileLayout lhs_tile = TileLayout::kRowMajor, rhs_tile = TileLayout::kRowMajor;
+  int64_t tile_rows = 0, tile_cols = 0;
+  // The widened operands, result and bias.
+  std::shared_ptr<WidenScratch> scratch;
 
   void run_whole(const void* lhs, const void* rhs, const void* b, void* out) {
     src.set_data_handle(const_cast<void*>(lhs));
     weights.set_data_handle(const_cast<void*>(rhs));
     if (has_bias) bias.set_data_handle(const_cast<void*>(b));
     dst.set_data_handle(out);
-    primitive.execute(stream, args);
+    primitive.for_team().execute(stream, args);
     stream.wait();
   }
 
+  int64_t scratch_floats() const {
+    return tile_rows * g.K + g.K * tile_cols + tile_rows * tile_cols + (has_bias ? g.N : 0);
+  }
+
   void run_widened(const void* lhs, const void* rhs, const void* b, void* out) {
-    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
-    std::vector<float> wl(static_cast<size_t>(tr * g.K)), wr(static_cast<size_t>(g.K * tc)),
-        wo(static_cast<size_t>(tr * tc)), wb(has_bias ? static_cast<size_t>(g.N) : 0);
-    if (has_bias) widen(b, dtype, 1, g.N, 0, 1, wb.data());
+    const int64_t tr = tile_rows, tc = tile_cols;
+    WidenScratch::Lease lease(*scratch, scratch_floats());
+    float* wl = lease.data();
+    float* wr = wl + tr * g.K;
+    float* wo = wr + g.K * tc;
+    float* wb = wo + tr * tc;
+    if (has_bias) widen_rows(b, dtype, 1, g.N, g.N, wb, g.N);
     const size_t elem = size_of(dtype);
     for (int64_t bi = 0; bi < g.B; ++bi) {
       const char* l = static_cast<const char*>(lhs) + static_cast<size_t>(bi * g.lb) * elem;
@@ -144,18 +176,18 @@ class MatmulImpl {
       char* o = static_cast<char*>(out) + static_cast<size_t>(bi * g.M * g.N) * elem;
       for (int64_t n0 = 0; n0 < g.N; n0 += tc) {
         const int64_t cols = std::min(tc, g.N - n0);
-        widen(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, g.K, cols, g.rk, g.rn, wr.data());
+        widen_tile(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, rhs_tile, g.K, cols, g.rk, g.rn, wr);
         for (int64_t m0 = 0; m0 < g.M; m0 += tr) {
           const int64_t rows = std::min(tr, g.M - m0);
-          widen(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, rows, g.K, g.lm, g.lk, wl.data());
+          widen_tile(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, lhs_tile, rows, g.K, g.lm, g.lk, wl);
           Tile& t = tiles.at({rows, cols});
-          t.src.set_data_handle(wl.data());
-          t.weights.set_data_handle(wr.data());
-          if (has_bias) t.bias.set_data_handle(wb.data() + n0);
-          t.dst.set_data_handle(wo.data());
-          t.primitive.execute(stream, t.args);
+          t.src.set_data_handle(wl);
+          t.weights.set_data_handle(wr);
+          if (has_bias) t.bias.set_data_handle(wb + n0);
+          t.dst.set_data_handle(wo);
+          t.primitive.for_team().execute(stream, t.args);
           stream.wait();
-          narrow(wo.data(), rows, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
+          narrow_rows(wo, rows, cols, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
         }
       }
     }
@@ -252,7 +284,8 @@ const std::string& MatmulKernel::isa() const { return impl_->isa; }
 
 std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
                                                    compiler::EpilogueActivation activation,
-                                                   const MatmulOptions& options) {
+                                                   const MatmulOptions& options,
+                                                   std::shared_ptr<WidenScratch> scratch) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
   const ir::DotDims& dd = dot.attrs().dot;
@@ -282,7 +315,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     memory::desc mds[4];
     dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, t, t, g, g.M, g.N, bias, attr, mds);
     impl->isa = pd.impl_info_str();
-    impl->primitive = dnnl::matmul(pd);
+    impl->primitive = onednn::TeamPrimitive::of(pd);
     impl->src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
     impl->weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
     impl->dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
@@ -300,16 +333,24 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     impl->g = g;
     impl->has_bias = bias;
     impl->path = MatmulPath::kWidened;
-    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
+    const auto [tr, tc] = tile_size(g.M, g.K, g.N);
+    impl->tile_rows = tr;
+    impl->tile_cols = tc;
+    impl->lhs_tile = tile_layout(tr, g.K, g.lm, g.lk);
+    impl->rhs_tile = tile_layout(g.K, tc, g.rk, g.rn);
+    impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+    impl->scratch->reserve(impl->scratch_floats());
     for (int64_t rows : {tr, g.M % tr})
       for (int64_t cols : {tc, g.N % tc}) {
         if (rows == 0 || cols == 0 || impl->tiles.count({rows, cols}) > 0) continue;
-        Geometry tg{1, rows, g.K, cols, rows * g.K, g.K, 1, g.K * cols, cols, 1};
+        const auto [tile_lm, tile_lk] = tile_strides(impl->lhs_tile, rows, g.K);
+        const auto [tile_rk, tile_rn] = tile_strides(impl->rhs_tile, g.K, cols);
+        Geometry tg{1, rows, g.K, cols, rows * g.K, tile_lm, tile_lk, g.K * cols, tile_rk, tile_rn};
         memory::desc mds[4];
         dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, DType::kF32, DType::kF32, tg, rows, cols, bias, attr, mds);
         impl->isa = pd.impl_info_str();
         MatmulImpl::Tile& t = impl->tiles[{rows, cols}];
-        t.primitive = dnnl::matmul(pd);
+        t.primitive = onednn::TeamPrimitive::of(pd);
         t.src = memory(mds[0], impl->engine, DNNL_MEMORY_NONE);
         t.weights = memory(mds[1], impl->engine, DNNL_MEMORY_NONE);
         t.dst = memory(mds[2], impl->engine, DNNL_MEMORY_NONE);
