@@ -291,7 +291,10 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
       impl = build(memory::data_type::f32, batch);
     } else if (impl == nullptr) {
       impl = build_widened();
-    } else if (options.choice == MatmulOptions::Choice::kAuto) {
+      report_16bit_path(t, "convolution", options.choice, "", impl->isa);
+    } else if (options.choice == MatmulOptions::Choice::kNative) {
+      report_16bit_path(t, "convolution", options.choice, impl->isa, "");
+    } else {
       // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
       std::unique_ptr<ConvolutionImpl> wide = build_widened();
       const std::string key = str_cat(a, " ", b, " -> ", r, " strides ", cd.strides[0], ",",
@@ -304,6 +307,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
       const std::string where = inst.source().empty() ? what : inst.source();
       const MatmulPath path = choose_16bit_path(where, what, key, impl->isa, wide->isa, options.cache_dir,
                                                 [&] { return time_ms(*impl); }, [&] { return time_ms(*wide); });
+      report_16bit_path(t, "convolution", options.choice, impl->isa, wide->isa);
       if (path == MatmulPath::kWidened) impl = std::move(wide);
     }
   } catch (const dnnl::error& e) {

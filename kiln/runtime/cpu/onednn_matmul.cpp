@@ -380,6 +380,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     }
     if (native == nullptr || options.choice == MatmulOptions::Choice::kNative) {
       impl = native != nullptr ? std::move(native) : widened();
+      report_16bit_path(dtype, "matmul", options.choice, impl->path == MatmulPath::kNative ? impl->isa : "", impl->isa);
     } else {
       // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
       std::unique_ptr<MatmulImpl> wide = widened();
@@ -390,6 +391,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
       const MatmulPath choice = choose_16bit_path(
           where, "matmul", key, native->isa, wide->isa, options.cache_dir,
           [&] { return time_ms(*native, dot, bias_elems); }, [&] { return time_ms(*wide, dot, bias_elems); });
+      report_16bit_path(dtype, "matmul", options.choice, native->isa, wide->isa);
       impl = choice == MatmulPath::kNative ? std::move(native) : std::move(wide);
     }
   } catch (const dnnl::error& e) {
