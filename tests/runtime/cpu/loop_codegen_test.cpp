@@ -297,6 +297,20 @@ void expect_same_16bit(const HostTensor& got, const HostTensor& want) {
   }
 }
 
+// `c`'s outputs as one loop kernel on `engine` give `want` exactly.
+void expect_outputs_same_16bit(const ir::Computation& c, const std::vector<HostTensor>& args,
+                               const std::vector<HostTensor>& want, LoopEngine engine) {
+  auto k = LoopKernel::create(c, engine);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->generated(), engine == LoopEngine::kGenerated);
+  std::vector<HostTensor> got;
+  std::vector<void*> outs;
+  for (const Instruction* o : c.outputs()) outs.push_back(got.emplace_back(o->shape()).raw_data());
+  const std::vector<const void*> in = pointers(args);
+  k->run_outputs(in.data(), outs.data());
+  for (size_t i = 0; i < got.size(); ++i) expect_same_16bit(got[i], want[i]);
+}
+
 TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) {
   std::mt19937 rng(16);
   for (DType t : {DType::kBF16, DType::kF16}) {
@@ -323,15 +337,7 @@ TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) 
     // The tie pairs: 1 + ulp/2 rounds down to 1 (even), 1 + 3 ulp/2 up to 1 + 2 ulp.
     EXPECT_EQ(want[0].to_vector<double>()[0], 1.0);
     EXPECT_EQ(want[0].to_vector<double>()[2], 1.0 + 2 * (t == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024));
-    auto k = LoopKernel::create(*c, LoopEngine::kGenerated);
-    ASSERT_NE(k, nullptr);
-    ASSERT_TRUE(k->generated());
-    HostTensor out0(s), out1(s);
-    void* outs[] = {out0.raw_data(), out1.raw_data()};
-    const std::vector<const void*> in = pointers(args);
-    k->run_outputs(in.data(), outs);
-    expect_same_16bit(out0, want[0]);
-    expect_same_16bit(out1, want[1]);
+    expect_outputs_same_16bit(*c, args, want, LoopEngine::kGenerated);
 
     // A reduction reading 16-bit values (f32 accumulation), with the infinities and NaN of
     // some rows: the sums are close to the reference, and inf/NaN rows stay inf/NaN.
@@ -399,16 +405,8 @@ TEST(LoopCodegenTest, KnownFewValuesSkipRoundingWithTheSameBits) {
       args.push_back(std::move(h));
     }
     const std::vector<HostTensor> want = ir::evaluate(*c, args);
-    for (LoopEngine engine : {LoopEngine::kGenerated, LoopEngine::kInterpreter}) {
-      auto k = LoopKernel::create(*c, engine);
-      ASSERT_NE(k, nullptr);
-      HostTensor out0(s), out1(s);
-      void* outs[] = {out0.raw_data(), out1.raw_data()};
-      const std::vector<const void*> in = pointers(args);
-      k->run_outputs(in.data(), outs);
-      expect_same_16bit(out0, want[0]);
-      expect_same_16bit(out1, want[1]);
-    }
+    for (LoopEngine engine : {LoopEngine::kGenerated, LoopEngine::kInterpreter})
+      expect_outputs_same_16bit(*c, args, want, engine);
     EXPECT_EQ(want[1].to_vector<double>()[0], 256.0);  // x[0] is +0: gt is 0
     const std::vector<double> sums = want[1].to_vector<double>();
     EXPECT_NE(std::find(sums.begin(), sums.end(), t == DType::kBF16 ? 260.0 : 259.0), sums.end());
