@@ -2,11 +2,13 @@
 #include "kiln/compiler/codegen/loop_ir.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 #include <unordered_map>
 
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
+#include "kiln/core/half.h"
 #include "kiln/ir/computation.h"
 
 namespace kiln::codegen {
@@ -44,6 +46,7 @@ class StageBuilder {
       if (!emit(root, st, regs, &r.reg)) return false;
       st.results.push_back(r);
     }
+    known_.erase(&st);
     allocate_registers(st);
     p_.stages.push_back(std::move(st));
     *stage_index = static_cast<int>(p_.stages.size()) - 1;
@@ -191,21 +194,127 @@ class StageBuilder {
     } else {
       return false;
     }
+    KnownValues& known = known_[&st];
+    std::optional<Values> values = values_of(in, known, in.op == LoopOp::kLoad ? st.loads[static_cast<size_t>(in.load)].dtype : DType::kF32);
+    // A rounding of values it leaves alone (a bool converted to bf16) is no instruction.
+    if (is_rounding(in.op) && values && known.count(in.a) > 0 && *values == known.at(in.a)) {
+      regs[inst] = in.a;
+      *out = in.a;
+      return true;
+    }
     in.dst = new_register(st);
     st.code.push_back(in);
+    if (values) known[in.dst] = *values;
     // A value's register holds what its dtype can: a 16-bit op's f32 result is rounded to 16
     // bits (round to nearest even) before later ops read it, as the reference evaluator and
     // XLA compute each bf16/f16 op; an f32 op's result in a double register is rounded to f32;
-    // i32 arithmetic wraps modulo 2^32.
+    // i32 arithmetic wraps modulo 2^32. Results known to be few values the dtype holds exactly
+    // (the 0, 0.5, 1 of a relu gradient's masks) need no rounding.
     const DType t = inst->dtype();
     const bool round_16 = (t == DType::kBF16 || t == DType::kF16) && rounds_to_f32(in.op) && !exact_on_16bit(in.op);
-    if ((p_.use_double && t == DType::kF32 && rounds_to_f32(in.op)) || round_16)
-      in.dst = append_unary(st, t == DType::kBF16 ? LoopOp::kRoundBF16 : t == DType::kF16 ? LoopOp::kRoundF16 : LoopOp::kRoundF32,
-                            in.dst);
+    const LoopOp rounding = t == DType::kBF16 ? LoopOp::kRoundBF16 : t == DType::kF16 ? LoopOp::kRoundF16 : LoopOp::kRoundF32;
+    const bool exact = values && rounded(rounding, *values) == *values;
+    if (((p_.use_double && t == DType::kF32 && rounds_to_f32(in.op)) || round_16) && !exact)
+      in.dst = append_unary(st, rounding, in.dst);
     if (t == DType::kI32 && may_leave_i32(in.op)) in.dst = append_unary(st, LoopOp::kWrapI32, in.dst);
     regs[inst] = in.dst;
     *out = in.dst;
     return true;
+  }
+
+  // The values a register can hold, when they are a few known ones (a mask from a comparison,
+  // a constant, arithmetic on those), sorted and distinct; nullopt when they can be anything.
+  // Computed as the executors compute them (in float, or double registers), so a rounding they
+  // show to change nothing can be left out without changing a bit of any result.
+  using Values = std::vector<double>;
+  using KnownValues = std::unordered_map<int, Values>;
+  static constexpr size_t kMaxKnownValues = 8;
+
+  static bool is_rounding(LoopOp op) {
+    return op == LoopOp::kRoundBF16 || op == LoopOp::kRoundF16 || op == LoopOp::kRoundF32;
+  }
+
+  // `v` as `op` rounds a register (through f32 first, as the executors' as_float).
+  static Values rounded(LoopOp op, const Values& v) {
+    Values r;
+    for (double x : v) {
+      const float f = static_cast<float>(x);
+      if (op == LoopOp::kRoundBF16) r.push_back(bf16_bits_to_f32(f32_to_bf16_bits(f)));
+      else if (op == LoopOp::kRoundF16) r.push_back(f16_bits_to_f32(f32_to_f16_bits(f)));
+      else r.push_back(f);
+    }
+    return r;
+  }
+
+  // `load_dtype`: a load's element type (a bool load is 0 or 1).
+  std::optional<Values> values_of(const LoopInstr& in, const KnownValues& known, DType load_dtype) const {
+    auto of = [&](int reg) -> const Values* {
+      auto it = known.find(reg);
+      return it == known.end() ? nullptr : &it->second;
+    };
+    auto finish = [&](Values v) -> std::optional<Values> {
+      for (double x : v)
+        if (!std::isfinite(x)) return std::nullopt;
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      if (v.size() > kMaxKnownValues) return std::nullopt;
+      return v;
+    };
+    // a op b in the registers' type
+    auto arith = [&](LoopOp op, double a, double b) {
+      auto f = [&](auto x, auto y) -> double {
+        switch (op) {
+          case LoopOp::kAdd: return x + y;
+          case LoopOp::kSub: return x - y;
+          case LoopOp::kMul: return x * y;
+          case LoopOp::kMax: return x > y ? x : y;
+          default: return x < y ? x : y;  // kMin
+        }
+      };
+      return p_.use_double ? f(a, b) : f(static_cast<float>(a), static_cast<float>(b));
+    };
+    switch (in.op) {
+      case LoopOp::kSplat: return finish({p_.use_double ? in.value : static_cast<double>(static_cast<float>(in.value))});
+      case LoopOp::kLoad:
+        if (load_dtype == DType::kBool) return Values{0, 1};
+        return std::nullopt;
+      case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe: case LoopOp::kGt: case LoopOp::kGe:
+      case LoopOp::kToBool:
+        return Values{0, 1};
+      case LoopOp::kRoundBF16: case LoopOp::kRoundF16: case LoopOp::kRoundF32:
+        if (const Values* a = of(in.a)) return finish(rounded(in.op, *a));
+        return std::nullopt;
+      case LoopOp::kCopy:
+        if (const Values* a = of(in.a)) return *a;
+        return std::nullopt;
+      case LoopOp::kNeg: case LoopOp::kAbs:
+        if (const Values* a = of(in.a)) {
+          Values r;
+          for (double x : *a) r.push_back(in.op == LoopOp::kNeg ? -x : std::fabs(x));
+          return finish(r);
+        }
+        return std::nullopt;
+      case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kMax: case LoopOp::kMin: {
+        const Values* a = of(in.a);
+        const Values scalar{in.value};
+        const Values* b = in.b_is_scalar ? &scalar : of(in.b);
+        if (a == nullptr || b == nullptr) return std::nullopt;
+        Values r;
+        for (double x : *a)
+          for (double y : *b) r.push_back(arith(in.op, x, y));
+        return finish(r);
+      }
+      case LoopOp::kSelect: {
+        const Values* b = of(in.b);
+        const Values* c = of(in.c);
+        if (b == nullptr || c == nullptr) return std::nullopt;
+        Values r = *b;
+        r.insert(r.end(), c->begin(), c->end());
+        return finish(r);
+      }
+      default:
+        return std::nullopt;
+    }
   }
 
   // Ops whose result is one of their 16-bit operands, or exactly representable from them (a
@@ -329,6 +438,7 @@ class StageBuilder {
   }
 
   LoopIr& p_;
+  std::unordered_map<const LoopStage*, KnownValues> known_;  // of the stages being built
 };
 
 }  // namespace

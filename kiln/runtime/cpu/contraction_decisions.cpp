@@ -57,6 +57,30 @@ void ContractionDecisions::forget_in_memory() {
   memory_.clear();
 }
 
+bool ContractionDecisions::first_time(const std::string& what) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return reported_.insert(what).second;
+}
+
+void report_16bit_path(DType t, const std::string& what, MatmulOptions::Choice choice, const std::string& native_isa,
+                       const std::string& f32_isa) {
+  if (!ContractionDecisions::instance().first_time(str_cat(name(t), " ", what))) return;
+  const std::string d(name(t));
+  const std::string widened = str_cat("in f32 from ", d, " storage (", f32_isa, ", a tile at a time)");
+  std::string how;
+  if (choice == MatmulOptions::Choice::kF32)
+    how = str_cat(widened, ", as KILN_16BIT_CONTRACTIONS=f32 asks");
+  else if (native_isa.empty())
+    how = str_cat(widened, ": oneDNN has no ", d, " ", what, " kernel on this CPU, so a ", d,
+                  " policy saves activation memory here, not time");
+  else if (choice == MatmulOptions::Choice::kNative)
+    how = str_cat("on oneDNN's ", d, " kernel (", native_isa, "), as KILN_16BIT_CONTRACTIONS=native asks");
+  else
+    how = str_cat("on oneDNN's ", d, " kernel (", native_isa, ") or ", widened,
+                  ", whichever is faster on each shape (timed once; KILN_LOG=2 lists the choices)");
+  log(LogLevel::kWarning, str_cat("[cpu] ", d, " ", what, "s run ", how, ". Hint: KILN_LOG=0 hides this note."));
+}
+
 double min_ms(const std::function<void()>& run) {
   run();
   double best = std::numeric_limits<double>::infinity();

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/runtime/cpu/onednn_matmul.h"
 
@@ -33,10 +34,13 @@ class ContractionDecisions {
   Stats stats() const;
   /// Forgets the in-memory table (tests: the next find reads the disk).
   void forget_in_memory();
+  /// True the first time `what` is asked about in this process (a path is reported once).
+  bool first_time(const std::string& what);
 
  private:
   mutable std::mutex mutex_;
   std::unordered_map<std::string, MatmulPath> memory_;  // by tag + key
+  std::unordered_set<std::string> reported_;
   Stats stats_;
 };
 
@@ -51,5 +55,11 @@ MatmulPath choose_16bit_path(const std::string& where, const std::string& what, 
                              const std::string& native_isa, const std::string& widened_isa,
                              const std::string& cache_dir, const std::function<double()>& time_native,
                              const std::function<double()>& time_widened);
+
+/// Says once per process (KILN_LOG=1), for `t` and `what` ("matmul", "convolution"), which path
+/// 16-bit contractions take on this CPU under `choice`: oneDNN's 16-bit kernel `native_isa`
+/// (empty: this CPU has none), f32 compute from 16-bit storage on `f32_isa`, or per shape.
+void report_16bit_path(DType t, const std::string& what, MatmulOptions::Choice choice, const std::string& native_isa,
+                       const std::string& f32_isa);
 
 }  // namespace kiln::cpu

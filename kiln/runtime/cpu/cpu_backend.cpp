@@ -17,6 +17,7 @@
 #include "kiln/runtime/host_device.h"
 #include "kiln/runtime/cpu/lowering.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/cpu_warmup.h"
 #include "kiln/compiler/ir_dump.h"
 #include "kiln/ir/clone.h"
 
@@ -149,6 +150,7 @@ class CpuBackend : public runtime::Backend {
   runtime::Device& device_;
   mutable std::mutex fallbacks_mutex_;  // compile() may run on several replicas' threads
   std::map<std::string, int64_t> fallbacks_;
+  CpuWarmup warmup_{engine_ == LoopEngine::kGenerated};  // while the first step compiles
 };
 
 }  // namespace

@@ -10,7 +10,8 @@
 // defined there gets the AVX-512 target, and an inline one shared with other files would
 // leak it to CPUs without AVX-512), and keep its functions in an anonymous namespace.
 // cpu_isa_variants.inc does the double inclusion; KILN_ISA_SELECT picks a variant.
-// KILN_CPU_ISA=baseline in the environment forces the baseline variants (to compare them).
+// KILN_CPU_ISA=baseline in the environment forces the baseline variants (to compare them),
+// and generated kernels without AVX-512.
 #pragma once
 
 #include <cstdlib>
@@ -37,13 +38,20 @@ enum class CpuIsa {
   kV4,        // x86-64-v4 variants (only when KILN_ISA_HAVE_V4)
 };
 
+/// KILN_CPU_ISA=baseline: run as on an x86-64-v3 CPU (AVX2, no AVX-512) whatever this one has:
+/// Kiln's own loops take their baseline variants and generated kernels (cpu_jit.cpp) target
+/// no AVX-512, so one machine can measure both (with ONEDNN_MAX_CPU_ISA=AVX2 for oneDNN).
+inline bool cpu_isa_forced_baseline() {
+  const char* force = std::getenv("KILN_CPU_ISA");
+  return force != nullptr && std::strcmp(force, "baseline") == 0;
+}
+
 /// The variant this process runs, chosen once: kV4 when it was compiled and the CPU (and OS)
 /// support x86-64-v4, unless KILN_CPU_ISA=baseline.
 inline CpuIsa cpu_isa() {
   static const CpuIsa isa = [] {
 #if KILN_ISA_HAVE_V4
-    const char* force = std::getenv("KILN_CPU_ISA");
-    if (force != nullptr && std::strcmp(force, "baseline") == 0) return CpuIsa::kBaseline;
+    if (cpu_isa_forced_baseline()) return CpuIsa::kBaseline;
     __builtin_cpu_init();
     if (__builtin_cpu_supports("x86-64-v4")) return CpuIsa::kV4;
 #endif

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
 #include <unordered_map>
 
 #include "kiln/compiler/codegen/kernel_cache.h"
@@ -18,6 +19,7 @@
 #include "kiln/core/fnv1a.h"
 #include "kiln/core/logging.h"
 #include "kiln/core/str_cat.h"
+#include "kiln/runtime/cpu/cpu_isa_impl.h"
 
 namespace kiln::cpu {
 namespace {
@@ -41,6 +43,22 @@ void dump(const std::string& dir, const std::vector<codegen::LoopUnit>& units, c
   const std::string base = str_cat(dir, "/kernels/", units[0].prefix, units.size() > 1 ? str_cat("+", units.size() - 1) : "");
   std::ofstream(base + ".ll") << code.ir_text;
   std::ofstream(base + ".s") << code.asm_text;
+}
+
+// The host as LLVM detects it; under KILN_CPU_ISA=baseline without its AVX-512 and AMX
+// features, as Kiln's own loops (cpu_isa_impl.h), so an AVX-512 machine generates (and times
+// the compiling of) the kernels an AVX2-only one would.
+codegen::CodegenTarget jit_target() {
+  codegen::CodegenTarget t = codegen::CodegenTarget::host();
+  if (!cpu_isa_forced_baseline()) return t;
+  std::string features;
+  std::stringstream all(t.features);
+  for (std::string f; std::getline(all, f, ',');) {
+    if (f.size() > 1 && f[0] == '+' && (f.rfind("+avx512", 0) == 0 || f.rfind("+amx", 0) == 0)) f[0] = '-';
+    features += str_cat(features.empty() ? "" : ",", f);
+  }
+  t.features = features;
+  return t;
 }
 
 }  // namespace
@@ -142,7 +160,7 @@ CpuJit* CpuJit::instance() {
   static CpuJit* jit = []() -> CpuJit* {
     const DebugOptions& options = DebugOptions::global();
     try {
-      codegen::CodegenTarget target = codegen::CodegenTarget::host();
+      codegen::CodegenTarget target = jit_target();
       // JITLink rather than RuntimeDyld: it places an object's code and constants in one
       // allocation. RuntimeDyld's section memory manager maps them separately, and with a large
       // mapping between them (the guarded device's arena showed it) a kernel's 32-bit
@@ -159,7 +177,8 @@ CpuJit* CpuJit::instance() {
           lljit->getDataLayout().getGlobalPrefix());
       if (!process) KILN_THROW(CompileError, llvm::toString(process.takeError()));
       lljit->getMainJITDylib().addGenerator(std::move(*process));
-      log(LogLevel::kInfo, str_cat("codegen: LLVM ", codegen::llvm_version(), " for ", target.cpu));
+      log(LogLevel::kInfo, str_cat("codegen: LLVM ", codegen::llvm_version(), " for ", target.cpu,
+                                   cpu_isa_forced_baseline() ? " without AVX-512 (KILN_CPU_ISA=baseline)" : ""));
       // Leaked on purpose: kernels stay callable while static destructors run.
       return new CpuJit(std::make_unique<Impl>(std::move(lljit), std::move(target), options));
     } catch (const Error& e) {

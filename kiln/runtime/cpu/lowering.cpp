@@ -24,6 +24,7 @@
 #include "kiln/runtime/cpu/onednn_util_impl.h"
 #include "kiln/runtime/cpu/reduce_kernel.h"
 #include "kiln/runtime/cpu/team_impl.h"
+#include "kiln/runtime/cpu/widen.h"
 
 namespace kiln::cpu {
 namespace {
@@ -234,7 +235,7 @@ class Lowerer {
   // fusion's operands 0, 1, 2).
   bool try_matmul(const Instruction& inst, const Instruction& dot, bool has_bias,
                   compiler::EpilogueActivation activation, std::string label) {
-    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_);
+    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_, widen_scratch_);
     if (k == nullptr) return false;
     if (k->path() != MatmulPath::kF32) label += str_cat(" (", k->isa(), k->path() == MatmulPath::kWidened ? ", widened" : "", ")");
     const int lhs = 0, rhs = 1, bias = has_bias ? 2 : -1;
@@ -256,8 +257,8 @@ class Lowerer {
       }
     }
     std::shared_ptr<Kernel> k;
-    if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) k = Kernel::create(inst, matmul_);
-    else k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32);
+    if constexpr (std::is_same_v<Kernel, ConvolutionKernel>) k = Kernel::create(inst, matmul_, widen_scratch_);
+    else k = Kernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32, widen_scratch_);
     if (k == nullptr) return false;
     add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
     return true;
@@ -530,6 +531,9 @@ class Lowerer {
   LoopEngine engine_;
   bool horizontal_fusion_;
   MatmulOptions matmul_;
+  // The f32 copies of the executable's widened 16-bit matmuls, convolutions and pooling: one
+  // buffer, as the steps run one at a time.
+  std::shared_ptr<WidenScratch> widen_scratch_ = std::make_shared<WidenScratch>();
   CompileNested compile_nested_;
   std::unordered_map<const Instruction*, std::shared_ptr<TupleStep>> tuples_;
   LoopJitBatch batch_;

@@ -21,9 +21,6 @@
 namespace kiln::cpu {
 namespace {
 
-// The f32 copies the widened 16-bit path makes per batch tile (the larger of input and output).
-constexpr int64_t kWidenedTileBytes = int64_t{2} << 20;
-
 using compiler::EpilogueActivation;
 using dnnl::memory;
 using ir::Opcode;
@@ -59,48 +56,69 @@ class ConvolutionImpl {
   bool accumulate = false;
   DType out_dtype = DType::kF32;  // the result's (a summed filter gradient is rounded to it)
   std::unique_ptr<ConvolutionImpl> rest;
+  std::vector<float> sum, part;  // a tiled filter gradient: the sum so far and one tile's
+  std::shared_ptr<WidenScratch> scratch;  // the widened path's f32 copies (null on the others)
 
-  // One run over operands `in` (tiles of the batch where batched) into `out`.
-  void run_once(const void* const* in, void* out) {
-    HostTensor keep[3], wide;
+  // One run over operands `in` (tiles of the batch where batched) into `out`. `unbatched`:
+  // also bind the operands that are the same for every tile (the filter, the bias), which keep
+  // their widened and reordered copies from the first tile of a run to the others.
+  void run_once(const void* const* in, void* out, bool unbatched = true) {
     std::unordered_map<int, memory> args;
-    for (size_t i = 0; i < inputs.size(); ++i) onednn::bind_input(inputs[i], in[i], stream, &keep[i], args);
-    onednn::bind_output(*output, out, &wide, args);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (unbatched || is_batched(inputs[i])) onednn::bind_input(inputs[i], in[i], stream, args);
+      else args.insert({inputs[i].arg, inputs[i].inner});
+    }
+    onednn::bind_output(*output, out, args);
     primitive.for_team().execute(stream, args);
-    onednn::finish_output(*output, out, wide, stream);
+    onednn::finish_output(*output, out, stream);
+  }
+
+  static bool is_batched(const onednn::BoundArg& a) {
+    return a.shape.rank() == 4 && a.arg != DNNL_ARG_WEIGHTS && a.arg != DNNL_ARG_BIAS;
+  }
+
+  // The args with f32 copies of 16-bit values (none on the f32 and native paths).
+  std::vector<onednn::BoundArg*> widened_args() {
+    std::vector<onednn::BoundArg*> args;
+    for (onednn::BoundArg& a : inputs) args.push_back(&a);
+    args.push_back(&*output);
+    return args;
+  }
+  // Scratch floats for a run: this primitive's copies, or the rest tile's (it runs after).
+  int64_t scratch_floats() {
+    return std::max(onednn::widened_floats(widened_args()), rest != nullptr ? rest->scratch_floats() : 0);
   }
 
   // The whole batch at once, or (widened path) a tile of it at a time.
   void run(const void* const* in, void* out) {
     ConvolutionImpl& c = *this;
+    std::optional<WidenScratch::Lease> lease;
+    if (c.scratch != nullptr) {
+      lease.emplace(*c.scratch, c.scratch_floats());
+      onednn::point_into(c.widened_args(), lease->data());
+      if (c.rest != nullptr) onednn::point_into(c.rest->widened_args(), lease->data());
+    }
     if (c.total_batch == 0 || c.batch == c.total_batch) return c.run_once(in, out);
     // Batch tiles: operands and result advance by their bytes per image; a filter gradient is
     // summed in f32 over the tiles, then rounded once.
     const Shape& result = c.output->shape;
-    std::vector<float> sum, part;
-    if (c.accumulate) {
-      sum.assign(static_cast<size_t>(result.num_elements()), 0.0f);
-      part.resize(sum.size());
-    }
+    if (c.accumulate) std::fill(c.sum.begin(), c.sum.end(), 0.0f);
     for (int64_t n0 = 0; n0 < c.total_batch; n0 += c.batch) {
       ConvolutionImpl& t = c.total_batch - n0 >= c.batch ? c : *c.rest;
+      const bool first = n0 == 0 || &t != &c;  // t's first tile of this run
       const void* tile_in[3] = {};
       for (size_t i = 0; i < t.inputs.size(); ++i) {
         const Shape& s = t.inputs[i].shape;
-        const bool batched = s.rank() == 4 && t.inputs[i].arg != DNNL_ARG_WEIGHTS && t.inputs[i].arg != DNNL_ARG_BIAS;
-        tile_in[i] = static_cast<const char*>(in[i]) + (batched ? n0 * (s.byte_size() / s.dims()[0]) : 0);
+        tile_in[i] = static_cast<const char*>(in[i]) + (is_batched(t.inputs[i]) ? n0 * (s.byte_size() / s.dims()[0]) : 0);
       }
       if (!c.accumulate) {
-        t.run_once(tile_in, static_cast<char*>(out) + n0 * (result.byte_size() / result.dims()[0]));
+        t.run_once(tile_in, static_cast<char*>(out) + n0 * (result.byte_size() / result.dims()[0]), first);
         continue;
       }
-      t.run_once(tile_in, part.data());
-      for (size_t k = 0; k < sum.size(); ++k) sum[k] += part[k];
+      t.run_once(tile_in, c.part.data(), first);
+      for (size_t k = 0; k < c.sum.size(); ++k) c.sum[k] += c.part[k];
     }
-    if (c.accumulate) {
-      HostTensor narrowed = HostTensor::view(result, sum.data()).astype(c.out_dtype);
-      std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
-    }
+    if (c.accumulate) cpu::narrow(c.sum.data(), static_cast<int64_t>(c.sum.size()), c.out_dtype, out);
   }
 };
 
@@ -108,7 +126,8 @@ ConvolutionKernel::ConvolutionKernel(std::unique_ptr<ConvolutionImpl> impl) : im
 ConvolutionKernel::~ConvolutionKernel() = default;
 const std::string& ConvolutionKernel::label() const { return impl_->label; }
 
-std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instruction& inst, const MatmulOptions& options) {
+std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instruction& inst, const MatmulOptions& options,
+                                                             std::shared_ptr<WidenScratch> scratch) {
   const ir::Instruction* conv = &inst;
   compiler::OutputFusionInfo epilogue;
   if (inst.opcode() == Opcode::kFusion) {
@@ -228,13 +247,19 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
   };
 
   // f32 compute from 16-bit storage, a tile of the batch at a time: the f32 copies are
-  // bounded by kWidenedTileBytes, never a whole activation.
+  // bounded by onednn::kWidenedTileBytes, never a whole activation.
   auto build_widened = [&]() {
-    const int64_t per_image = std::max(x.num_elements(), y.num_elements()) / std::max<int64_t>(batch, 1) * 4;
-    const int64_t tile = batch < 1 ? batch : std::clamp<int64_t>(kWidenedTileBytes / std::max<int64_t>(per_image, 1), 1, batch);
+    const int64_t tile =
+        onednn::widened_batch_tile(batch, std::max(x.num_elements(), y.num_elements()) / std::max<int64_t>(batch, 1));
     std::unique_ptr<ConvolutionImpl> wide = build(memory::data_type::f32, tile);
     if (tile > 0 && batch % tile != 0) wide->rest = build(memory::data_type::f32, batch % tile);
     wide->total_batch = batch;
+    if (wide->accumulate) {
+      wide->sum.resize(static_cast<size_t>(r.num_elements()));
+      wide->part.resize(wide->sum.size());
+    }
+    wide->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+    wide->scratch->reserve(wide->scratch_floats());
     if (tile != batch) wide->label += str_cat(" x", (batch + tile - 1) / tile, " batch tiles");
     return wide;
   };
@@ -266,7 +291,10 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
       impl = build(memory::data_type::f32, batch);
     } else if (impl == nullptr) {
       impl = build_widened();
-    } else if (options.choice == MatmulOptions::Choice::kAuto) {
+      report_16bit_path(t, "convolution", options.choice, "", impl->isa);
+    } else if (options.choice == MatmulOptions::Choice::kNative) {
+      report_16bit_path(t, "convolution", options.choice, impl->isa, "");
+    } else {
       // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
       std::unique_ptr<ConvolutionImpl> wide = build_widened();
       const std::string key = str_cat(a, " ", b, " -> ", r, " strides ", cd.strides[0], ",",
@@ -279,6 +307,7 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
       const std::string where = inst.source().empty() ? what : inst.source();
       const MatmulPath path = choose_16bit_path(where, what, key, impl->isa, wide->isa, options.cache_dir,
                                                 [&] { return time_ms(*impl); }, [&] { return time_ms(*wide); });
+      report_16bit_path(t, "convolution", options.choice, impl->isa, wide->isa);
       if (path == MatmulPath::kWidened) impl = std::move(wide);
     }
   } catch (const dnnl::error& e) {

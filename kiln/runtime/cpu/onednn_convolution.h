@@ -22,8 +22,9 @@ class ConvolutionKernel {
   /// oneDNN cannot run it (the caller falls back to the reference kernel).
   /// bf16/f16 operands run on oneDNN's 16-bit kernel or in f32 from the 16-bit storage (a
   /// batch tile at a time), as `options` choose: by timing both once per shape (kAuto, where
-  /// both exist), or forced.
-  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst, const MatmulOptions& options = {});
+  /// both exist), or forced. `scratch`: where the f32 path keeps its tiles (null: its own).
+  static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst, const MatmulOptions& options = {},
+                                                   std::shared_ptr<WidenScratch> scratch = nullptr);
   ~ConvolutionKernel();
   ConvolutionKernel(const ConvolutionKernel&) = delete;
   ConvolutionKernel& operator=(const ConvolutionKernel&) = delete;

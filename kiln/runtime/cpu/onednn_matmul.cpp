@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <unordered_map>
+#include <tuple>
 #include <vector>
 
 #include "kiln/core/check.h"
@@ -18,6 +20,7 @@
 #include "kiln/runtime/cpu/cpu_isa_impl.h"
 #include "kiln/runtime/cpu/fixed_order_gemm.h"
 #include "kiln/runtime/cpu/onednn_util_impl.h"
+#include "kiln/runtime/cpu/widen.h"
 
 namespace kiln::cpu {
 namespace {
@@ -64,40 +67,56 @@ struct Geometry {
   int64_t rb = 0, rk = 0, rn = 0;  // weights (B, K, N)
 };
 
-// Widened path tiles: rows of src and columns of weights widened per tile. Scratch per call is
-// about (kTileRows + kTileCols) * K + kTileRows * kTileCols floats (a few MiB at most for
-// K in the thousands), whatever the batch.
-constexpr int64_t kTileRows = 256, kTileCols = 512;
+// Widened path tiles: up to kTile rows of src and columns of weights widened per tile, fewer
+// where (rows + cols) * K + rows * cols floats would pass kTileFloats (16 MiB). Large tiles
+// matter: oneDNN's f32 gemm picks its packing (copy) kernels only for large enough problems
+// (on AVX2, 1/M + 1/N < 0.0038), 20% faster on W3's 512x1024x1024 than the no-copy kernel
+// that tiles of 256 x 512 got. The scratch is shared by the executable's kernels (WidenScratch).
+constexpr int64_t kTile = 1024, kTileFloats = int64_t{4} << 20;
 
-// dst[r * cols + c] = f32(src[r * rs + c * cs]) for a 16-bit `t`.
-void widen(const void* src, DType t, int64_t rows, int64_t cols, int64_t rs, int64_t cs, float* dst) {
-  const auto* s = static_cast<const uint16_t*>(src);
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* row = s + r * rs;
-    float* d = dst + r * cols;
-    if (t == DType::kBF16) {
-      for (int64_t c = 0; c < cols; ++c) {
-        const uint32_t u = static_cast<uint32_t>(row[c * cs]) << 16;  // bf16 -> f32 is exact
-        std::memcpy(&d[c], &u, 4);
-      }
-    } else {
-      for (int64_t c = 0; c < cols; ++c) d[c] = f16_bits_to_f32(row[c * cs]);
-    }
+// The widened path's tile rows and columns for (M, K) x (K, N).
+std::pair<int64_t, int64_t> tile_size(int64_t M, int64_t K, int64_t N) {
+  int64_t tr = std::min(kTile, M), tc = std::min(kTile, N);
+  while ((tr + tc) * K + tr * tc > kTileFloats && (tr > 64 || tc > 64)) {
+    if (tr >= tc) tr = (tr + 1) / 2;
+    else tc = (tc + 1) / 2;
   }
+  return {tr, tc};
 }
 
-// dst[r * ld + c] = round-to-nearest-even 16-bit of src[r * cols + c].
-void narrow(const float* src, int64_t rows, int64_t cols, DType t, void* dst, int64_t ld) {
-  auto* d = static_cast<uint16_t*>(dst);
-#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* s = src + r * cols;
-    uint16_t* o = d + r * ld;
-    if (t == DType::kBF16) {
-      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_bf16_bits(s[c]);
-    } else {
-      for (int64_t c = 0; c < cols; ++c) o[c] = f32_to_f16_bits(s[c]);
+// How a widened tile keeps an operand: in the operand's own order (row-major or transposed:
+// contiguous runs in, contiguous runs out, oneDNN takes either by strides), or gathered
+// element by element when neither stride is 1.
+enum class TileLayout { kRowMajor, kTransposed, kGathered };
+
+// A (rows, cols) operand with element strides (rs, cs) as a tile: row-major when its rows are
+// contiguous, transposed when its columns are.
+TileLayout tile_layout(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  if (cs == 1 || cols == 1) return TileLayout::kRowMajor;
+  if (rs == 1 || rows == 1) return TileLayout::kTransposed;
+  return TileLayout::kGathered;
+}
+
+// The tile's f32 strides (row, col) for `layout`.
+std::pair<int64_t, int64_t> tile_strides(TileLayout layout, int64_t rows, int64_t cols) {
+  return layout == TileLayout::kTransposed ? std::pair<int64_t, int64_t>{1, rows} : std::pair<int64_t, int64_t>{cols, 1};
+}
+
+// Widens the (rows, cols) block at `src` (element strides rs, cs) into `dst` laid out as
+// `layout` says.
+void widen_tile(const void* src, DType t, TileLayout layout, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
+                float* dst) {
+  switch (layout) {
+    case TileLayout::kRowMajor: widen_rows(src, t, rows, cols, rs, dst, cols); return;
+    case TileLayout::kTransposed: widen_rows(src, t, cols, rows, cs, dst, rows); return;
+    case TileLayout::kGathered: {
+      const auto* s = static_cast<const uint16_t*>(src);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < cols; ++c) {
+          const uint16_t v = s[r * rs + c * cs];
+          dst[r * cols + c] = t == DType::kBF16 ? bf16_bits_to_f32(v) : f16_bits_to_f32(v);
+        }
+      return;
     }
   }
 }
@@ -114,18 +133,24 @@ class MatmulImpl {
   bool has_bias = false;
   compiler::EpilogueActivation activation = compiler::EpilogueActivation::kNone;
   DType dtype = DType::kF32;  // of operands and result
-  // kF32 and kNative: one primitive over the whole problem. Per team size: oneDNN's gemm-based
-  // matmuls (AVX2 CPUs) split their work for the thread count at creation, as convolutions do.
+  // kF32 and kNative: one primitive over the whole problem. Per team size (TeamPrimitive):
+  // oneDNN's AVX2 gemm with packing, like its convolutions, keeps the thread count it was
+  // created with.
   onednn::TeamPrimitive primitive;
   memory src, weights, bias, dst;
   std::unordered_map<int, memory> args;  // built once; run() only swaps data handles
-  // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs.
+  // kWidened: f32 primitives over (rows, cols) tiles, one per tile size that occurs; each
+  // operand's tile keeps its layout (lhs_tile, rhs_tile).
   struct Tile {
     onednn::TeamPrimitive primitive;
     memory src, weights, bias, dst;
     std::unordered_map<int, memory> args;
   };
   std::map<std::pair<int64_t, int64_t>, Tile> tiles;
+  TileLayout lhs_tile = TileLayout::kRowMajor, rhs_tile = TileLayout::kRowMajor;
+  int64_t tile_rows = 0, tile_cols = 0;
+  // The widened operands, result and bias.
+  std::shared_ptr<WidenScratch> scratch;
   bool fixed_order = false;  // widened tiles computed by fixed_order_gemm instead of oneDNN
 
   void run_whole(const void* lhs, const void* rhs, const void* b, void* out) {
@@ -137,11 +162,18 @@ class MatmulImpl {
     stream.wait();
   }
 
+  int64_t scratch_floats() const {
+    return tile_rows * g.K + g.K * tile_cols + tile_rows * tile_cols + (has_bias ? g.N : 0);
+  }
+
   void run_widened(const void* lhs, const void* rhs, const void* b, void* out) {
-    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
-    std::vector<float> wl(static_cast<size_t>(tr * g.K)), wr(static_cast<size_t>(g.K * tc)),
-        wo(static_cast<size_t>(tr * tc)), wb(has_bias ? static_cast<size_t>(g.N) : 0);
-    if (has_bias) widen(b, dtype, 1, g.N, 0, 1, wb.data());
+    const int64_t tr = tile_rows, tc = tile_cols;
+    WidenScratch::Lease lease(*scratch, scratch_floats());
+    float* wl = lease.data();
+    float* wr = wl + tr * g.K;
+    float* wo = wr + g.K * tc;
+    float* wb = wo + tr * tc;
+    if (has_bias) widen_rows(b, dtype, 1, g.N, g.N, wb, g.N);
     const size_t elem = size_of(dtype);
     for (int64_t bi = 0; bi < g.B; ++bi) {
       const char* l = static_cast<const char*>(lhs) + static_cast<size_t>(bi * g.lb) * elem;
@@ -149,24 +181,25 @@ class MatmulImpl {
       char* o = static_cast<char*>(out) + static_cast<size_t>(bi * g.M * g.N) * elem;
       for (int64_t n0 = 0; n0 < g.N; n0 += tc) {
         const int64_t cols = std::min(tc, g.N - n0);
-        widen(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, g.K, cols, g.rk, g.rn, wr.data());
+        widen_tile(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, rhs_tile, g.K, cols, g.rk, g.rn, wr);
         for (int64_t m0 = 0; m0 < g.M; m0 += tr) {
           const int64_t rows = std::min(tr, g.M - m0);
-          widen(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, rows, g.K, g.lm, g.lk, wl.data());
-          if (fixed_order) {
-            fixed_order_gemm({.a = wl.data(), .lm = g.K, .lk = 1, .w = wr.data(), .ldw = cols, .c = wo.data(),
-                              .ldc = cols, .M = rows, .N = cols, .K = g.K,
-                              .bias = has_bias ? wb.data() + n0 : nullptr, .activation = activation});
+          widen_tile(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, lhs_tile, rows, g.K, g.lm, g.lk, wl);
+          if (fixed_order) {  // rhs_tile is row-major here (create)
+            const auto [tile_lm, tile_lk] = tile_strides(lhs_tile, rows, g.K);
+            fixed_order_gemm({.a = wl, .lm = tile_lm, .lk = tile_lk, .w = wr, .ldw = cols, .c = wo, .ldc = cols,
+                              .M = rows, .N = cols, .K = g.K, .bias = has_bias ? wb + n0 : nullptr,
+                              .activation = activation});
           } else {
             Tile& t = tiles.at({rows, cols});
-            t.src.set_data_handle(wl.data());
-            t.weights.set_data_handle(wr.data());
-            if (has_bias) t.bias.set_data_handle(wb.data() + n0);
-            t.dst.set_data_handle(wo.data());
+            t.src.set_data_handle(wl);
+            t.weights.set_data_handle(wr);
+            if (has_bias) t.bias.set_data_handle(wb + n0);
+            t.dst.set_data_handle(wo);
             t.primitive.for_team().execute(stream, t.args);
             stream.wait();
           }
-          narrow(wo.data(), rows, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
+          narrow_rows(wo, rows, cols, cols, dtype, o + static_cast<size_t>(m0 * g.N + n0) * elem, g.N);
         }
       }
     }
@@ -292,7 +325,8 @@ const std::string& MatmulKernel::isa() const { return impl_->isa; }
 
 std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
                                                    compiler::EpilogueActivation activation,
-                                                   const MatmulOptions& options) {
+                                                   const MatmulOptions& options,
+                                                   std::shared_ptr<WidenScratch> scratch) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
   const ir::DotDims& dd = dot.attrs().dot;
@@ -340,11 +374,19 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     impl->g = g;
     impl->has_bias = bias;
     impl->path = MatmulPath::kWidened;
-    const int64_t tr = std::min(kTileRows, g.M), tc = std::min(kTileCols, g.N);
+    const auto [tr, tc] = tile_size(g.M, g.K, g.N);
+    impl->tile_rows = tr;
+    impl->tile_cols = tc;
+    impl->lhs_tile = tile_layout(tr, g.K, g.lm, g.lk);
+    impl->rhs_tile = tile_layout(g.K, tc, g.rk, g.rn);
+    impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+    impl->scratch->reserve(impl->scratch_floats());
     for (int64_t rows : {tr, g.M % tr})
       for (int64_t cols : {tc, g.N % tc}) {
         if (rows == 0 || cols == 0 || impl->tiles.count({rows, cols}) > 0) continue;
-        Geometry tg{1, rows, g.K, cols, rows * g.K, g.K, 1, g.K * cols, cols, 1};
+        const auto [tile_lm, tile_lk] = tile_strides(impl->lhs_tile, rows, g.K);
+        const auto [tile_rk, tile_rn] = tile_strides(impl->rhs_tile, g.K, cols);
+        Geometry tg{1, rows, g.K, cols, rows * g.K, tile_lm, tile_lk, g.K * cols, tile_rk, tile_rn};
         memory::desc mds[4];
         dnnl::matmul::primitive_desc pd = matmul_pd(impl->engine, DType::kF32, DType::kF32, tg, rows, cols, bias, attr, mds);
         impl->isa = pd.impl_info_str();
@@ -371,6 +413,13 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     impl->path = MatmulPath::kFixedOrder;
     impl->fixed_order = true;
     impl->isa = str_cat("kiln fixed-order gemm (", cpu_isa_name(cpu_isa()), ")");
+    if (dtype != DType::kF32) {  // widened tiles; the GEMM reads the right one row-major
+      std::tie(impl->tile_rows, impl->tile_cols) = tile_size(g.M, g.K, g.N);
+      impl->lhs_tile = tile_layout(impl->tile_rows, g.K, g.lm, g.lk);
+      impl->rhs_tile = g.rn == 1 ? TileLayout::kRowMajor : TileLayout::kGathered;
+      impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+      impl->scratch->reserve(impl->scratch_floats());
+    }
     return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
   }
   std::unique_ptr<MatmulImpl> impl;
@@ -390,6 +439,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     }
     if (native == nullptr || options.choice == MatmulOptions::Choice::kNative) {
       impl = native != nullptr ? std::move(native) : widened();
+      report_16bit_path(dtype, "matmul", options.choice, impl->path == MatmulPath::kNative ? impl->isa : "", impl->isa);
     } else {
       // Both run here: the faster on this shape, timed once (ContractionDecisions keeps it).
       std::unique_ptr<MatmulImpl> wide = widened();
@@ -400,6 +450,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
       const MatmulPath choice = choose_16bit_path(
           where, "matmul", key, native->isa, wide->isa, options.cache_dir,
           [&] { return time_ms(*native, dot, bias_elems); }, [&] { return time_ms(*wide, dot, bias_elems); });
+      report_16bit_path(dtype, "matmul", options.choice, native->isa, wide->isa);
       impl = choice == MatmulPath::kNative ? std::move(native) : std::move(wide);
     }
   } catch (const dnnl::error& e) {

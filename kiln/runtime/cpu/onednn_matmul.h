@@ -9,7 +9,8 @@
 // - widened: f32 compute from the 16-bit storage, tile by tile: a tile of rows of the left
 //   operand and a block of columns of the right one are widened into small scratch buffers,
 //   multiplied by oneDNN's f32 kernel and the result tile rounded back (round to nearest
-//   even). Scratch is bounded by the tile sizes, never a whole activation.
+//   even). Scratch is bounded by the tile sizes (16 MiB at most), shared by an executable's
+//   widened kernels (WidenScratch).
 // Where both exist, the faster on this shape wins: timed once at compile time (a few reps,
 // the minimum), remembered per process and on disk beside the generated kernels
 // (contraction_decisions.h); KILN_16BIT_CONTRACTIONS forces one.
@@ -24,6 +25,7 @@
 namespace kiln::cpu {
 
 class MatmulImpl;
+class WidenScratch;
 
 enum class MatmulPath {
   kF32,      // f32 operands
@@ -56,9 +58,11 @@ class MatmulKernel {
   /// Returns nullptr when `dot`'s dimension numbers cannot be viewed as a (batched) matrix
   /// product with one stride per group (the caller falls back to a reference kernel).
   /// `bias` and `activation` describe an output-fusion epilogue (compiler::match_output_fusion).
+  /// `scratch`: where the widened path keeps its f32 tiles (null: a buffer of its own).
   static std::unique_ptr<MatmulKernel> create(const ir::Instruction& dot, bool bias = false,
                                               compiler::EpilogueActivation activation = compiler::EpilogueActivation::kNone,
-                                              const MatmulOptions& options = {});
+                                              const MatmulOptions& options = {},
+                                              std::shared_ptr<WidenScratch> scratch = nullptr);
   ~MatmulKernel();
   /// `bias` may be null when the epilogue has none. `out` has the dot's (or fusion's) dtype.
   void run(const void* lhs, const void* rhs, const void* bias, void* out) const;

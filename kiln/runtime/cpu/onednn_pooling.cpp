@@ -49,18 +49,27 @@ bool is_spatial_pooling(const Shape& x, const Shape& y, const ir::Window& w) {
 //
 // T is f32, or a 16-bit type (BF16, F16) read into f32 registers and rounded once on the store
 // of dx, for windows that do not overlap (overlapping ones add several dy into one dx, which
-// the caller runs in f32 to round once).
+// the caller runs in f32 to round once). 16-bit values move as their bits (S = uint16_t), so
+// the loops are plain integer work GCC vectorizes (on the BF16 struct it did not).
 template <typename T>
-float load(T v) {
+using Storage = std::conditional_t<std::is_same_v<T, float>, float, uint16_t>;
+
+template <typename T>
+float load(Storage<T> v) {
   if constexpr (std::is_same_v<T, float>) return v;
-  else return static_cast<float>(v);
+  else if constexpr (std::is_same_v<T, BF16>) return bf16_bits_to_f32(v);
+  else return f16_bits_to_f32(v);
 }
 
 template <typename T>
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-loop-unroll-and-jam")))
 #endif
-void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape& ys, const ir::Window& w) {
+void max_pool_grad(const T* x_t, const T* dy_t, T* dx_t, const Shape& xs, const Shape& ys, const ir::Window& w) {
+  using S = Storage<T>;  // zero is all bits clear in every T
+  const S* x = reinterpret_cast<const S*>(x_t);
+  const S* dy = reinterpret_cast<const S*>(dy_t);
+  S* dx = reinterpret_cast<S*>(dx_t);
   const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
   const int64_t oh_count = ys.dims()[1], ow_count = ys.dims()[2];
   const int64_t kh_count = w.size[1], kw_count = w.size[2];
@@ -78,9 +87,9 @@ void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape&
     int32_t* which = tap.data();
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < n_count; ++n) {
-      const T* xn = x + n * h * wd * c_count;
-      T* dxn = dx + n * h * wd * c_count;
-      if (!covered) std::fill(dxn, dxn + h * wd * c_count, T(0.0f));
+      const S* xn = x + n * h * wd * c_count;
+      S* dxn = dx + n * h * wd * c_count;
+      if (!covered) std::fill(dxn, dxn + h * wd * c_count, S(0));
       for (int64_t oh = 0; oh < oh_count; ++oh)
         for (int64_t ow = 0; ow < ow_count; ++ow) {
           int32_t taps = 0;  // the window's unpadded positions, row-major; at least one (see create)
@@ -92,23 +101,23 @@ void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape&
               if (iw >= 0 && iw < wd) tap_at[static_cast<size_t>(taps++)] = (ih * wd + iw) * c_count;
             }
           }
-          const T* x0 = xn + tap_at[0];
+          const S* x0 = xn + tap_at[0];
 #pragma omp simd
           for (int64_t c = 0; c < c_count; ++c) {
-            b[c] = load(x0[c]);
+            b[c] = load<T>(x0[c]);
             which[c] = 0;
           }
           for (int32_t t = 1; t < taps; ++t) {
-            const T* xt = xn + tap_at[static_cast<size_t>(t)];
+            const S* xt = xn + tap_at[static_cast<size_t>(t)];
 #pragma omp simd
             for (int64_t c = 0; c < c_count; ++c) {
-              const float v = load(xt[c]);
+              const float v = load<T>(xt[c]);
               const bool take = b[c] < v || (v != v && b[c] == b[c]);
               b[c] = take ? v : b[c];
               which[c] = take ? t : which[c];
             }
           }
-          const T* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
+          const S* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
           if constexpr (std::is_same_v<T, float>) {
             if (overlap) {
               for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += g[c];
@@ -116,9 +125,13 @@ void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape&
             }
           }
           for (int32_t t = 0; t < taps; ++t) {
-            T* d = dxn + tap_at[static_cast<size_t>(t)];
+            S* d = dxn + tap_at[static_cast<size_t>(t)];
+            if constexpr (std::is_same_v<S, float>) {
 #pragma omp simd
-            for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : T(0.0f);
+              for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : 0.0f;
+            } else {  // a mask, not a select: GCC 12 vectorizes no 32-bit test choosing 16-bit values
+              for (int64_t c = 0; c < c_count; ++c) d[c] = g[c] & static_cast<uint16_t>(-static_cast<int32_t>(which[c] == t));
+            }
           }
         }
     }
@@ -127,16 +140,43 @@ void max_pool_grad(const T* x, const T* dy, T* dx, const Shape& xs, const Shape&
 
 }  // namespace
 
+// One oneDNN pooling primitive over `batch` images, with its bound operand and result.
+struct PoolingCall {
+  onednn::TeamPrimitive primitive;
+  std::optional<onednn::BoundArg> input, output;
+  int64_t batch = 0;
+};
+
+// `s` with `n` images.
+Shape with_batch(const Shape& s, int64_t n) {
+  Dims d = s.dims();
+  d[0] = n;
+  return s.with_dims(d);
+}
+
 class PoolingImpl {
  public:
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
-  // oneDNN paths: the forward (operand x) or the mean gradient (operand dy, at index 1).
-  onednn::TeamPrimitive primitive;
-  std::optional<onednn::BoundArg> input, output;
-  // The max gradient loop.
+  // oneDNN paths: the forward (operand x) or the mean gradient (operand dy, at index 1), over
+  // the whole batch or, widened from 16 bits, over tiles of `call.batch` images (`rest` is the
+  // last, smaller one), so the f32 copies stay a tile's.
+  PoolingCall call;
+  std::optional<PoolingCall> rest;
+  // The max gradient loop; 16-bit values with overlapping windows run it in f32 on tiles of
+  // `grad_tile` images.
   bool max_grad = false;
-  bool overlap = false;  // windows overlap (the max gradient of 16-bit values then runs in f32)
+  bool overlap = false;
+  int64_t grad_tile = 0;
+  // The widened paths' f32 copies (null on the others): the calls' operands and results, or
+  // one max gradient tile's x, dy and dx.
+  std::shared_ptr<WidenScratch> scratch;
+
+  std::vector<onednn::BoundArg*> widened_args(PoolingCall& c) { return {&*c.input, &*c.output}; }
+  int64_t scratch_floats() {
+    if (max_grad) return grad_tile * (2 * x_shape.num_elements() + dy_shape.num_elements()) / std::max<int64_t>(x_shape.dims()[0], 1);
+    return onednn::widened_floats(widened_args(call));  // `rest` needs less
+  }
   Shape x_shape, dy_shape;
   ir::Window window;
   std::string label;
@@ -147,7 +187,8 @@ PoolingKernel::PoolingKernel(std::unique_ptr<PoolingImpl> impl) : impl_(std::mov
 PoolingKernel::~PoolingKernel() = default;
 const std::string& PoolingKernel::label() const { return impl_->label; }
 
-std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst, bool native_16bit) {
+std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst, bool native_16bit,
+                                                     std::shared_ptr<WidenScratch> scratch) {
   const Opcode op = inst.opcode();
   if (op != Opcode::kReduceWindow && op != Opcode::kReduceWindowGrad) return nullptr;
   const ReduceKind kind = inst.attrs().reduce_kind;
@@ -163,32 +204,42 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
   impl->x_shape = x;
   impl->dy_shape = y;
   impl->window = w;
+  const int64_t batch = x.dims()[0];
+  const int64_t tile = onednn::widened_batch_tile(batch, x.num_elements() / std::max<int64_t>(batch, 1));
   const std::string kind_name(ir::reduce_kind_name(kind));
   if (op == Opcode::kReduceWindowGrad && kind == ReduceKind::kMax) {
     impl->max_grad = true;
     impl->overlap = w.size[1] > w.strides[1] || w.size[2] > w.strides[2];
-    impl->label = str_cat("reduce_window_grad(max, first-max loop", t != DType::kF32 && impl->overlap ? ", widened" : "", ")");
+    const bool widened = t != DType::kF32 && impl->overlap;
+    if (widened) {
+      impl->grad_tile = tile;
+      impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+      impl->scratch->reserve(impl->scratch_floats());
+    }
+    impl->label = str_cat("reduce_window_grad(max, first-max loop", widened ? ", widened" : "", ")");
     return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
   }
   const memory::dims strides = {w.strides[1], w.strides[2]}, kernel = {w.size[1], w.size[2]};
   const memory::dims pad_l = {w.padding_low[1], w.padding_low[2]}, pad_r = {w.padding_high[1], w.padding_high[2]};
   const auto alg = kind == ReduceKind::kMax ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_exclude_padding;
   const dnnl::engine& eng = impl->engine;
-  // Operands in `dt`: the 16-bit type itself (oneDNN's bf16/f16 pooling) or f32 (widened
-  // around the call). Throws dnnl::error when oneDNN has no implementation.
-  auto build = [&](memory::data_type dt) {
-    const memory::desc x_md = onednn::nhwc(x, dt), y_md = onednn::nhwc(y, dt);
-    const char* widened = dt == memory::data_type::f32 && t != DType::kF32 ? ", widened" : "";
+  // The primitive over `n` images with operands in `dt`: the 16-bit type itself (oneDNN's
+  // bf16/f16 pooling) or f32 (widened around the call). Throws dnnl::error when oneDNN has no
+  // implementation.
+  auto build = [&](memory::data_type dt, int64_t n) {
+    const Shape xn = with_batch(x, n), yn = with_batch(y, n);
+    const memory::desc x_md = onednn::nhwc(xn, dt), y_md = onednn::nhwc(yn, dt);
+    PoolingCall c;
+    c.batch = n;
     if (op == Opcode::kReduceWindow) {
       dnnl::pooling_forward::primitive_desc pd(
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_inference, alg, x_md, y_md, strides, kernel, pad_l,
                                       pad_r),
           eng);
-      impl->primitive = onednn::TeamPrimitive::of(pd);
-      impl->input.emplace(DNNL_ARG_SRC, x, x_md, pd.src_desc(), eng, false);
-      impl->output.emplace(DNNL_ARG_DST, inst.shape(), y_md, pd.dst_desc(), eng, true);
+      c.primitive = onednn::TeamPrimitive::of(pd);
+      c.input.emplace(DNNL_ARG_SRC, xn, x_md, pd.src_desc(), eng, false);
+      c.output.emplace(DNNL_ARG_DST, yn, y_md, pd.dst_desc(), eng, true);
       impl->isa = pd.impl_info_str();
-      impl->label = str_cat("reduce_window(", kind_name, ") (", impl->isa, widened, ")");
     } else {
       dnnl::pooling_forward::primitive_desc hint(
           dnnl::pooling_forward::desc(dnnl::prop_kind::forward_training, alg, x_md, y_md, strides, kernel, pad_l,
@@ -196,34 +247,50 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
           eng);
       dnnl::pooling_backward::primitive_desc pd(
           dnnl::pooling_backward::desc(alg, x_md, y_md, strides, kernel, pad_l, pad_r), eng, hint);
-      impl->primitive = onednn::TeamPrimitive::of(pd, hint);
-      impl->input.emplace(DNNL_ARG_DIFF_DST, y, y_md, pd.diff_dst_desc(), eng, false);
-      impl->output.emplace(DNNL_ARG_DIFF_SRC, inst.shape(), x_md, pd.diff_src_desc(), eng, true);
+      c.primitive = onednn::TeamPrimitive::of(pd, hint);
+      c.input.emplace(DNNL_ARG_DIFF_DST, yn, y_md, pd.diff_dst_desc(), eng, false);
+      c.output.emplace(DNNL_ARG_DIFF_SRC, xn, x_md, pd.diff_src_desc(), eng, true);
       impl->isa = pd.impl_info_str();
-      impl->label = str_cat("reduce_window_grad(", kind_name, ") (", impl->isa, widened, ")");
     }
+    return c;
   };
-  bool native = false;
+  bool widened = t != DType::kF32;
   if (t != DType::kF32 && native_16bit) {
     try {
-      build(onednn::data_type(t));
-      native = !onednn::is_reference_impl(impl->isa);
+      impl->call = build(onednn::data_type(t), batch);
+      widened = onednn::is_reference_impl(impl->isa);
     } catch (const dnnl::error&) {  // no 16-bit pooling on this CPU: f32 from 16-bit storage
     }
   }
   try {
-    if (!native) build(memory::data_type::f32);
+    if (t == DType::kF32) {
+      impl->call = build(memory::data_type::f32, batch);
+    } else if (widened) {
+      impl->call = build(memory::data_type::f32, tile);
+      if (tile > 0 && batch % tile != 0) impl->rest = build(memory::data_type::f32, batch % tile);
+      impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
+      impl->scratch->reserve(impl->scratch_floats());
+    }
   } catch (const dnnl::error& e) {
     log(LogLevel::kDebug, str_cat("cpu: oneDNN rejects ", ir::describe(inst), ": ", e.what(), "; reference kernel"));
     return nullptr;
   }
+  impl->label = str_cat(op == Opcode::kReduceWindow ? "reduce_window(" : "reduce_window_grad(", kind_name, ") (", impl->isa,
+                        widened ? ", widened" : "", ")", widened && tile != batch ? str_cat(" x", (batch + tile - 1) / tile, " batch tiles") : "");
   return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
 }
 
 void PoolingKernel::run(const void* const* in, void* out) const {
   PoolingImpl& p = *impl_;
-  if (p.max_grad && !p.overlap && p.x_shape.dtype() != DType::kF32) {  // 16-bit in and out, f32 registers
-    if (p.x_shape.dtype() == DType::kBF16)
+  const DType t = p.x_shape.dtype();
+  const int64_t batch = p.x_shape.dims()[0];
+  const int64_t x_image = p.x_shape.num_elements() / std::max<int64_t>(batch, 1);
+  const int64_t y_image = p.dy_shape.num_elements() / std::max<int64_t>(batch, 1);
+  if (p.max_grad && (!p.overlap || t == DType::kF32)) {  // in and out in their own dtype, f32 registers
+    if (t == DType::kF32)
+      max_pool_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out),
+                    p.x_shape, p.dy_shape, p.window);
+    else if (t == DType::kBF16)
       max_pool_grad(static_cast<const BF16*>(in[0]), static_cast<const BF16*>(in[1]), static_cast<BF16*>(out), p.x_shape,
                     p.dy_shape, p.window);
     else
@@ -231,27 +298,40 @@ void PoolingKernel::run(const void* const* in, void* out) const {
                     p.dy_shape, p.window);
     return;
   }
-  if (p.max_grad) {
-    HostTensor wx, wdy, wdx;
-    const float* x = static_cast<const float*>(onednn::as_f32(in[0], p.x_shape, &wx));
-    const float* dy = static_cast<const float*>(onednn::as_f32(in[1], p.dy_shape, &wdy));
-    const bool narrow = p.x_shape.dtype() != DType::kF32;
-    if (narrow) wdx = HostTensor(p.x_shape.with_dtype(DType::kF32));
-    max_pool_grad(x, dy, narrow ? wdx.data<float>().data() : static_cast<float*>(out), p.x_shape, p.dy_shape,
-                  p.window);
-    if (narrow) {
-      HostTensor dx = wdx.astype(p.x_shape.dtype());
-      std::memcpy(out, dx.raw_data(), static_cast<size_t>(dx.byte_size()));
+  const size_t elem = size_of(t);
+  std::optional<WidenScratch::Lease> lease;
+  if (p.scratch != nullptr) lease.emplace(*p.scratch, p.scratch_floats());
+  if (p.max_grad) {  // 16-bit, overlapping windows: f32 tiles of the batch (windows never cross images)
+    float* wx = lease->data();
+    float* wdx = wx + p.grad_tile * x_image;
+    float* wdy = wdx + p.grad_tile * x_image;
+    for (int64_t n0 = 0; n0 < batch; n0 += p.grad_tile) {
+      const int64_t n = std::min(p.grad_tile, batch - n0);
+      widen(static_cast<const char*>(in[0]) + static_cast<size_t>(n0 * x_image) * elem, t, n * x_image, wx);
+      widen(static_cast<const char*>(in[1]) + static_cast<size_t>(n0 * y_image) * elem, t, n * y_image, wdy);
+      max_pool_grad(wx, wdy, wdx, with_batch(p.x_shape, n), with_batch(p.dy_shape, n), p.window);
+      narrow(wdx, n * x_image, t, static_cast<char*>(out) + static_cast<size_t>(n0 * x_image) * elem);
     }
     return;
   }
-  HostTensor keep, wide;
-  std::unordered_map<int, memory> args;
-  // The forward reads x (operand 0); the mean gradient reads only dy (operand 1).
-  onednn::bind_input(*p.input, p.input->arg == DNNL_ARG_SRC ? in[0] : in[1], p.stream, &keep, args);
-  onednn::bind_output(*p.output, out, &wide, args);
-  p.primitive.for_team().execute(p.stream, args);
-  onednn::finish_output(*p.output, out, wide, p.stream);
+  if (lease) {
+    onednn::point_into(p.widened_args(p.call), lease->data());
+    if (p.rest) onednn::point_into(p.widened_args(*p.rest), lease->data());
+  }
+  // The forward reads x (operand 0) and writes y; the mean gradient reads only dy (operand 1)
+  // and writes dx.
+  const bool forward = p.call.input->arg == DNNL_ARG_SRC;
+  const void* src = forward ? in[0] : in[1];
+  const int64_t in_image = forward ? x_image : y_image, out_image = forward ? y_image : x_image;
+  for (int64_t n0 = 0; n0 < batch; n0 += p.call.batch) {
+    PoolingCall& c = batch - n0 >= p.call.batch ? p.call : *p.rest;
+    std::unordered_map<int, memory> args;
+    onednn::bind_input(*c.input, static_cast<const char*>(src) + static_cast<size_t>(n0 * in_image) * elem, p.stream, args);
+    void* dst = static_cast<char*>(out) + static_cast<size_t>(n0 * out_image) * elem;
+    onednn::bind_output(*c.output, dst, args);
+    c.primitive.for_team().execute(p.stream, args);
+    onednn::finish_output(*c.output, dst, p.stream);
+  }
 }
 
 }  // namespace kiln::cpu

@@ -2,7 +2,9 @@
 // oneDNN's pooling primitive, and its gradient: mean through oneDNN's pooling backward
 // (avg_exclude_padding is our mean), max through a loop that sends each window's gradient to
 // its first maximum in row-major window order (the reference evaluator's tie rule, which
-// oneDNN's workspace does not promise). bf16/f16 operands are widened to f32.
+// oneDNN's workspace does not promise). bf16/f16 operands run on oneDNN's 16-bit pooling where
+// the CPU has it, else widened to f32 a tile of the batch at a time; the max gradient loop
+// reads and writes 16-bit values itself.
 #pragma once
 
 #include <memory>
@@ -13,6 +15,7 @@
 namespace kiln::cpu {
 
 class PoolingImpl;
+class WidenScratch;
 
 class PoolingKernel {
  public:
@@ -20,8 +23,10 @@ class PoolingKernel {
   /// 2-D pooling over H and W of a floating tensor, when some window lies wholly in padding, or
   /// when oneDNN rejects it (the caller falls back to the reference kernel).
   /// `native_16bit` false runs bf16/f16 operands in f32 even where oneDNN has a 16-bit
-  /// kernel (KILN_16BIT_CONTRACTIONS=f32; tests of the widened path).
-  static std::unique_ptr<PoolingKernel> create(const ir::Instruction& inst, bool native_16bit = true);
+  /// kernel (KILN_16BIT_CONTRACTIONS=f32; tests of the widened path). `scratch`: where the f32
+  /// path keeps its tiles of the batch (null: its own).
+  static std::unique_ptr<PoolingKernel> create(const ir::Instruction& inst, bool native_16bit = true,
+                                               std::shared_ptr<WidenScratch> scratch = nullptr);
   ~PoolingKernel();
   PoolingKernel(const PoolingKernel&) = delete;
   PoolingKernel& operator=(const PoolingKernel&) = delete;

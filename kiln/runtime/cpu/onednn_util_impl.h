@@ -7,6 +7,7 @@
 #include <dnnl.hpp>
 #include <omp.h>
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -14,11 +15,13 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "kiln/compiler/passes/output_fusion.h"
 #include "kiln/core/host_tensor.h"
 #include "kiln/core/logging.h"
 #include "kiln/core/str_cat.h"
+#include "kiln/runtime/cpu/widen.h"
 
 namespace kiln::cpu::onednn {
 
@@ -108,6 +111,9 @@ struct BoundArg {
   dnnl::memory user, inner;
   TeamPrimitive reorder;  // user -> inner for inputs, inner -> user for the output
   bool reordered = false;
+  // Where a widened value's f32 copy goes in this run: the caller points it into its
+  // WidenScratch lease (point_into) before binding.
+  float* wide = nullptr;
 
   /// `user_md` is Kiln's layout; `want_md` the primitive's. Reorders are built here, once.
   BoundArg(int which, const Shape& s, const dnnl::memory::desc& user_md, const dnnl::memory::desc& want_md,
@@ -154,36 +160,52 @@ inline std::string_view activation_name(compiler::EpilogueActivation a) {
   return "";
 }
 
-/// A pointer to `p` (of `s`) as f32: `p` itself, or a widened copy kept in `keep`.
-inline void* as_f32(const void* p, const Shape& s, HostTensor* keep) {
-  if (s.dtype() == DType::kF32) return const_cast<void*>(p);
-  *keep = HostTensor::view(s, const_cast<void*>(p)).astype(DType::kF32);
-  return keep->raw_data();
+/// The f32 values `args` need for their widened copies.
+inline int64_t widened_floats(const std::vector<BoundArg*>& args) {
+  int64_t n = 0;
+  for (const BoundArg* a : args) n += a->widen ? a->shape.num_elements() : 0;
+  return n;
 }
 
-/// Binds inputs (widened and reordered as needed) into `args`; `keep` holds widened copies.
-inline void bind_input(BoundArg& a, const void* p, dnnl::stream& stream, HostTensor* keep,
-                       std::unordered_map<int, dnnl::memory>& args) {
-  a.user.set_data_handle(a.widen ? as_f32(p, a.shape, keep) : const_cast<void*>(p));
+/// Points each widened arg's copy at its own part of `scratch` (widened_floats(args) floats).
+inline void point_into(const std::vector<BoundArg*>& args, float* scratch) {
+  for (BoundArg* a : args)
+    if (a->widen) {
+      a->wide = scratch;
+      scratch += a->shape.num_elements();
+    }
+}
+
+/// Binds an input (widened and reordered as needed) into `args`.
+inline void bind_input(BoundArg& a, const void* p, dnnl::stream& stream, std::unordered_map<int, dnnl::memory>& args) {
+  if (a.widen) cpu::widen(p, a.shape.dtype(), a.shape.num_elements(), a.wide);
+  a.user.set_data_handle(a.widen ? a.wide : const_cast<void*>(p));
   if (a.reordered) a.reorder.for_team().execute(stream, {{DNNL_ARG_FROM, a.user}, {DNNL_ARG_TO, a.inner}});
   args.insert({a.arg, a.inner});
 }
 
-/// Output side: `wide` is the f32 buffer a 16-bit result is computed into before narrowing.
-inline void bind_output(BoundArg& a, void* out, HostTensor* wide, std::unordered_map<int, dnnl::memory>& args) {
-  if (a.widen) *wide = HostTensor(a.shape.with_dtype(DType::kF32));
-  a.user.set_data_handle(a.widen ? wide->raw_data() : out);
+/// Output side: a 16-bit result is computed into the f32 `wide` copy, narrowed by finish_output.
+inline void bind_output(BoundArg& a, void* out, std::unordered_map<int, dnnl::memory>& args) {
+  a.user.set_data_handle(a.widen ? a.wide : out);
   args.insert({a.arg, a.inner});
 }
 
 /// After the primitive ran: reorders the output back and narrows a widened result into `out`.
-inline void finish_output(BoundArg& a, void* out, const HostTensor& wide, dnnl::stream& stream) {
+inline void finish_output(BoundArg& a, void* out, dnnl::stream& stream) {
   if (a.reordered) a.reorder.for_team().execute(stream, {{DNNL_ARG_FROM, a.inner}, {DNNL_ARG_TO, a.user}});
   stream.wait();
-  if (a.widen) {
-    HostTensor narrowed = wide.astype(a.shape.dtype());
-    std::memcpy(out, narrowed.raw_data(), static_cast<size_t>(narrowed.byte_size()));
-  }
+  if (a.widen) cpu::narrow(a.wide, a.shape.num_elements(), a.shape.dtype(), out);
+}
+
+/// The f32 copies a widened 16-bit primitive makes per tile of the batch (the larger of its
+/// input and output): a tile stays in the caches, never a whole activation.
+constexpr int64_t kWidenedTileBytes = int64_t{2} << 20;
+
+/// Images per tile of a widened primitive over `batch` images of `floats_per_image` f32 values
+/// (the larger of its input and output).
+inline int64_t widened_batch_tile(int64_t batch, int64_t floats_per_image) {
+  if (batch < 1) return batch;
+  return std::clamp<int64_t>(kWidenedTileBytes / std::max<int64_t>(floats_per_image * 4, 1), 1, batch);
 }
 
 /// oneDNN's data type for a Kiln float dtype (f32 for anything else).

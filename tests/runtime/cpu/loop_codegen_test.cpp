@@ -297,6 +297,20 @@ void expect_same_16bit(const HostTensor& got, const HostTensor& want) {
   }
 }
 
+// `c`'s outputs as one loop kernel on `engine` give `want` exactly.
+void expect_outputs_same_16bit(const ir::Computation& c, const std::vector<HostTensor>& args,
+                               const std::vector<HostTensor>& want, LoopEngine engine) {
+  auto k = LoopKernel::create(c, engine);
+  ASSERT_NE(k, nullptr);
+  ASSERT_EQ(k->generated(), engine == LoopEngine::kGenerated);
+  std::vector<HostTensor> got;
+  std::vector<void*> outs;
+  for (const Instruction* o : c.outputs()) outs.push_back(got.emplace_back(o->shape()).raw_data());
+  const std::vector<const void*> in = pointers(args);
+  k->run_outputs(in.data(), outs.data());
+  for (size_t i = 0; i < got.size(); ++i) expect_same_16bit(got[i], want[i]);
+}
+
 TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) {
   std::mt19937 rng(16);
   for (DType t : {DType::kBF16, DType::kF16}) {
@@ -323,15 +337,7 @@ TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) 
     // The tie pairs: 1 + ulp/2 rounds down to 1 (even), 1 + 3 ulp/2 up to 1 + 2 ulp.
     EXPECT_EQ(want[0].to_vector<double>()[0], 1.0);
     EXPECT_EQ(want[0].to_vector<double>()[2], 1.0 + 2 * (t == DType::kBF16 ? 1.0 / 128 : 1.0 / 1024));
-    auto k = LoopKernel::create(*c, LoopEngine::kGenerated);
-    ASSERT_NE(k, nullptr);
-    ASSERT_TRUE(k->generated());
-    HostTensor out0(s), out1(s);
-    void* outs[] = {out0.raw_data(), out1.raw_data()};
-    const std::vector<const void*> in = pointers(args);
-    k->run_outputs(in.data(), outs);
-    expect_same_16bit(out0, want[0]);
-    expect_same_16bit(out1, want[1]);
+    expect_outputs_same_16bit(*c, args, want, LoopEngine::kGenerated);
 
     // A reduction reading 16-bit values (f32 accumulation), with the infinities and NaN of
     // some rows: the sums are close to the reference, and inf/NaN rows stay inf/NaN.
@@ -359,6 +365,51 @@ TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) 
         EXPECT_NEAR(g[i], w[i], (t == DType::kBF16 ? 1.0 / 64 : 1.0 / 512) * (1 + std::fabs(w[i]))) << "row " << i;
       }
     }
+  }
+}
+
+// A 16-bit op whose result is one of a few values its dtype holds exactly needs no rounding,
+// and a convert that leaves every possible value alone is no instruction: the Keras relu
+// gradient dy * (x > 0 + 0.5 * (x == 0)) in bf16 rounds once (its last product), not five
+// times, with the reference's bits. A sum of known values that bf16 cannot hold (256 + 3 = 259)
+// is still rounded.
+TEST(LoopCodegenTest, KnownFewValuesSkipRoundingWithTheSameBits) {
+  std::mt19937 rng(33);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    SCOPED_TRACE(name(t));
+    ir::Module module("masks");
+    ir::Computation* c = module.add_computation("body");
+    Builder b(c);
+    const Shape s(t, {1003});
+    Instruction* dy = b.parameter(s, "dy");
+    Instruction* x = b.parameter(s, "x");
+    Instruction* gt = b.convert(b.compare(ir::Comparison::kGt, x, b.full(s, 0.0)), t);
+    Instruction* eq = b.convert(b.compare(ir::Comparison::kEq, x, b.full(s, 0.0)), t);
+    Instruction* mask = b.binary(Opcode::kAdd, gt, b.binary(Opcode::kMul, eq, b.full(s, 0.5)));
+    c->add_output(b.binary(Opcode::kMul, dy, mask));
+    // 256 + 3 * gt: 256 or 259, and bf16 holds only 258 and 260 there (f16 holds 259).
+    c->add_output(b.binary(Opcode::kAdd, b.full(s, 256.0), b.binary(Opcode::kMul, gt, b.full(s, 3.0))));
+    std::optional<codegen::LoopIr> first = codegen::LoopIr::build(*c->outputs()[0]);
+    ASSERT_TRUE(first);
+    int roundings = 0;
+    for (const codegen::LoopInstr& in : first->stages.back().code)
+      roundings += in.op == codegen::LoopOp::kRoundBF16 || in.op == codegen::LoopOp::kRoundF16;
+    EXPECT_EQ(roundings, 1);
+    std::vector<HostTensor> args;
+    for (int k = 0; k < 2; ++k) {
+      HostTensor h(s);
+      std::vector<uint16_t> v = special_16bit(t, 1003, rng);
+      if (k == 1)  // x: many exact zeros, both signs
+        for (size_t i = 0; i < v.size(); i += 3) v[i] = i % 2 == 0 ? 0x0000 : 0x8000;
+      std::memcpy(h.raw_data(), v.data(), v.size() * 2);
+      args.push_back(std::move(h));
+    }
+    const std::vector<HostTensor> want = ir::evaluate(*c, args);
+    for (LoopEngine engine : {LoopEngine::kGenerated, LoopEngine::kInterpreter})
+      expect_outputs_same_16bit(*c, args, want, engine);
+    EXPECT_EQ(want[1].to_vector<double>()[0], 256.0);  // x[0] is +0: gt is 0
+    const std::vector<double> sums = want[1].to_vector<double>();
+    EXPECT_NE(std::find(sums.begin(), sums.end(), t == DType::kBF16 ? 260.0 : 259.0), sums.end());
   }
 }
 

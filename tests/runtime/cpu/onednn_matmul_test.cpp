@@ -33,12 +33,15 @@ struct DotCase {
   DotDims dims;
 };
 
-// Sizes off the widened path's tiles (256 rows, 512 columns), so edge tiles run too.
+// Each operand layout the widened path keeps (row-major, transposed), in one tile and in
+// several (tiles of up to 1024 rows and columns, edge tiles smaller).
 std::vector<DotCase> cases() {
   return {
       {"x W (forward)", {300, 70}, {70, 530}, {.lhs_contracting = {1}, .rhs_contracting = {0}}},
       {"dy W^T (input gradient)", {300, 530}, {70, 530}, {.lhs_contracting = {1}, .rhs_contracting = {1}}},
       {"x^T dy (weight gradient)", {300, 70}, {300, 530}, {.lhs_contracting = {0}, .rhs_contracting = {0}}},
+      {"x W, several tiles", {1100, 24}, {24, 1040}, {.lhs_contracting = {1}, .rhs_contracting = {0}}},
+      {"x^T W^T, several tiles", {24, 1100}, {1040, 24}, {.lhs_contracting = {0}, .rhs_contracting = {1}}},
       {"batched", {3, 20, 9}, {3, 9, 11}, {.lhs_batch = {0}, .rhs_batch = {0}, .lhs_contracting = {2}, .rhs_contracting = {1}}},
   };
 }
