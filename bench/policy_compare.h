@@ -1,7 +1,8 @@
 // `--policy float32|mixed_bfloat16|both` for the train-step benches: each policy's step is
 // built, timed (median of runs) and reported with its planned peak and activation bytes and
 // the CPU's bf16 support (oneDNN's bf16 matmul ISA, or "none": then bf16 saves memory only);
-// with both, one more line gives mixed_bfloat16 over float32 measured in the same run.
+// with both, one more line gives mixed_bfloat16 over float32 measured in the same run (runs
+// alternated) and the machine's 1-minute load average.
 //
 // The mixed_bfloat16 steps are written with explicit casts (tests/testing/compute_cast.h,
 // what a Keras mixed_bfloat16 layer does) until the Keras Policy exists; a bench's `make`
@@ -65,6 +66,8 @@ struct PolicyStep {
 
 /// Builds each policy's step with `make(compute_dtype)`, runs it once (trace + compile), then
 /// times `runs` runs of `steps` steps (`before_run` untimed before each) and prints the lines.
+/// With two policies their runs alternate (A B B A ...), so a change in the machine's load
+/// falls on both alike.
 template <typename Make, typename BeforeRun>
 void compare_policies(const std::string& bench, const std::vector<Policy>& policies, int64_t batch, int runs,
                       int64_t steps, BeforeRun before_run, Make make) {
@@ -74,21 +77,32 @@ void compare_policies(const std::string& bench, const std::vector<Policy>& polic
     double samples_per_s = 0;
     int64_t peak = 0, activations = 0;
   };
-  std::vector<Figures> figures;
+  std::vector<PolicyStep> made;
+  std::vector<double> first_ms;
   for (const Policy& p : policies) {
-    PolicyStep s = make(p.compute);
+    PolicyStep& s = made.emplace_back(make(p.compute));
     Stopwatch compile_watch;
     s.step(0);
-    const double first_ms = compile_watch.seconds() * 1e3;
-    const runtime::Executable* exe = s.executable();
-    const double ms = median_ms_per_step(runs, steps, before_run, s.step);
-    Figures f{static_cast<double>(batch) / (ms / 1e3), exe->planned_peak_bytes(), exe->planned_activation_bytes()};
+    first_ms.push_back(compile_watch.seconds() * 1e3);
+  }
+  std::vector<double> ms;
+  if (made.size() == 2) {
+    auto [a, b] = paired_median_ms_per_step(runs, steps, before_run, made[0].step, made[1].step);
+    ms = {a, b};
+  } else {
+    for (PolicyStep& s : made) ms.push_back(median_ms_per_step(runs, steps, before_run, s.step));
+  }
+  std::vector<Figures> figures;
+  for (size_t i = 0; i < policies.size(); ++i) {
+    const Policy& p = policies[i];
+    const runtime::Executable* exe = made[i].executable();
+    Figures f{static_cast<double>(batch) / (ms[i] / 1e3), exe->planned_peak_bytes(), exe->planned_activation_bytes()};
     figures.push_back(f);
     JsonLine line;
     line.add("bench", bench + ".policy")
         .add("policy", p.name)
-        .add("first_step_ms", first_ms)
-        .add("ms_per_step", ms)
+        .add("first_step_ms", first_ms[i])
+        .add("ms_per_step", ms[i])
         .add("samples_per_s", f.samples_per_s)
         .add("planned_peak_bytes", f.peak)
         .add("planned_activation_bytes", f.activations)
@@ -103,6 +117,8 @@ void compare_policies(const std::string& bench, const std::vector<Policy>& polic
         .add("activation_bytes_ratio", static_cast<double>(figures[1].activations) / static_cast<double>(figures[0].activations))
         .add("peak_bytes_ratio", static_cast<double>(figures[1].peak) / static_cast<double>(figures[0].peak))
         .add("onednn_bf16_isa", bf16);
+    double load[1] = {-1};
+    if (getloadavg(load, 1) == 1) ratio.add("load_avg_1m", load[0]);  // the machine's other work
     ratio.print();
   }
 }

@@ -7,7 +7,9 @@
 #include <set>
 #include <string_view>
 #include <type_traits>
+#include <map>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
@@ -95,6 +97,7 @@ class Lowerer {
         compile_nested_(compile_nested) {}
 
   void lower_all() {
+    find_folded_converts();
     std::vector<const Instruction*> group;  // consecutive loop fusions that run as one kernel
     for (const Instruction* inst : exe_.plan().order) {
       if (horizontal_fusion_ && groupable(*inst)) {
@@ -147,7 +150,62 @@ class Lowerer {
   bool has_step(const Instruction& inst) const {
     const compiler::BufferKind k = exe_.plan().buffers.at(&inst).kind;
     return k != compiler::BufferKind::kAlias && k != compiler::BufferKind::kParameter &&
-           k != compiler::BufferKind::kConstant;
+           k != compiler::BufferKind::kConstant && folded_converts_.count(&inst) == 0;
+  }
+
+  // Converts of f32 parameters (inputs, variables, constants) to bf16/f16 that only widened
+  // matmuls read: those read the f32 values and round them as they widen them, one pass where
+  // the convert and the widening were two, so the convert runs no step (its 16-bit buffer stays
+  // planned, unwritten). Only where every 16-bit matmul is widened (oneDNN has no 16-bit matmul
+  // on this CPU, or KILN_16BIT_CONTRACTIONS=f32), and only while the parameter's buffer holds
+  // its values: before any variable update writes into it.
+  void find_folded_converts() {
+    const compiler::MemoryPlan& plan = exe_.plan();
+    std::unordered_map<const Instruction*, size_t> position;
+    std::unordered_map<int, size_t> first_write;  // parameter index -> first in-place update
+    for (size_t i = 0; i < plan.order.size(); ++i) {
+      position[plan.order[i]] = i;
+      const compiler::BufferInfo& b = plan.buffers.at(plan.order[i]);
+      if (b.kind == compiler::BufferKind::kDonated) first_write.emplace(b.parameter_index, i);
+    }
+    for (const Instruction* c : plan.order) {
+      const DType t = c->dtype();
+      if (c->opcode() != Opcode::kConvert || (t != DType::kBF16 && t != DType::kF16)) continue;
+      if (c->operand(0)->dtype() != DType::kF32 || plan.buffers.at(c).kind != compiler::BufferKind::kArena) continue;
+      const compiler::BufferInfo& source = plan.storage(c->operand(0));
+      if (source.kind != compiler::BufferKind::kParameter && source.kind != compiler::BufferKind::kConstant) continue;
+      if (!all_16bit_matmuls_widened(t)) continue;
+      auto writer = source.kind == compiler::BufferKind::kParameter ? first_write.find(source.parameter_index)
+                                                                    : first_write.end();
+      bool folds = !c->users().empty();
+      for (const Instruction* u : c->users())
+        folds = folds && folds_into(*u, c) && (writer == first_write.end() || position.at(u) < writer->second);
+      if (folds) folded_converts_.insert(c);
+    }
+  }
+
+  // `u` is a matmul (a dot_general, or an output fusion of one) reading `c` only as its lhs,
+  // rhs or bias, in a layout the matmul kernel runs.
+  static bool folds_into(const Instruction& u, const Instruction* c) {
+    const Instruction* dot = &u;
+    if (u.opcode() == Opcode::kFusion) {
+      if (u.attrs().fusion_kind != ir::FusionKind::kOutput) return false;
+      std::optional<compiler::OutputFusionInfo> e = compiler::match_output_fusion(*u.attrs().body);
+      if (!e || e->contraction->opcode() != Opcode::kDotGeneral) return false;
+      dot = e->contraction;
+    } else if (u.opcode() != Opcode::kDotGeneral) {
+      return false;
+    }
+    for (size_t i = 3; i < u.operand_count(); ++i)
+      if (u.operand(i) == c) return false;
+    return MatmulKernel::can_run(*dot);
+  }
+
+  bool all_16bit_matmuls_widened(DType t) {
+    if (matmul_.choice == MatmulOptions::Choice::kF32) return true;
+    auto it = native_16bit_.find(t);
+    if (it == native_16bit_.end()) it = native_16bit_.emplace(t, !native_matmul_isa(t).empty()).first;
+    return !it->second;
   }
 
   // Calls `fn(inputs, outputs)` with the pointers of values `reads` and `writes`: from stack
@@ -173,7 +231,12 @@ class Lowerer {
   // Runs `fn(inputs, out)` with the operand and result pointers of the step.
   template <typename Fn>
   void add(const Instruction& inst, std::string label, Fn fn) {
-    Step s = make_step(inst, std::move(label));
+    add_step(make_step(inst, std::move(label)), fn);
+  }
+
+  // Runs `fn(inputs, out)` with the pointers of `s`'s reads and its first write.
+  template <typename Fn>
+  void add_step(Step s, Fn fn) {
     s.run = [reads = s.reads, writes = s.writes, fn](void* const* values) {
       with_pointers(reads, writes, values, [&](const void* const* in, void* const* outs) { fn(in, outs[0]); });
     };
@@ -235,11 +298,19 @@ class Lowerer {
   // fusion's operands 0, 1, 2).
   bool try_matmul(const Instruction& inst, const Instruction& dot, bool has_bias,
                   compiler::EpilogueActivation activation, std::string label) {
-    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_, widen_scratch_);
+    // Operands whose convert was folded in: the matmul reads the convert's f32 source.
+    const auto folded = [&](size_t i) { return i < inst.operand_count() && folded_converts_.count(inst.operand(i)) > 0; };
+    const F32Sources f32{folded(0), folded(1), has_bias && folded(2)};
+    std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_, widen_scratch_, f32);
+    KILN_CHECK(k != nullptr || !(f32.lhs || f32.rhs || f32.bias), "a matmul folding in a convert has no kernel");
     if (k == nullptr) return false;
     if (k->path() != MatmulPath::kF32) label += str_cat(" (", k->isa(), k->path() == MatmulPath::kWidened ? ", widened" : "", ")");
+    if (f32.lhs || f32.rhs || f32.bias) label += " reading f32 operands";
+    Step s = make_step(inst, std::move(label));
+    for (size_t i = 0; i < 3 && i < s.reads.size(); ++i)
+      if (folded(i)) s.reads[i] = exe_.value_id(inst.operand(i)->operand(0));
     const int lhs = 0, rhs = 1, bias = has_bias ? 2 : -1;
-    add(inst, std::move(label), [k, lhs, rhs, bias](const void* const* in, void* out) {
+    add_step(std::move(s), [k, lhs, rhs, bias](const void* const* in, void* out) {
       k->run(in[lhs], in[rhs], bias >= 0 ? in[bias] : nullptr, out);
     });
     return true;
@@ -534,6 +605,8 @@ class Lowerer {
   // The f32 copies of the executable's widened 16-bit matmuls, convolutions and pooling: one
   // buffer, as the steps run one at a time.
   std::shared_ptr<WidenScratch> widen_scratch_ = std::make_shared<WidenScratch>();
+  std::unordered_set<const Instruction*> folded_converts_;  // find_folded_converts
+  std::map<DType, bool> native_16bit_;                     // oneDNN has a 16-bit matmul here
   CompileNested compile_nested_;
   std::unordered_map<const Instruction*, std::shared_ptr<TupleStep>> tuples_;
   LoopJitBatch batch_;

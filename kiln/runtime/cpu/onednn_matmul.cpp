@@ -8,6 +8,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
 #include <tuple>
 #include <vector>
@@ -102,20 +103,26 @@ std::pair<int64_t, int64_t> tile_strides(TileLayout layout, int64_t rows, int64_
   return layout == TileLayout::kTransposed ? std::pair<int64_t, int64_t>{1, rows} : std::pair<int64_t, int64_t>{cols, 1};
 }
 
+// `n` rows of `m` values from `src` (row stride `ld`) as f32 into `dst` (row stride `m`): `t`
+// values widened, or (`source` f32) f32 values rounded to `t`.
+void to_f32_rows(const void* src, DType source, DType t, int64_t n, int64_t m, int64_t ld, float* dst) {
+  if (source == DType::kF32) round_rows(static_cast<const float*>(src), t, n, m, ld, dst, m);
+  else widen_rows(src, t, n, m, ld, dst, m);
+}
+
 // Widens the (rows, cols) block at `src` (element strides rs, cs) into `dst` laid out as
-// `layout` says.
-void widen_tile(const void* src, DType t, TileLayout layout, int64_t rows, int64_t cols, int64_t rs, int64_t cs,
-                float* dst) {
+// `layout` says; `source` is what `src` holds (`t`, or f32 to round to `t`).
+void widen_tile(const void* src, DType source, DType t, TileLayout layout, int64_t rows, int64_t cols, int64_t rs,
+                int64_t cs, float* dst) {
   switch (layout) {
-    case TileLayout::kRowMajor: widen_rows(src, t, rows, cols, rs, dst, cols); return;
-    case TileLayout::kTransposed: widen_rows(src, t, cols, rows, cs, dst, rows); return;
+    case TileLayout::kRowMajor: to_f32_rows(src, source, t, rows, cols, rs, dst); return;
+    case TileLayout::kTransposed: to_f32_rows(src, source, t, cols, rows, cs, dst); return;
     case TileLayout::kGathered: {
-      const auto* s = static_cast<const uint16_t*>(src);
+      const size_t elem = size_of(source);
       for (int64_t r = 0; r < rows; ++r)
-        for (int64_t c = 0; c < cols; ++c) {
-          const uint16_t v = s[r * rs + c * cs];
-          dst[r * cols + c] = t == DType::kBF16 ? bf16_bits_to_f32(v) : f16_bits_to_f32(v);
-        }
+        for (int64_t c = 0; c < cols; ++c)
+          to_f32_rows(static_cast<const char*>(src) + static_cast<size_t>(r * rs + c * cs) * elem, source, t, 1, 1, 1,
+                      dst + r * cols + c);
       return;
     }
   }
@@ -148,6 +155,8 @@ class MatmulImpl {
   };
   std::map<std::pair<int64_t, int64_t>, Tile> tiles;
   TileLayout lhs_tile = TileLayout::kRowMajor, rhs_tile = TileLayout::kRowMajor;
+  // What each operand holds: `dtype` values, or f32 ones rounded to `dtype` as they widen.
+  DType lhs_source = DType::kF32, rhs_source = DType::kF32, bias_source = DType::kF32;
   int64_t tile_rows = 0, tile_cols = 0;
   // The widened operands, result and bias.
   std::shared_ptr<WidenScratch> scratch;
@@ -173,18 +182,18 @@ class MatmulImpl {
     float* wr = wl + tr * g.K;
     float* wo = wr + g.K * tc;
     float* wb = wo + tr * tc;
-    if (has_bias) widen_rows(b, dtype, 1, g.N, g.N, wb, g.N);
-    const size_t elem = size_of(dtype);
+    if (has_bias) widen_tile(b, bias_source, dtype, TileLayout::kRowMajor, 1, g.N, g.N, 1, wb);
+    const size_t elem = size_of(dtype), lhs_elem = size_of(lhs_source), rhs_elem = size_of(rhs_source);
     for (int64_t bi = 0; bi < g.B; ++bi) {
-      const char* l = static_cast<const char*>(lhs) + static_cast<size_t>(bi * g.lb) * elem;
-      const char* r = static_cast<const char*>(rhs) + static_cast<size_t>(bi * g.rb) * elem;
+      const char* l = static_cast<const char*>(lhs) + static_cast<size_t>(bi * g.lb) * lhs_elem;
+      const char* r = static_cast<const char*>(rhs) + static_cast<size_t>(bi * g.rb) * rhs_elem;
       char* o = static_cast<char*>(out) + static_cast<size_t>(bi * g.M * g.N) * elem;
       for (int64_t n0 = 0; n0 < g.N; n0 += tc) {
         const int64_t cols = std::min(tc, g.N - n0);
-        widen_tile(r + static_cast<size_t>(n0 * g.rn) * elem, dtype, rhs_tile, g.K, cols, g.rk, g.rn, wr);
+        widen_tile(r + static_cast<size_t>(n0 * g.rn) * rhs_elem, rhs_source, dtype, rhs_tile, g.K, cols, g.rk, g.rn, wr);
         for (int64_t m0 = 0; m0 < g.M; m0 += tr) {
           const int64_t rows = std::min(tr, g.M - m0);
-          widen_tile(l + static_cast<size_t>(m0 * g.lm) * elem, dtype, lhs_tile, rows, g.K, g.lm, g.lk, wl);
+          widen_tile(l + static_cast<size_t>(m0 * g.lm) * lhs_elem, lhs_source, dtype, lhs_tile, rows, g.K, g.lm, g.lk, wl);
           if (fixed_order) {  // rhs_tile is row-major here (create)
             const auto [tile_lm, tile_lk] = tile_strides(lhs_tile, rows, g.K);
             fixed_order_gemm({.a = wl, .lm = tile_lm, .lk = tile_lk, .w = wr, .ldw = cols, .c = wo, .ldc = cols,
@@ -323,24 +332,43 @@ MatmulKernel::~MatmulKernel() = default;
 MatmulPath MatmulKernel::path() const { return impl_->path; }
 const std::string& MatmulKernel::isa() const { return impl_->isa; }
 
-std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
-                                                   compiler::EpilogueActivation activation,
-                                                   const MatmulOptions& options,
-                                                   std::shared_ptr<WidenScratch> scratch) {
+namespace {
+
+// `dot` as a (batched) matrix product with one stride per group; nullopt for dtypes and layouts
+// the adapter does not run (the caller falls back to a reference kernel).
+std::optional<Geometry> geometry_of(const ir::Instruction& dot) {
   const Shape& l = dot.operand(0)->shape();
   const Shape& r = dot.operand(1)->shape();
   const ir::DotDims& dd = dot.attrs().dot;
   const DType dtype = l.dtype();
-  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) return nullptr;
+  if (dtype != DType::kF32 && dtype != DType::kBF16 && dtype != DType::kF16) return std::nullopt;
   Dims lstr = row_major_strides(l.dims()), rstr = row_major_strides(r.dims());
   Group lb, lm, lk, rb, rk, rn;
   if (!merge(l.dims(), lstr, dd.lhs_batch, &lb) || !merge(r.dims(), rstr, dd.rhs_batch, &rb) ||
       !merge(l.dims(), lstr, dd.lhs_contracting, &lk) || !merge(r.dims(), rstr, dd.rhs_contracting, &rk) ||
       !merge(l.dims(), lstr, free_dims(l.rank(), dd.lhs_batch, dd.lhs_contracting), &lm) ||
       !merge(r.dims(), rstr, free_dims(r.rank(), dd.rhs_batch, dd.rhs_contracting), &rn))
-    return nullptr;
-  if (dd.lhs_batch.size() > 1 && lb.size > 1) return nullptr;  // a rare layout; reference path
-  Geometry g{lb.size, lm.size, lk.size, rn.size, lb.stride, lm.stride, lk.stride, rb.stride, rk.stride, rn.stride};
+    return std::nullopt;
+  if (dd.lhs_batch.size() > 1 && lb.size > 1) return std::nullopt;  // a rare layout; reference path
+  return Geometry{lb.size, lm.size, lk.size, rn.size, lb.stride, lm.stride, lk.stride, rb.stride, rk.stride, rn.stride};
+}
+
+}  // namespace
+
+bool MatmulKernel::can_run(const ir::Instruction& dot) { return geometry_of(dot).has_value(); }
+
+std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, bool bias,
+                                                   compiler::EpilogueActivation activation,
+                                                   const MatmulOptions& options,
+                                                   std::shared_ptr<WidenScratch> scratch, F32Sources f32_sources) {
+  const Shape& l = dot.operand(0)->shape();
+  const Shape& r = dot.operand(1)->shape();
+  const DType dtype = l.dtype();
+  const std::optional<Geometry> geometry = geometry_of(dot);
+  if (!geometry) return nullptr;
+  const Geometry& g = *geometry;
+  const bool rounds = f32_sources.lhs || f32_sources.rhs || f32_sources.bias;
+  KILN_CHECK(!rounds || dtype != DType::kF32, "f32 operands to round for an f32 matmul");
   bool attr_ok = false;
   const dnnl::primitive_attr attr = epilogue_attr(activation, &attr_ok);
   if (!attr_ok) return nullptr;
@@ -381,6 +409,9 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
     impl->rhs_tile = tile_layout(g.K, tc, g.rk, g.rn);
     impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
     impl->scratch->reserve(impl->scratch_floats());
+    impl->lhs_source = f32_sources.lhs ? DType::kF32 : dtype;
+    impl->rhs_source = f32_sources.rhs ? DType::kF32 : dtype;
+    impl->bias_source = f32_sources.bias ? DType::kF32 : dtype;
     for (int64_t rows : {tr, g.M % tr})
       for (int64_t cols : {tc, g.N % tc}) {
         if (rows == 0 || cols == 0 || impl->tiles.count({rows, cols}) > 0) continue;
@@ -419,6 +450,9 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
       impl->rhs_tile = g.rn == 1 ? TileLayout::kRowMajor : TileLayout::kGathered;
       impl->scratch = scratch != nullptr ? scratch : std::make_shared<WidenScratch>();
       impl->scratch->reserve(impl->scratch_floats());
+      impl->lhs_source = f32_sources.lhs ? DType::kF32 : dtype;
+      impl->rhs_source = f32_sources.rhs ? DType::kF32 : dtype;
+      impl->bias_source = f32_sources.bias ? DType::kF32 : dtype;
     }
     return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
   }
@@ -429,7 +463,7 @@ std::unique_ptr<MatmulKernel> MatmulKernel::create(const ir::Instruction& dot, b
       return std::unique_ptr<MatmulKernel>(new MatmulKernel(std::move(impl)));
     }
     std::unique_ptr<MatmulImpl> native;
-    if (options.choice != MatmulOptions::Choice::kF32) {
+    if (options.choice != MatmulOptions::Choice::kF32 && !rounds) {  // f32 operands: widened only
       try {
         native = whole(dtype);
         native->path = MatmulPath::kNative;

@@ -53,16 +53,25 @@ struct MatmulOptions {
 /// "brg:avx512_core_bf16"; empty when it has none (or only its reference code).
 std::string native_matmul_isa(DType t);
 
+/// Operands of a widened 16-bit matmul that arrive as f32 values, to round to its dtype.
+struct F32Sources {
+  bool lhs = false, rhs = false, bias = false;
+};
+
 class MatmulKernel {
  public:
   /// Returns nullptr when `dot`'s dimension numbers cannot be viewed as a (batched) matrix
   /// product with one stride per group (the caller falls back to a reference kernel).
   /// `bias` and `activation` describe an output-fusion epilogue (compiler::match_output_fusion).
   /// `scratch`: where the widened path keeps its f32 tiles (null: a buffer of its own).
+  /// `f32_sources`: operands given as f32 values for a 16-bit `dot` to round as it widens
+  /// them (the lowering folds a convert of an f32 parameter in); they make the path widened.
   static std::unique_ptr<MatmulKernel> create(const ir::Instruction& dot, bool bias = false,
                                               compiler::EpilogueActivation activation = compiler::EpilogueActivation::kNone,
                                               const MatmulOptions& options = {},
-                                              std::shared_ptr<WidenScratch> scratch = nullptr);
+                                              std::shared_ptr<WidenScratch> scratch = nullptr, F32Sources f32_sources = {});
+  /// Whether create() can make a kernel for `dot`'s dtype and layout (not nullptr).
+  static bool can_run(const ir::Instruction& dot);
   ~MatmulKernel();
   /// `bias` may be null when the epilogue has none. `out` has the dot's (or fusion's) dtype.
   void run(const void* lhs, const void* rhs, const void* bias, void* out) const;

@@ -42,6 +42,17 @@ void narrow_piece(const float* s, int64_t n, DType t, uint16_t* d) {
   }
 }
 
+void round_piece(const float* s, DType t, int64_t n, float* d) {
+  if (t == DType::kBF16) {
+    for (int64_t i = 0; i < n; ++i) {
+      const uint32_t u = static_cast<uint32_t>(bf16_bits(s[i])) << 16;
+      std::memcpy(&d[i], &u, 4);
+    }
+  } else {
+    for (int64_t i = 0; i < n; ++i) d[i] = f16_bits_to_f32(f32_to_f16_bits(s[i]));
+  }
+}
+
 // Calls piece(r, c0, c1) over every row r and column range [c0, c1), on the team when large.
 template <typename Piece>
 void for_pieces(int64_t rows, int64_t cols, Piece piece) {
@@ -72,6 +83,12 @@ void narrow_rows(const float* src, int64_t rows, int64_t cols, int64_t src_ld, D
   auto* d = static_cast<uint16_t*>(dst);
   for_pieces(rows, cols, [&](int64_t r, int64_t c0, int64_t c1) {
     narrow_piece(src + r * src_ld + c0, c1 - c0, t, d + r * dst_ld + c0);
+  });
+}
+
+void round_rows(const float* src, DType t, int64_t rows, int64_t cols, int64_t src_ld, float* dst, int64_t dst_ld) {
+  for_pieces(rows, cols, [&](int64_t r, int64_t c0, int64_t c1) {
+    round_piece(src + r * src_ld + c0, t, c1 - c0, dst + r * dst_ld + c0);
   });
 }
 

@@ -20,6 +20,10 @@ void widen_rows(const void* src, DType t, int64_t rows, int64_t cols, int64_t sr
 /// dst[r * dst_ld + c] = `t`(src[r * src_ld + c]), rounded to nearest even.
 void narrow_rows(const float* src, int64_t rows, int64_t cols, int64_t src_ld, DType t, void* dst, int64_t dst_ld);
 
+/// dst[r * dst_ld + c] = f32(`t`(src[r * src_ld + c])): f32 values rounded to `t`'s precision
+/// and kept in f32, what widening them after a convert to `t` would give, in one pass.
+void round_rows(const float* src, DType t, int64_t rows, int64_t cols, int64_t src_ld, float* dst, int64_t dst_ld);
+
 /// `n` contiguous values.
 inline void widen(const void* src, DType t, int64_t n, float* dst) { widen_rows(src, t, 1, n, n, dst, n); }
 inline void narrow(const float* src, int64_t n, DType t, void* dst) { narrow_rows(src, 1, n, n, t, dst, n); }

@@ -236,6 +236,85 @@ TEST(CpuBackendTest, AliasedOutputUpdatesTheArgumentInPlace) {
   EXPECT_EQ(args[0].data<float>()[0], -1.0f);
 }
 
+// A mixed-precision Dense as Keras builds it: relu(bf16(x) bf16(W) + bf16(b)) of f32 x, W, b,
+// and the weight gradient bf16(x)^T dy. Where bf16 matmuls are widened (forced here, as on a
+// CPU without bf16 kernels) they read the f32 parameters and round them as they widen: the
+// converts run no step, and the results are the bits of the converts-then-widen path (made
+// here by also returning bf16(x), which keeps that convert a value of its own).
+TEST(CpuBackendTest, ConvertsOfF32ParametersFoldIntoWidenedBf16Matmuls) {
+  const Shape x(DType::kF32, {130, 70}), w(DType::kF32, {70, 90}), bias(DType::kF32, {90}), dy(DType::kBF16, {130, 90});
+  auto build = [&](bool keep_convert) {
+    auto m = std::make_unique<ir::Module>("dense");
+    Builder b(m->entry());
+    Instruction* px = b.parameter(x, "x");
+    Instruction* pw = b.parameter(w, "w");
+    Instruction* pb = b.parameter(bias, "b");
+    Instruction* pdy = b.parameter(dy, "dy");
+    Instruction* xb = b.convert(px, DType::kBF16);
+    Instruction* y = b.dot_general(xb, b.convert(pw, DType::kBF16), {.lhs_contracting = {1}, .rhs_contracting = {0}});
+    y = b.binary(Opcode::kAdd, y, b.broadcast_in_dim(b.convert(pb, DType::kBF16), y->shape().dims(), {1}));
+    y = b.binary(Opcode::kMax, y, b.full(y->shape(), 0.0));
+    Instruction* dw = b.dot_general(xb, pdy, {.lhs_contracting = {0}, .rhs_contracting = {0}});
+    std::vector<Instruction*> outs{y, dw};
+    if (keep_convert) outs.push_back(xb);
+    m->entry()->set_outputs(outs);
+    return m;
+  };
+  runtime::CompileOptions options;
+  options.debug.sixteen_bit_contractions = "f32";
+  std::unique_ptr<runtime::Backend> cpu = make_cpu_backend();
+  auto folded = cpu->compile(build(false), options);
+  auto kept = cpu->compile(build(true), options);
+  const std::string steps = folded->describe();
+  EXPECT_EQ(folded->kernel_count(), 2) << steps;  // the two matmuls, no convert
+  EXPECT_NE(steps.find("matmul+bias+relu ("), std::string::npos) << steps;
+  EXPECT_NE(steps.find(", widened) reading f32 operands"), std::string::npos) << steps;
+  EXPECT_NE(kept->describe().find("convert"), std::string::npos) << kept->describe();
+  std::vector<HostTensor> args;
+  for (const Shape& s : {x, w, bias, dy}) args.push_back(testing::random_tensor(s, static_cast<uint32_t>(args.size() + 1)));
+  const std::vector<HostTensor> a = folded->run(args), k = kept->run(args), want = ir::evaluate(*build(false), args);
+  for (size_t o = 0; o < 2; ++o) {
+    ASSERT_EQ(a[o].byte_size(), k[o].byte_size());
+    EXPECT_EQ(std::memcmp(a[o].raw_data(), k[o].raw_data(), static_cast<size_t>(a[o].byte_size())), 0) << "output " << o;
+    const std::vector<double> got = a[o].to_vector<double>(), ref = want[o].to_vector<double>();
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], ref[i], 2e-2 * (1 + std::fabs(ref[i]))) << "output " << o << " at " << i;
+  }
+}
+
+// A variable update written into its parameter's buffer before a matmul of that parameter's
+// convert runs (the matmul needs a value computed from the update): the convert cannot be
+// folded, as the matmul would read the updated values.
+TEST(CpuBackendTest, AConvertIsNotFoldedIntoAMatmulAfterItsVariablesUpdate) {
+  auto build = [] {
+    auto m = std::make_unique<ir::Module>("step");
+    Builder b(m->entry());
+    Instruction* w = b.parameter(Shape(DType::kF32, {64, 48}), "w");
+    Instruction* x = b.parameter(Shape(DType::kBF16, {32, 64}), "x");
+    Instruction* nw = b.binary(Opcode::kSub, w, b.full(w->shape(), 0.25));
+    // x + 0 * sum(nw): the matmul comes after the update
+    Instruction* zero = b.convert(b.binary(Opcode::kMul, b.reduce(Opcode::kReduceSum, nw, {0, 1}), b.full(Shape(DType::kF32, {}), 0.0)),
+                                  DType::kBF16);
+    Instruction* xs = b.binary(Opcode::kAdd, x, b.broadcast_in_dim(zero, {32, 64}, {}));
+    // w's convert first in the order (the lhs), so the update may be written in place.
+    Instruction* y = b.dot_general(b.convert(w, DType::kBF16), xs, {.lhs_contracting = {0}, .rhs_contracting = {1}});
+    m->entry()->set_outputs({y, nw});
+    m->add_alias({1, 0});
+    return m;
+  };
+  runtime::CompileOptions options;
+  options.debug.sixteen_bit_contractions = "f32";
+  auto exe = make_cpu_backend()->compile(build(), options);
+  std::vector<HostTensor> args{testing::random_tensor(Shape(DType::kF32, {64, 48}), 1),
+                               testing::random_tensor(Shape(DType::kBF16, {32, 64}), 2)};
+  const std::vector<HostTensor> want = ir::evaluate(*build(), args);
+  const void* w_storage = args[0].raw_data();
+  const std::vector<HostTensor> got = exe->run(args);
+  EXPECT_EQ(got[1].raw_data(), w_storage) << "the update is written in place\n" << exe->describe();
+  EXPECT_EQ(exe->describe().find("reading f32 operands"), std::string::npos) << exe->describe();
+  const std::vector<double> g = got[0].to_vector<double>(), r = want[0].to_vector<double>();
+  for (size_t i = 0; i < g.size(); ++i) ASSERT_NEAR(g[i], r[i], 2e-2 * (1 + std::fabs(r[i]))) << exe->describe();
+}
+
 TEST(CpuBackendTest, AGovernedExecutableGivesTheSameResultsAndRestoresTheThreadCount) {
   // The governor probes fewer threads after its first timing window (runtime/cpu/
   // thread_governor.h), so these runs use both team sizes; a matmul, a reduction and a fused

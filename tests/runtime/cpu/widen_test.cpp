@@ -37,7 +37,7 @@ TEST(WidenTest, EveryBf16AndF16PatternWidensAsHalfH) {
   for (size_t i = 0; i < all.size(); ++i) ASSERT_EQ(bits_of(out[i]), bits_of(f16_bits_to_f32(all[i]))) << i;
 }
 
-TEST(WidenTest, F32NarrowsAsHalfHRoundingToNearestEven) {
+TEST(WidenTest, F32NarrowsAndRoundsAsHalfHRoundingToNearestEven) {
   std::vector<float> in;
   for (uint32_t u : {0x00000000u, 0x80000000u, 0x7f800000u, 0xff800000u, 0x7fc00000u, 0x7f800001u, 0xffbfffffu,
                      0x3f808000u, 0x3f818000u, 0x3f807fffu, 0x00000001u, 0x007fffffu, 0x7f7fffffu, 0x477fefffu,
@@ -46,11 +46,16 @@ TEST(WidenTest, F32NarrowsAsHalfHRoundingToNearestEven) {
   std::mt19937 rng(7);
   while (in.size() < 200000) in.push_back(from_bits(static_cast<uint32_t>(rng())));  // above the team's threshold
   std::vector<uint16_t> out(in.size());
+  std::vector<float> rounded(in.size());
   for (DType t : {DType::kBF16, DType::kF16}) {
     narrow(in.data(), static_cast<int64_t>(in.size()), t, out.data());
+    const int64_t n = static_cast<int64_t>(in.size());
+    round_rows(in.data(), t, 1, n, n, rounded.data(), n);  // narrow and widen in one pass
     for (size_t i = 0; i < in.size(); ++i) {
       const uint16_t want = t == DType::kBF16 ? f32_to_bf16_bits(in[i]) : f32_to_f16_bits(in[i]);
       ASSERT_EQ(out[i], want) << name(t) << " of 0x" << std::hex << bits_of(in[i]);
+      const float wide = t == DType::kBF16 ? bf16_bits_to_f32(want) : f16_bits_to_f32(want);
+      ASSERT_EQ(bits_of(rounded[i]), bits_of(wide)) << name(t) << " of 0x" << std::hex << bits_of(in[i]);
     }
   }
 }
