@@ -18,13 +18,15 @@
 
 namespace kiln::data::testing {
 
-/// One manifest line: `png FILE EXPECTED [CHANNELS]` or
-/// `jpeg FILE EXPECTED CHANNELS DCT_METHOD RATIO`.
+/// One manifest line: `png FILE EXPECTED [CHANNELS]`,
+/// `jpeg FILE EXPECTED CHANNELS DCT_METHOD RATIO` or `resize SOURCE EXPECTED METHOD HEIGHT WIDTH`.
 struct ImageCase {
   std::string kind, file, expected;
   int channels = 0;
   std::string dct_method;
   int ratio = 1;
+  std::string method;
+  int64_t height = 0, width = 0;
 };
 
 inline bool python_has_pil() {
@@ -83,8 +85,12 @@ class ImageFixtures {
       std::istringstream fields(line);
       ImageCase c;
       fields >> c.kind >> c.file >> c.expected;
-      if (!(fields >> c.channels)) c.channels = 0;
-      fields >> c.dct_method >> c.ratio;
+      if (c.kind == "resize") {
+        fields >> c.method >> c.height >> c.width;
+      } else {
+        if (!(fields >> c.channels)) c.channels = 0;
+        fields >> c.dct_method >> c.ratio;
+      }
       all.push_back(c);
     }
   }

@@ -5,11 +5,18 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
+
 #include "kiln/data/dataset.h"
+#include "kiln/data/readers/npy_reader.h"
+#include "tests/data/image/image_fixtures.h"
 #include "tests/testing/expect_error.h"
 
 namespace kiln::data {
 namespace {
+
+using testing::ImageFixtures;
 
 HostTensor image(int64_t h, int64_t w, std::vector<float> values) {
   return HostTensor::from_vector<float>({h, w, 1}, values);
@@ -114,6 +121,28 @@ TEST(ResizeTest, BatchesAndPreservesTheAspectRatio) {
   const HostTensor wide = HostTensor::zeros(Shape(DType::kU8, {50, 100, 3}));
   EXPECT_EQ(resize(wide, 30, 30, {.preserve_aspect_ratio = true}).dims(), (Dims{15, 30, 3}));
   EXPECT_EQ(resize(wide, 100, 300, {.preserve_aspect_ratio = true}).dims(), (Dims{100, 200, 3}));
+}
+
+// PIL resamples float images exactly as TF's antialiased scale_and_translate (see the fixture
+// script): an independent implementation of the same definition, in double.
+TEST(ResizeTest, AntialiasedKernelsMatchPilsFloatResampling) {
+  KILN_IMAGE_FIXTURES(fx);
+  int compared = 0;
+  float worst = 0;
+  for (const auto& c : fx->cases("resize")) {
+    SCOPED_TRACE(c.expected);
+    const HostTensor expected = read_npy(fx->file(c.expected));
+    const HostTensor got = resize(read_npy(fx->file(c.file)), c.height, c.width, {.method = c.method, .antialias = true});
+    ASSERT_EQ(got.shape(), expected.shape());
+    const auto g = got.to_vector<float>(), e = expected.to_vector<float>();
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_NEAR(g[i], e[i], 1e-3f) << i;  // values in [0, 100): f32 rounding of ~10 terms
+      worst = std::max(worst, std::abs(g[i] - e[i]));
+    }
+    ++compared;
+  }
+  EXPECT_GE(compared, 12);
+  std::printf("antialiased resize vs PIL: %d cases, max |diff| %g\n", compared, static_cast<double>(worst));
 }
 
 TEST(ResizeTest, RejectsBadArguments) {
