@@ -23,16 +23,17 @@ bool same_bytes(const HostTensor& a, const HostTensor& b) {
 int main() {
   for (testing::InferenceModel& m : testing::inference_models(kRows)) {
     const HostTensor sample = m.x.slice_rows(0, 128);
-    const HostTensor reference = m.model->predict(sample, {.batch_size = 128});
+    const HostTensor reference = m.model->predict(sample, {.batch_size = 128, .batch_invariant = true});
     bool identical = true;
-    for (int64_t batch : {1, 7, 32}) identical = identical && same_bytes(m.model->predict(sample, {.batch_size = batch}), reference);
+    for (int64_t batch : {1, 7, 32})
+      identical = identical && same_bytes(m.model->predict(sample, {.batch_size = batch, .batch_invariant = true}), reference);
     const HostTensor fast = m.model->predict(sample, {.batch_size = 128, .batch_invariant = false});
     bool fast_identical = true;
     for (int64_t batch : {1, 7, 32})
       fast_identical = fast_identical && same_bytes(m.model->predict(sample, {.batch_size = batch, .batch_invariant = false}), fast);
     for (int64_t batch : {128, 32}) {
       auto [invariant_ms, default_ms] = bench::paired_median_ms_per_step(
-          7, 1, [] {}, [&](int64_t) { m.model->predict(m.x, {.batch_size = batch}); },
+          7, 1, [] {}, [&](int64_t) { m.model->predict(m.x, {.batch_size = batch, .batch_invariant = true}); },
           [&](int64_t) { m.model->predict(m.x, {.batch_size = batch, .batch_invariant = false}); });
       bench::JsonLine()
           .add("bench", "predict_batch_invariance")

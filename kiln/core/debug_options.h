@@ -55,7 +55,7 @@ struct DebugOptions {
   std::string sixteen_bit_contractions = "auto";
   /// KILN_BATCH_INVARIANT=0|1: compile every program batch-invariant (1: each matmul and
   /// convolution sums in an order that does not depend on the batch) or none (0). Unset, each
-  /// program keeps its own default (FunctionOptions::batch_invariant; Model::predict's is on).
+  /// program keeps its own default (FunctionOptions::batch_invariant; PredictOptions::batch_invariant).
   std::optional<bool> batch_invariant;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.

@@ -482,8 +482,7 @@ HostTensor concat_rows(const std::vector<HostTensor>& parts) {
 
 Function& Model::predict_function(std::optional<bool> requested) {  // predict needs no compile
   std::shared_ptr<runtime::Backend> backend = single_replica_backend();
-  const bool batch_invariant =
-      requested.value_or((backend ? *backend : *trace::default_backend()).has_batch_invariant_kernels());
+  const bool batch_invariant = requested.value_or(false);
   std::unique_ptr<Function>& f = predict_functions_[batch_invariant ? 1 : 0];
   if (f) return *f;
   f = std::make_unique<Function>(

@@ -135,9 +135,9 @@ struct PredictOptions {
   int64_t steps = -1;
   int64_t batch_size = 32;  // predict(HostTensor) only
   /// Kiln's own: each sample's predictions have the same bits whatever batch it sits in and
-  /// whatever batch_size is (contractions sum in a fixed order; docs/numerics.md). Unset: on
-  /// where the backend has batch-invariant kernels (the CPU), off elsewhere (the GPU); true
-  /// where it has none is a CompileError. KILN_BATCH_INVARIANT overrides it.
+  /// whatever batch_size is (contractions sum in a fixed order; docs/numerics.md). Off by
+  /// default: it costs more than 10% on the convnet. A backend without batch-invariant
+  /// kernels (the GPU) refuses true with a CompileError. KILN_BATCH_INVARIANT overrides it.
   std::optional<bool> batch_invariant = std::nullopt;
 };
 
