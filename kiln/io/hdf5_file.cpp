@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "kiln/core/check.h"
+#include "kiln/core/crc32c.h"
 #include "kiln/io/hdf5_impl.h"
 #include "kiln/io/named_tensor.h"
 
@@ -23,6 +24,45 @@ h5::Id file_access_plist() {
   h5::Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   H5Pset_file_locking(fapl.get(), /*use_file_locking=*/1, /*ignore_when_disabled=*/1);
   return fapl;
+}
+
+// Dataset values are the one part of a file in the 1.8 format that HDF5 does not checksum,
+// so Kiln records their CRC-32C in an attribute of the dataset, inside its checksummed object
+// header. Other writers' datasets have none and are read unchecked.
+constexpr const char* kValuesCrcAttribute = "kiln_crc32c";
+
+uint32_t values_crc(const HostTensor& t) {
+  return t.byte_size() == 0 ? 0 : crc32c(t.raw_data(), static_cast<size_t>(t.byte_size()));
+}
+
+void record_values_crc(hid_t ds, const HostTensor& t, const std::string& file, const std::string& object) {
+  const int64_t crc = values_crc(t);
+  h5::Id type = h5::type_for(DType::kI64);
+  h5::Id space = h5::make_space({});
+  h5::Id attr(h5::check(H5Acreate2(ds, kValuesCrcAttribute, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT),
+                        file, object, "cannot record the values' checksum"),
+              H5Aclose);
+  h5::check_status(H5Awrite(attr.get(), type.get(), &crc), file, object, "cannot record the values' checksum");
+}
+
+// Checks `t`, just read from `ds`, against the CRC-32C Kiln recorded when writing it (if any).
+void check_values_crc(hid_t ds, const HostTensor& t, const std::string& file, const std::string& object) {
+  const htri_t recorded = H5Aexists(ds, kValuesCrcAttribute);
+  if (recorded < 0) h5::fail(file, object, str_cat("cannot look up its ", kValuesCrcAttribute, " attribute"));
+  if (recorded == 0) return;
+  h5::Id attr(h5::check(H5Aopen(ds, kValuesCrcAttribute, H5P_DEFAULT), file, object,
+                        str_cat("cannot open its ", kValuesCrcAttribute, " attribute")),
+              H5Aclose);
+  h5::Id space(h5::check(H5Aget_space(attr.get()), file, object, "unreadable checksum dataspace"), H5Sclose);
+  h5::Id file_type(h5::check(H5Aget_type(attr.get()), file, object, "unreadable checksum type"), H5Tclose);
+  if (H5Sget_simple_extent_npoints(space.get()) != 1 || H5Tget_class(file_type.get()) != H5T_INTEGER)
+    h5::fail(file, object, str_cat("has a ", kValuesCrcAttribute, " attribute that is not one integer"));
+  int64_t crc = -1;
+  h5::Id mem = h5::type_for(DType::kI64);
+  h5::check_status(H5Aread(attr.get(), mem.get(), &crc), file, object, "cannot read the values' checksum");
+  if (crc != static_cast<int64_t>(values_crc(t)))
+    h5::fail(file, object, str_cat("holds values whose CRC-32C differs from the one recorded when it was saved (",
+                                   kValuesCrcAttribute, "): the file is corrupt"));
 }
 
 }  // namespace
@@ -58,9 +98,22 @@ void Hdf5Group::fail(const std::string& object, const std::string& what) const {
   h5::fail(file_path(), object, what);
 }
 
+namespace {
+
+// The type of the object at `name`, which exists: an object whose link is there but whose
+// header cannot be read (a damaged file) is an error, never "absent".
+H5I_type_t object_type(hid_t loc, const std::string& name, const std::string& file, const std::string& object) {
+  h5::Id obj(H5Oopen(loc, name.c_str(), H5P_DEFAULT), H5Oclose);
+  if (!obj.valid()) h5::fail(file, object, "is listed but cannot be read (its object header is damaged)");
+  return H5Iget_type(obj.get());
+}
+
+}  // namespace
+
 bool Hdf5Group::contains(const std::string& name) const {
-  // H5Lexists fails, rather than answering false, when an intermediate link is missing; so
-  // check one component at a time.
+  // One component at a time: H5Lexists fails, rather than answering false, when an
+  // intermediate link is missing or names a dataset. A failure of a link test itself, or an
+  // intermediate object that cannot be opened, is damage, not absence.
   std::string prefix;
   size_t start = 0;
   bool any = false;
@@ -68,12 +121,12 @@ bool Hdf5Group::contains(const std::string& name) const {
     size_t slash = name.find('/', start);
     if (slash == std::string::npos) slash = name.size();
     if (slash > start) {
+      if (any && object_type(id_, prefix, file_path(), h5::join_path(path_, prefix)) != H5I_GROUP) return false;
       if (!prefix.empty()) prefix += '/';
       prefix.append(name, start, slash - start);
-      if (H5Lexists(id_, prefix.c_str(), H5P_DEFAULT) <= 0) {
-        h5::take_error_detail();
-        return false;
-      }
+      const htri_t exists = H5Lexists(id_, prefix.c_str(), H5P_DEFAULT);
+      if (exists < 0) fail(h5::join_path(path_, prefix), "cannot be looked up (the group's link index is damaged)");
+      if (exists == 0) return false;
       any = true;
     }
     start = slash + 1;
@@ -81,25 +134,12 @@ bool Hdf5Group::contains(const std::string& name) const {
   return any;
 }
 
-namespace {
-
-H5I_type_t object_type(hid_t loc, const std::string& name) {
-  h5::Id obj(H5Oopen(loc, name.c_str(), H5P_DEFAULT), H5Oclose);
-  if (!obj.valid()) {
-    h5::take_error_detail();
-    return H5I_BADID;
-  }
-  return H5Iget_type(obj.get());
-}
-
-}  // namespace
-
 bool Hdf5Group::has_group(const std::string& name) const {
-  return contains(name) && object_type(id_, name) == H5I_GROUP;
+  return contains(name) && object_type(id_, name, file_path(), h5::join_path(path_, name)) == H5I_GROUP;
 }
 
 bool Hdf5Group::has_dataset(const std::string& name) const {
-  return contains(name) && object_type(id_, name) == H5I_DATASET;
+  return contains(name) && object_type(id_, name, file_path(), h5::join_path(path_, name)) == H5I_DATASET;
 }
 
 std::vector<std::string> Hdf5Group::children() const {
@@ -154,6 +194,7 @@ void Hdf5Group::write_dataset(const std::string& name, const HostTensor& tensor)
     h5::check_status(
         H5Dwrite(ds.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, tensor.raw_data()),
         file_path(), object, "cannot write dataset");
+  record_values_crc(ds.get(), tensor, file_path(), object);
 }
 
 namespace {
@@ -215,6 +256,7 @@ HostTensor Hdf5Group::read_dataset(const std::string& name) const {
     h5::check_status(H5Dread(d.ds.get(), mem.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, t.raw_data()),
                      file_path(), object, "cannot read dataset");
   }
+  check_values_crc(d.ds.get(), t, file_path(), object);
   check_loaded_values(t, str_cat(file_path(), ":", object), name);
   return t;
 }

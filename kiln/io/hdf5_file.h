@@ -11,15 +11,21 @@
 //
 // Corruption: files Kiln creates use the HDF5 1.8 format (Hdf5CreateOptions), whose
 // superblock, object headers and indexes carry checksums, so a flipped or missing byte there
-// is an IOError. Two parts carry none: dataset values (a flip changes a value) and the global
-// heap, where variable-length strings live and where libhdf5 1.10 trusts sizes (a corrupt
-// one crashes it in H5HG_read or loops forever). So for each variable-length text attribute
-// it writes, Kiln records the text's heap place, length and CRC-32C in a fixed-size attribute
-// "<name>.kiln_ref" (in the checksummed header), and read_string_attribute checks the heap
-// against it before libhdf5 reads it. Other writers' files have no such record, and h5py's
-// default format no checksums: truncation is still detected there, but libhdf5 itself may
-// crash on arbitrary corrupt bytes, which no wrapper prevents short of validating every HDF5
-// structure independently.
+// is an IOError. Two parts carry none: dataset values and the global heap, where
+// variable-length strings live and where libhdf5 1.10 trusts sizes (a corrupt one crashes it
+// in H5HG_read or loops forever). So each dataset Kiln writes gets a "kiln_crc32c" attribute
+// (the CRC-32C of its values, in the checksummed header) that read_dataset checks; and for
+// each variable-length text attribute it writes, Kiln records the text's heap place, length
+// and CRC-32C in a fixed-size attribute "<name>.kiln_ref", and read_string_attribute checks
+// the heap against it before libhdf5 reads it. Other writers' files have no such records,
+// and h5py's default format no checksums: truncation is still detected there, but libhdf5
+// itself may crash on arbitrary corrupt bytes, which no wrapper prevents short of validating
+// every HDF5 structure independently.
+//
+// Absent and unreadable are different answers: every existence test (contains, has_group,
+// has_dataset, has_attribute, has_keras_string_list) answers false only for an object that
+// is not there, and throws IOError naming the file and the object for one that is listed but
+// cannot be read (a damaged header or index), so a damaged part never passes for a missing one.
 //
 // Not thread-safe: Debian's libhdf5 is built without its global lock, so use one thread.
 #pragma once
@@ -66,9 +72,13 @@ class Hdf5Group {
   const std::string& file_path() const;
 
   // ---- links and groups -------------------------------------------------------------------
-  /// True if `name` (a relative path) names any object.
+  /// True if `name` (a relative path) names any object; false if it does not. IOError if a
+  /// link or object on the way cannot be read (damage is never "absent").
   bool contains(const std::string& name) const;
+  /// True if `name` is a group (false if absent or another kind); IOError if it is listed but
+  /// its header cannot be read.
   bool has_group(const std::string& name) const;
+  /// True if `name` is a dataset; as has_group otherwise.
   bool has_dataset(const std::string& name) const;
   /// Names of the direct children, sorted by name (HDF5's order for h5py-written files).
   std::vector<std::string> children() const;
@@ -82,16 +92,18 @@ class Hdf5Group {
   void remove(const std::string& name);
 
   // ---- datasets ---------------------------------------------------------------------------
-  /// Writes `tensor` as a new contiguous dataset (rank 0 as a scalar dataspace). Throws
-  /// IOError if `name` exists.
+  /// Writes `tensor` as a new contiguous dataset (rank 0 as a scalar dataspace) with its
+  /// "kiln_crc32c" attribute. Throws IOError if `name` exists.
   void write_dataset(const std::string& name, const HostTensor& tensor);
   /// Dtype and dims of a dataset without reading it.
   Shape dataset_shape(const std::string& name) const;
   /// Reads a dataset. Types widen to the nearest Kiln dtype (i8/i16/u16 -> i32, u32 -> i64);
-  /// other types (strings, compounds, u64) are an IOError naming the type.
+  /// other types (strings, compounds, u64) are an IOError naming the type. Values that do not
+  /// match the dataset's "kiln_crc32c" (when it has one) are an IOError.
   HostTensor read_dataset(const std::string& name) const;
 
   // ---- attributes -------------------------------------------------------------------------
+  /// True if the attribute exists, false if not; IOError if the attribute index cannot be read.
   bool has_attribute(const std::string& name) const;
   /// Attribute names, sorted by name.
   std::vector<std::string> attribute_names() const;
@@ -112,7 +124,8 @@ class Hdf5Group {
   void write_string_list_attribute(const std::string& name, const std::vector<std::string>& values,
                                    StringKind kind = StringKind::kFixedAscii);
   /// Reads a text attribute of any StringKind and rank as a list; a zero-length attribute of
-  /// any type (Keras writes an empty float64 array for an empty list) gives an empty list.
+  /// any type (Keras writes an empty float64 array for an empty list) gives an empty list. A
+  /// text with a "<name>.kiln_ref" record is checked as read_string_attribute checks it.
   std::vector<std::string> read_string_list_attribute(const std::string& name) const;
 
   /// Writes a numeric attribute (rank 0 as a scalar), replacing any attribute of that name.

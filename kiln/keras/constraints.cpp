@@ -58,7 +58,18 @@ Constraint Constraint::from_config(const std::string& class_name, const std::str
   if (j.is_null() || j.is_discarded()) j = nlohmann::json::object();
   if (!j.is_object())
     KILN_THROW(ConfigError, "[constraints] ", class_name, ": expected a config object, received ", j.dump(), ".");
+  // As Keras's constructors take them: MaxNorm(max_value, axis), NonNeg(), UnitNorm(axis),
+  // MinMaxNorm(min_value, max_value, rate, axis).
+  auto takes = [&c](const std::string& key) {
+    if (c.name == "non_neg") return false;
+    if (key == "axis") return true;
+    if (key == "max_value") return c.name != "unit_norm";
+    return c.name == "min_max_norm" && (key == "min_value" || key == "rate");
+  };
   for (const auto& [key, v] : j.items()) {
+    if (!takes(key))
+      KILN_THROW(ConfigError, "[constraints] ", class_name, ": unknown config key '", key, "' = ", v.dump(),
+                 ". Hint: Keras's ", class_name, " takes no such argument; the file is damaged or was edited.");
     const bool number_key = key == "max_value" || key == "min_value" || key == "rate";
     if (number_key && v.is_number()) {
       (key == "max_value" ? c.max_value : key == "min_value" ? c.min_value : c.rate) = v.get<double>();

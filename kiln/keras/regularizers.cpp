@@ -45,9 +45,12 @@ Regularizer Regularizer::from_config(const std::string& class_name, const std::s
   if (c.is_null() || c.is_discarded()) c = nlohmann::json::object();
   if (!c.is_object())
     KILN_THROW(ConfigError, "[regularizers] ", class_name, ": expected a config object, received ", c.dump(), ".");
+  // As Keras's constructors take them: L1(l1), L2(l2), L1L2(l1, l2).
+  const bool takes_l1 = class_name != "L2" && class_name != "l2", takes_l2 = class_name != "L1" && class_name != "l1";
   for (const auto& [key, v] : c.items()) {
-    if (key != "l1" && key != "l2")
-      KILN_THROW(ConfigError, "[regularizers] ", class_name, ": unknown config key '", key, "'. Hint: Kiln reads l1 and l2.");
+    if ((key != "l1" || !takes_l1) && (key != "l2" || !takes_l2))
+      KILN_THROW(ConfigError, "[regularizers] ", class_name, ": unknown config key '", key, "'. Hint: ", class_name,
+                 " takes ", takes_l1 && takes_l2 ? "l1 and l2" : takes_l1 ? "l1" : "l2", ".");
     if (!v.is_number())
       KILN_THROW(ConfigError, "[regularizers] ", class_name, ": '", key, "' must be a number, received ", v.dump(), ".");
     (key == "l1" ? r.l1 : r.l2) = v.get<double>();

@@ -174,6 +174,61 @@ TEST_F(Hdf5FileTest, MissingObjectsAreIOErrorsNamingFileAndPath) {
                     IOError, ":/g/e] cannot create dataset");
 }
 
+// A group whose object header cannot be read is there but unreadable: every existence test
+// says so (an IOError naming the file and the group), never "absent", which once let a damaged
+// /optimizer_weights load as a fresh optimizer.
+TEST_F(Hdf5FileTest, AnObjectWhoseHeaderIsDamagedIsUnreadableNotAbsent) {
+  {
+    Hdf5File f = Hdf5File::create(path_);
+    Hdf5Group g = f.root().create_group("g");
+    g.write_string_attribute("marker_in_the_header_of_g", "x");
+    g.write_dataset("d", HostTensor::scalar<float>(1));
+    f.root().create_group("h");
+  }
+  std::string bytes = read_file(path_);
+  const size_t marker = bytes.find("marker_in_the_header_of_g");
+  ASSERT_NE(marker, std::string::npos);
+  bytes[marker] ^= 0x01;  // the header's checksum no longer matches
+  write_file_atomically(path_, bytes);
+  Hdf5File f = Hdf5File::open(path_);
+  EXPECT_TRUE(f.root().contains("g"));  // its link, in the root's header, is intact
+  EXPECT_TRUE(f.root().has_group("h"));
+  EXPECT_FALSE(f.root().has_group("absent"));
+  EXPECT_FALSE(f.root().contains("h/absent"));
+  KILN_EXPECT_ERROR(f.root().has_group("g"), IOError, path_ + ":/g] is listed but cannot be read");
+  KILN_EXPECT_ERROR(f.root().has_dataset("g"), IOError, ":/g] is listed but cannot be read");
+  KILN_EXPECT_ERROR(f.root().has_dataset("g/d"), IOError, ":/g] is listed but cannot be read");
+  KILN_EXPECT_ERROR(f.root().contains("g/d"), IOError, ":/g] is listed but cannot be read");
+  KILN_EXPECT_ERROR(f.root().open_group("g"), IOError, ":/g] is listed but cannot be read");
+}
+
+// Dataset values are the part of a file HDF5 does not checksum: Kiln's kiln_crc32c attribute
+// makes a changed value an IOError. (Datasets without one, as h5py writes them, read as
+// stored: the Keras fixtures of tests/keras/saving.)
+TEST_F(Hdf5FileTest, ChangedDatasetValuesAreAnIOError) {
+  const HostTensor values = HostTensor::from_vector<float>({4}, {1.25f, -2.5f, 3.75f, 1e9f});
+  {
+    Hdf5File f = Hdf5File::create(path_);
+    f.root().write_dataset("w", values);
+  }
+  {
+    Hdf5File f = Hdf5File::open(path_);
+    EXPECT_EQ(f.root().read_dataset("w").to_vector<float>(), values.to_vector<float>());
+  }
+  std::string bytes = read_file(path_);
+  const std::string raw(static_cast<const char*>(values.raw_data()), static_cast<size_t>(values.byte_size()));
+  const size_t at = bytes.find(raw);
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 5] ^= 0x10;
+  write_file_atomically(path_, bytes);
+  {
+    Hdf5File f = Hdf5File::open(path_);
+    EXPECT_EQ(f.root().dataset_shape("w"), values.shape());  // the header is intact
+    KILN_EXPECT_ERROR(f.root().read_dataset("w"), IOError,
+                      ":/w] holds values whose CRC-32C differs from the one recorded when it was saved");
+  }
+}
+
 TEST_F(Hdf5FileTest, MissingForeignAndTruncatedFilesAreIOErrors) {
   KILN_EXPECT_ERROR(Hdf5File::open(dir_temp_.file("none.h5")), IOError, "none.h5] file not found");
   std::string text = dir_temp_.write("text.h5", {'h', 'e', 'l', 'l', 'o'});

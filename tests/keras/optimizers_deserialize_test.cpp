@@ -193,8 +193,14 @@ TEST(OptimizerFromConfigTest, SettingsKilnLacksAreConfigErrorsNamingTheKey) {
   KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"amsgrad": true})"), ConfigError, "Adam with amsgrad=true");
   KILN_EXPECT_ERROR(optimizer_from_config("Lion", R"({"use_ema": true})"), ConfigError, "Lion with use_ema=true");
   KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"weight_decay": 0.01})"), ConfigError, "use AdamW");
-  KILN_EXPECT_ERROR(optimizer_from_config("Ftrl", R"({"epsilon": "small", "beta": "x"})"), ConfigError,
+  KILN_EXPECT_ERROR(optimizer_from_config("Ftrl", R"({"beta": "x"})"), ConfigError,
                     "Ftrl config: expected beta to be a number, received beta=\"x\"");
+  // A key no Keras release writes for the class (Ftrl has no epsilon) is an error, as Keras's
+  // from_config raises on it, never ignored.
+  KILN_EXPECT_ERROR(optimizer_from_config("Ftrl", R"({"epsilon": 1e-7})"), ConfigError,
+                    "Ftrl config has an unexpected key 'epsilon'");
+  KILN_EXPECT_ERROR(optimizer_from_config("Adam", R"({"learning_rat": 0.1})"), ConfigError,
+                    "Adam config has an unexpected key 'learning_rat'");
   KILN_EXPECT_ERROR(optimizer_from_config("Ftrl", R"({"l1_regularization_strength": -1})"), ValueError,
                     "l1_regularization_strength=-1");
   KILN_EXPECT_ERROR(optimizer_from_config("SGD", "[1]"), ConfigError, "expected the SGD config as a JSON object");

@@ -12,6 +12,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/core/rng.h"
+#include "kiln/keras/config_keys_impl.h"
 
 namespace kiln::keras {
 namespace {
@@ -156,6 +157,32 @@ HostTensor Initializer::operator()(const Shape& shape, const std::string& weight
   return shape.dtype() == DType::kF32 ? t : t.astype(shape.dtype());
 }
 
+namespace {
+
+// Each initializer's keys in every Keras release: Keras 1-2.0 configs may carry a dtype
+// (values are f32 here); Keras 3.15's variance-scaling family writes input_axes and
+// output_axes, null unless set.
+std::vector<internal::ConfigKeys> config_keys(const std::string& n) {
+  static constexpr std::string_view kAxes = "Kiln computes fans from the weight's shape, as Keras does by default";
+  static constexpr internal::ConfigKey kDtype[] = {{"dtype"}};
+  static constexpr internal::ConfigKey kConstant[] = {{"value"}};
+  static constexpr internal::ConfigKey kNormal[] = {{"mean"}, {"stddev"}, {"seed"}};
+  static constexpr internal::ConfigKey kUniform[] = {{"minval"}, {"maxval"}, {"seed"}};
+  static constexpr internal::ConfigKey kScaling[] = {{"scale"}, {"mode"}, {"distribution"}, {"seed"}};
+  static constexpr internal::ConfigKey kPreset[] = {{"seed"}};
+  static constexpr internal::ConfigKey kAxesKeys[] = {{"input_axes", "null", kAxes}, {"output_axes", "null", kAxes}};
+  static constexpr internal::ConfigKey kOrthogonal[] = {{"gain"}, {"seed"}};
+  if (n == "constant") return {kConstant, kDtype};
+  if (n == "random_normal" || n == "truncated_normal") return {kNormal, kDtype};
+  if (n == "random_uniform") return {kUniform, kDtype};
+  if (n == "variance_scaling") return {kScaling, kAxesKeys, kDtype};
+  if (n == "orthogonal") return {kOrthogonal, kDtype};
+  if (n == "zeros" || n == "ones") return {kDtype};
+  return {kPreset, kAxesKeys, kDtype};  // glorot, he and lecun
+}
+
+}  // namespace
+
 Initializer Initializer::from_config(const std::string& class_name, const std::string& config_json) {
   // Keras 2's aliases, and class names in either spelling ("GlorotUniform", "glorot_uniform").
   std::string n;
@@ -185,6 +212,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
   if (!c.is_object())
     KILN_THROW(ConfigError, "[initializers] ", class_name, ": expected a config object, received ", c.dump(), ".");
   if (n == "truncated_normal") init.stddev = 0.05;
+  internal::expect_only_keys(c, config_keys(n), class_name, "initializers");
   for (const auto& [key, v] : c.items()) {
     auto number = [&, &key = key, &v = v] {
       if (!v.is_number())
@@ -223,7 +251,7 @@ Initializer Initializer::from_config(const std::string& class_name, const std::s
                    key == "mode" ? "fan_in, fan_out and fan_avg" : "truncated_normal, untruncated_normal and uniform",
                    ".");
       (key == "mode" ? init.mode : init.distribution) = s == "normal" ? "truncated_normal" : s;
-    } else if (key != "dtype") {  // Keras 1-2.0 configs may carry a dtype; values are f32 here
+    } else if (key != "dtype" && key != "input_axes" && key != "output_axes") {  // checked above
       KILN_THROW(ConfigError, "[initializers] ", class_name, ": unknown config key '", key, "' = ", v.dump(),
                  ". Hint: Kiln reads seed, mean, stddev, minval, maxval, value, scale, gain (orthogonal), mode and distribution.");
     }

@@ -1,8 +1,9 @@
 // Activation layer: a thin wrapper over keras/activations.h.
 #include "kiln/keras/layers/activation.h"
 
-#include "kiln/keras/activations.h"
 #include "kiln/core/check.h"
+#include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 
 namespace kiln::keras {
@@ -20,8 +21,10 @@ std::string Activation::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kActivationKeys[] = {{"activation"}};
 Activation Activation::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Activation.from_config");
+  internal::expect_layer_keys(j, {kActivationKeys}, "Activation");
   if (!j.contains("activation"))
     KILN_THROW(ConfigError, "[", j.value("name", "Activation"), "] config lacks the 'activation' key.");
   const std::string name = internal::activation_from_json(j["activation"]);

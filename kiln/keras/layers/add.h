@@ -11,7 +11,7 @@ using AddOptions = MergeOptions;
 class Add : public ElementwiseMerge {
  public:
   explicit Add(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Add from_config(const std::string& config_json) { return from_merge_config<Add>(config_json); }
+  static Add from_config(const std::string& config_json) { return from_merge_config<Add>(config_json, "Add"); }
   std::string class_name() const override { return "Add"; }
 
  protected:

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/advanced_activations.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
@@ -36,8 +37,10 @@ std::string ReLU::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kReLUKeys[] = {{"max_value"}, {"negative_slope"}, {"threshold"}};
 ReLU ReLU::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "ReLU.from_config");
+  internal::expect_layer_keys(j, {kReLUKeys}, "ReLU");
   ReLUOptions o = internal::guarded("ReLU.from_config", [&] {
     ReLUOptions r;
     if (j.contains("max_value") && !j["max_value"].is_null()) r.max_value = j["max_value"].get<double>();
@@ -67,8 +70,11 @@ std::string LeakyReLU::get_config() const {
   return j.dump();
 }
 
+// Keras 2 calls the slope alpha, Keras 3 negative_slope.
+constexpr internal::ConfigKey kLeakyReLUKeys[] = {{"alpha"}, {"negative_slope"}};
 LeakyReLU LeakyReLU::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "LeakyReLU.from_config");
+  internal::expect_layer_keys(j, {kLeakyReLUKeys}, "LeakyReLU");
   const double slope = internal::guarded("LeakyReLU.from_config", [&] {
     if (j.contains("negative_slope")) return j["negative_slope"].get<double>();  // Keras 3
     return j.value("alpha", activations::kLeakyReluLayerSlope);                  // Keras 2
@@ -105,8 +111,11 @@ std::string PReLU::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kPReLUKeys[] = {
+    {"alpha_initializer"}, {"alpha_regularizer"}, {"alpha_constraint"}, {"shared_axes"}};
 PReLU PReLU::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "PReLU.from_config");
+  internal::expect_layer_keys(j, {kPReLUKeys}, "PReLU");
   PReLUOptions o;
   internal::guarded("PReLU.from_config", [&] {
     internal::get_weight_fields(j, "alpha", &o.alpha_initializer, &o.alpha_regularizer, &o.alpha_constraint);
@@ -138,8 +147,10 @@ std::string Softmax::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kSoftmaxKeys[] = {{"axis"}};
 Softmax Softmax::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Softmax.from_config");
+  internal::expect_layer_keys(j, {kSoftmaxKeys}, "Softmax");
   const int axis = internal::guarded("Softmax.from_config", [&] {
     // Keras 2 may write a list of one axis.
     if (j.contains("axis") && j["axis"].is_array() && j["axis"].size() == 1) return j["axis"][0].get<int>();

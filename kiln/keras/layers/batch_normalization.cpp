@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/batch_normalization.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/gradient_tape.h"
@@ -105,8 +106,31 @@ std::string BatchNormalization::get_config() const {
   return j.dump();
 }
 
+// BatchNormalization's keys in every Keras release: tf.keras 2.x writes renorm and
+// virtual_batch_size only when set, Keras 3.14+ renorm always; Keras 3's synchronized asks
+// for statistics across replicas. Regularizers and constraints load when null.
+constexpr internal::ConfigKey kBatchNormalizationKeys[] = {
+    {"axis"},
+    {"momentum"},
+    {"epsilon"},
+    {"center"},
+    {"scale"},
+    {"beta_initializer"},
+    {"gamma_initializer"},
+    {"moving_mean_initializer"},
+    {"moving_variance_initializer"},
+    {"beta_regularizer", "null", internal::kNoRegularizerHere},
+    {"gamma_regularizer", "null", internal::kNoRegularizerHere},
+    {"beta_constraint", "null", internal::kNoRegularizerHere},
+    {"gamma_constraint", "null", internal::kNoRegularizerHere},
+    {"renorm", "false", "Kiln does not build batch renormalization"},
+    {"renorm_clipping", "null", "Kiln does not build batch renormalization"},
+    {"renorm_momentum"},  // used only with renorm
+    {"virtual_batch_size", "null", "Kiln normalizes over the whole batch"},
+    {"synchronized", "false", "Kiln's BatchNormalization keeps per-replica batch statistics"}};
 BatchNormalization BatchNormalization::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "BatchNormalization.from_config");
+  internal::expect_layer_keys(j, {kBatchNormalizationKeys}, "BatchNormalization");
   BatchNormalizationOptions o;
   bool axis_was_list = false;
   if (j.contains("axis")) {
@@ -132,8 +156,6 @@ BatchNormalization BatchNormalization::from_config(const std::string& config_jso
     if (j.contains(key)) *init = internal::initializer_from_json(j[key]);
   o.input_shape = internal::input_shape_from(j);
   o.name = j.value("name", "");
-  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
-    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   BatchNormalization bn(o);
   bn.axis_was_list_ = axis_was_list;
   bn.set_trainable(j.value("trainable", true));

@@ -59,10 +59,6 @@ std::optional<Constraint> constraint_from_json(const nlohmann::json& j);
 /// "config": "relu", ...} (Keras 2.13+ / 3) or an Activation-layer-like {"class_name":
 /// "ReLU"}; ConfigError naming an unknown one.
 std::string activation_from_json(const nlohmann::json& j);
-/// ConfigError unless config[key] is absent or null: for keys Kiln reads but does not build
-/// (activity_regularizer of layers other than Dense and Conv2D), so a file that needs them
-/// fails loudly instead of losing them.
-void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint);
 
 /// The "<prefix>_initializer", "_regularizer" and "_constraint" fields of one weight (Keras's
 /// depthwise_*, pointwise_*, alpha_*), and back; absent fields leave the outputs as they are.

@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/conv1d.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -88,8 +89,13 @@ std::string Conv1D::get_config() const {
   return j.dump();
 }
 
+// Conv1D's keys in every Keras release beyond the kernel fields and the base layer's.
+constexpr internal::ConfigKey kConv1DKeys[] = {
+    {"filters"}, {"kernel_size"}, {"strides"}, {"padding"}, {"data_format"}, {"dilation_rate"}, {"groups"}};
 Conv1D Conv1D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Conv1D.from_config");
+  internal::expect_layer_keys(
+      j, {kConv1DKeys, internal::kernel_field_keys(), internal::lora_and_quantization_keys()}, "Conv1D");
   Conv1DOptions o;
   const int64_t kernel_size = internal::guarded("Conv1D.from_config", [&] {
     if (j.contains("strides")) o.strides = internal::single_from_json(j["strides"], "strides", "Conv1D");

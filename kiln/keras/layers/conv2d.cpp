@@ -4,6 +4,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -77,8 +78,13 @@ std::string Conv2D::get_config() const {
   return j.dump();
 }
 
+// Conv2D's keys in every Keras release beyond the kernel fields and the base layer's.
+constexpr internal::ConfigKey kConv2DKeys[] = {
+    {"filters"}, {"kernel_size"}, {"strides"}, {"padding"}, {"data_format"}, {"dilation_rate"}, {"groups"}};
 Conv2D Conv2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Conv2D.from_config");
+  internal::expect_layer_keys(
+      j, {kConv2DKeys, internal::kernel_field_keys(), internal::lora_and_quantization_keys()}, "Conv2D");
   Conv2DLayerOptions o;
   if (j.contains("strides")) o.strides = internal::pair_from_json(j["strides"]);
   o.padding = j.value("padding", o.padding);

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -102,8 +103,14 @@ std::string Conv2DTranspose::get_config() const {
   return j.dump();
 }
 
+// Conv2DTranspose's keys in every Keras release beyond the kernel fields and the base
+// layer's (tf.keras 2.x writes groups: 1, checked below).
+constexpr internal::ConfigKey kConv2DTransposeKeys[] = {{"filters"},     {"kernel_size"},    {"strides"},
+                                                        {"padding"},     {"output_padding"}, {"data_format"},
+                                                        {"dilation_rate"}, {"groups"}};
 Conv2DTranspose Conv2DTranspose::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Conv2DTranspose.from_config");
+  internal::expect_layer_keys(j, {kConv2DTransposeKeys, internal::kernel_field_keys()}, "Conv2DTranspose");
   Conv2DTransposeOptions o;
   const Dims kernel_size = internal::guarded("Conv2DTranspose.from_config", [&] {
     if (j.contains("strides")) o.strides = internal::pair_from_json(j["strides"]);

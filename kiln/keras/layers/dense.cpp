@@ -3,6 +3,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/nn.h"
 
@@ -56,8 +57,12 @@ std::string Dense::get_config() const {
   return j.dump();
 }
 
+// Dense's keys in every Keras release beyond the kernel fields and the base layer's.
+constexpr internal::ConfigKey kDenseKeys[] = {{"units"}};
 Dense Dense::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Dense.from_config");
+  internal::expect_layer_keys(
+      j, {kDenseKeys, internal::kernel_field_keys(), internal::lora_and_quantization_keys()}, "Dense");
   DenseOptions o;
   internal::get_kernel_fields(j, o);
   Dense d(internal::int_field(j, "units", "Dense"), o);

@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/depthwise_conv2d.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -80,8 +81,6 @@ Dims get_depthwise_fields(const nlohmann::json& j, Options& o, const char* where
   o.activation = j.contains("activation") ? internal::activation_from_json(j["activation"]) : "";
   internal::get_weight_fields(j, "depthwise", &o.depthwise_initializer, &o.depthwise_regularizer, &o.depthwise_constraint);
   internal::get_weight_fields(j, "bias", &o.bias_initializer, &o.bias_regularizer, &o.bias_constraint);
-  internal::require_null(j, "activity_regularizer", o.name,
-                         "Kiln does not build activity regularizers; remove it from the config to load the model.");
   if (j.value("groups", 1) != 1)  // tf.keras 2 writes groups: 1
     KILN_THROW(ConfigError, "[", o.name.empty() ? where_ : o.name, "] groups=", j["groups"].dump(),
                " is not supported here. Hint: Keras's depthwise layers take only groups=1.");
@@ -133,8 +132,15 @@ std::string DepthwiseConv2D::get_config() const {
   return j.dump();
 }
 
+// DepthwiseConv2D's keys (Keras 2.1.5+; tf.keras 2.x also writes groups: 1, checked below).
+constexpr internal::ConfigKey kDepthwiseConv2DKeys[] = {
+    {"kernel_size"},           {"strides"},          {"padding"},          {"depth_multiplier"},
+    {"data_format"},           {"dilation_rate"},    {"activation"},       {"use_bias"},
+    {"depthwise_initializer"}, {"bias_initializer"}, {"depthwise_regularizer"}, {"bias_regularizer"},
+    {"depthwise_constraint"},  {"bias_constraint"},  {"groups"}};
 DepthwiseConv2D DepthwiseConv2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "DepthwiseConv2D.from_config");
+  internal::expect_layer_keys(j, {kDepthwiseConv2DKeys}, "DepthwiseConv2D");
   DepthwiseConv2DOptions o;
   const Dims kernel_size = get_depthwise_fields(j, o, "DepthwiseConv2D.from_config");
   DepthwiseConv2D l(kernel_size, o);
@@ -190,8 +196,14 @@ std::string SeparableConv2D::get_config() const {
   return j.dump();
 }
 
+// SeparableConv2D's keys: DepthwiseConv2D's and the pointwise ones; tf.keras 2.x also writes
+// the base convolution's kernel fields, which a separable convolution does not use.
+constexpr internal::ConfigKey kSeparableConv2DKeys[] = {
+    {"filters"}, {"pointwise_initializer"}, {"pointwise_regularizer"}, {"pointwise_constraint"},
+    {"kernel_initializer"}, {"kernel_regularizer"}, {"kernel_constraint"}};
 SeparableConv2D SeparableConv2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "SeparableConv2D.from_config");
+  internal::expect_layer_keys(j, {kSeparableConv2DKeys, kDepthwiseConv2DKeys}, "SeparableConv2D");
   SeparableConv2DOptions o;
   const Dims kernel_size = get_depthwise_fields(j, o, "SeparableConv2D.from_config");
   internal::get_weight_fields(j, "pointwise", &o.pointwise_initializer, &o.pointwise_regularizer, &o.pointwise_constraint);

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/dropout.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/layers/random_key_impl.h"
@@ -30,15 +31,28 @@ std::string Dropout::get_config() const {
   return j.dump();
 }
 
+// Keras 2.0.9+ writes noise_shape (null unless set) and seed.
+constexpr internal::ConfigKey kDropoutKeys[] = {
+    {"rate"}, {"noise_shape", "null", "Kiln's Dropout draws a mask per element; noise_shape is not built"}, {"seed"}};
 Dropout Dropout::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Dropout.from_config");
+  internal::expect_layer_keys(j, {kDropoutKeys}, "Dropout");
   DropoutOptions o{.input_shape = internal::input_shape_from(j), .name = j.value("name", "")};
   if (j.contains("seed") && !j["seed"].is_null()) o.seed = j["seed"].get<uint64_t>();
   return Dropout(j.at("rate").get<double>(), o);
 }
 
+// InputLayer's keys: Keras 2's batch_input_shape (a base key), Keras 3's batch_shape, and the
+// input kinds Kiln does not build (sparse, ragged, a type_spec, optional inputs) at their defaults.
+constexpr internal::ConfigKey kInputLayerKeys[] = {
+    {"batch_shape"},
+    {"sparse", "false", "Kiln's inputs are dense tensors"},
+    {"ragged", "false", "Kiln's inputs are dense tensors"},
+    {"type_spec", "null", "Kiln's inputs are dense tensors"},
+    {"optional", "false", "Kiln's model inputs are all required"}};
 InputLayer InputLayer::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "InputLayer.from_config");
+  internal::expect_layer_keys(j, {kInputLayerKeys}, "InputLayer");
   return InputLayer({.shape = internal::input_shape_from(j), .name = j.value("name", "")});
 }
 

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/embedding.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -56,8 +57,19 @@ std::string Embedding::get_config() const {
   return j.dump();
 }
 
+// Embedding's keys in every Keras release (input_length: Keras 2); its regularizer and
+// constraint are not built, so they load only when null.
+constexpr internal::ConfigKey kEmbeddingKeys[] = {
+    {"input_dim"},
+    {"output_dim"},
+    {"embeddings_initializer"},
+    {"embeddings_regularizer", "null", internal::kNoRegularizerHere},
+    {"embeddings_constraint", "null", internal::kNoRegularizerHere},
+    {"mask_zero"},
+    {"input_length"}};
 Embedding Embedding::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Embedding.from_config");
+  internal::expect_layer_keys(j, {kEmbeddingKeys, internal::lora_and_quantization_keys()}, "Embedding");
   EmbeddingOptions o;
   o.mask_zero = internal::guarded("Embedding.from_config", [&] { return j.value("mask_zero", false); });
   if (j.contains("embeddings_initializer")) o.embeddings_initializer = internal::initializer_from_json(j["embeddings_initializer"]);
@@ -65,8 +77,6 @@ Embedding Embedding::from_config(const std::string& config_json) {
   if (o.input_shape.empty() && j.contains("input_length") && j["input_length"].is_number_integer())
     o.input_shape = {internal::int_field(j, "input_length", "Embedding")};
   o.name = j.value("name", "");
-  for (const char* key : {"embeddings_regularizer", "activity_regularizer", "embeddings_constraint"})
-    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   Embedding e(internal::int_field(j, "input_dim", "Embedding"), internal::int_field(j, "output_dim", "Embedding"), o);
   e.set_trainable(j.value("trainable", true));
   return e;

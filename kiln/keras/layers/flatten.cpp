@@ -1,6 +1,7 @@
 // Flatten: one reshape keeping the batch dim.
 #include "kiln/keras/layers/flatten.h"
 
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/shape.h"
@@ -36,8 +37,10 @@ std::string Flatten::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kFlattenKeys[] = {{"data_format"}};
 Flatten Flatten::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Flatten.from_config");
+  internal::expect_layer_keys(j, {kFlattenKeys}, "Flatten");
   FlattenOptions o{.input_shape = internal::input_shape_from(j), .name = j.value("name", "")};
   if (j.contains("data_format") && j["data_format"].is_string()) o.data_format = j["data_format"];
   Flatten f(o);

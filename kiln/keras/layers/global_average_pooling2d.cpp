@@ -1,6 +1,7 @@
 // GlobalAveragePooling2D: one mean over axes (1, 2).
 #include "kiln/keras/layers/global_average_pooling2d.h"
 
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/reduce.h"
@@ -34,8 +35,10 @@ std::string GlobalAveragePooling2D::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kGlobalAveragePooling2DKeys[] = {{"data_format"}, {"keepdims"}};
 GlobalAveragePooling2D GlobalAveragePooling2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "GlobalAveragePooling2D.from_config");
+  internal::expect_layer_keys(j, {kGlobalAveragePooling2DKeys}, "GlobalAveragePooling2D");
   GlobalAveragePooling2DOptions o;
   if (j.contains("data_format") && !j["data_format"].is_null()) o.data_format = j["data_format"];
   o.keepdims = j.value("keepdims", false);

@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/trace/autocast_scope.h"
@@ -246,6 +247,8 @@ mixed_precision::Policy policy_from_json(const nlohmann::json& j, const std::str
                  "(Keras 2), DTypePolicy and FloatDTypePolicy (Keras 3). Hint: quantized policies are not built.");
     if (!config.is_object() || !config.contains("name") || !config["name"].is_string())
       KILN_THROW(ConfigError, "[", at, "] dtype policy ", j.dump().substr(0, 200), " has no config name.");
+    static constexpr ConfigKey kPolicyKeys[] = {{"name"}};  // Policy's and DTypePolicy's get_config
+    expect_only_keys(config, {kPolicyKeys}, cls, at);
     name = config["name"].get<std::string>();
   }
   try {
@@ -322,12 +325,6 @@ std::string activation_from_json(const nlohmann::json& j) {
   if (name == "linear") name = "";
   activations::get(name);  // ConfigError naming an unknown activation
   return name;
-}
-
-void require_null(const nlohmann::json& config, const char* key, const std::string& layer, const char* hint) {
-  if (config.contains(key) && !config[key].is_null())
-    KILN_THROW(ConfigError, "[", layer.empty() ? "layer" : layer, "] config key '", key, "' = ",
-               config[key].dump().substr(0, 200), " is not supported. Hint: ", hint);
 }
 
 Dims input_shape_from(const nlohmann::json& config) {

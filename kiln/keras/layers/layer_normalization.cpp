@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/layer_normalization.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/autocast_scope.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -69,8 +70,23 @@ std::string LayerNormalization::get_config() const {
   return j.dump();
 }
 
+// LayerNormalization's keys in every Keras release; regularizers and constraints load when
+// null, Keras 3's rms_scaling when off.
+constexpr internal::ConfigKey kLayerNormalizationKeys[] = {
+    {"axis"},
+    {"epsilon"},
+    {"center"},
+    {"scale"},
+    {"beta_initializer"},
+    {"gamma_initializer"},
+    {"beta_regularizer", "null", internal::kNoRegularizerHere},
+    {"gamma_regularizer", "null", internal::kNoRegularizerHere},
+    {"beta_constraint", "null", internal::kNoRegularizerHere},
+    {"gamma_constraint", "null", internal::kNoRegularizerHere},
+    {"rms_scaling", "false", "Kiln's LayerNormalization centers and scales by the standard deviation"}};
 LayerNormalization LayerNormalization::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "LayerNormalization.from_config");
+  internal::expect_layer_keys(j, {kLayerNormalizationKeys}, "LayerNormalization");
   LayerNormalizationOptions o;
   if (j.contains("axis")) {
     const nlohmann::json& axis = j["axis"];
@@ -86,8 +102,6 @@ LayerNormalization LayerNormalization::from_config(const std::string& config_jso
   if (j.contains("gamma_initializer")) o.gamma_initializer = internal::initializer_from_json(j["gamma_initializer"]);
   o.input_shape = internal::input_shape_from(j);
   o.name = j.value("name", "");
-  for (const char* key : {"beta_regularizer", "gamma_regularizer", "beta_constraint", "gamma_constraint"})
-    internal::require_null(j, key, o.name, "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the config (it changes training, not predictions) to load the model.");
   LayerNormalization l(o);
   l.set_trainable(j.value("trainable", true));
   return l;

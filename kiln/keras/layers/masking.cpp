@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/masking.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/reduce.h"
@@ -41,8 +42,10 @@ std::string Masking::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kMaskingKeys[] = {{"mask_value"}};
 Masking Masking::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Masking.from_config");
+  internal::expect_layer_keys(j, {kMaskingKeys}, "Masking");
   MaskingOptions o;
   o.name = j.value("name", "");
   o.mask_value = internal::guarded("Masking.from_config", [&] { return j.value("mask_value", 0.0); });

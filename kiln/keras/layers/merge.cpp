@@ -1,6 +1,7 @@
 // The merge layers (Keras's layers/merging), which take a list of inputs: the elementwise ones
 // (Add, Multiply, Subtract, Average, Maximum, Minimum), Concatenate and Dot.
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/add.h"
 #include "kiln/keras/layers/concatenate.h"
 #include "kiln/keras/layers/config_impl.h"
@@ -62,8 +63,11 @@ Tensor ElementwiseMerge::call_multi(const std::vector<Tensor>& inputs, const Cal
   return combine(inputs);
 }
 
-MergeOptions ElementwiseMerge::merge_options_from(const std::string& config_json, bool* trainable) {
-  nlohmann::json j = internal::parse(config_json, "merge layer from_config");
+// Add, Multiply, Subtract, Average, Maximum and Minimum hold the base layer's keys only.
+constexpr internal::ConfigKey kElementwiseMergeKeys[] = {{"name"}};
+MergeOptions ElementwiseMerge::merge_options_from(const std::string& config_json, const char* cls, bool* trainable) {
+  nlohmann::json j = internal::parse(config_json, cls);
+  internal::expect_layer_keys(j, {kElementwiseMergeKeys}, cls);
   *trainable = j.value("trainable", true);
   return {.name = j.value("name", "")};
 }
@@ -137,8 +141,10 @@ std::string Concatenate::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kConcatenateKeys[] = {{"axis"}};
 Concatenate Concatenate::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Concatenate.from_config");
+  internal::expect_layer_keys(j, {kConcatenateKeys}, "Concatenate");
   Concatenate c({.axis = j.value("axis", -1), .name = j.value("name", "")});
   c.set_trainable(j.value("trainable", true));
   return c;
@@ -210,8 +216,10 @@ std::string Dot::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kDotKeys[] = {{"axes"}, {"normalize"}};
 Dot Dot::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Dot.from_config");
+  internal::expect_layer_keys(j, {kDotKeys}, "Dot");
   const Dims axes = internal::guarded("Dot.from_config", [&] {
     const nlohmann::json& a = j.at("axes");
     return a.is_number_integer() ? Dims{a.get<int64_t>(), a.get<int64_t>()} : a.get<Dims>();

@@ -27,9 +27,9 @@ class ElementwiseMerge : public Layer {
   virtual bool takes_two() const { return false; }
   /// A merge's config holds only the common fields.
   template <typename L>
-  static L from_merge_config(const std::string& config_json) {
+  static L from_merge_config(const std::string& config_json, const char* cls) {
     bool trainable = true;
-    L l(merge_options_from(config_json, &trainable));
+    L l(merge_options_from(config_json, cls, &trainable));
     l.set_trainable(trainable);
     return l;
   }
@@ -39,14 +39,16 @@ class ElementwiseMerge : public Layer {
   Tensor call_multi(const std::vector<Tensor>& inputs, const CallFlags& flags, bool training) override;
 
  private:
-  static MergeOptions merge_options_from(const std::string& config_json, bool* trainable);
+  static MergeOptions merge_options_from(const std::string& config_json, const char* cls, bool* trainable);
 };
 
 /// The elementwise product of the inputs.
 class Multiply : public ElementwiseMerge {
  public:
   explicit Multiply(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Multiply from_config(const std::string& config_json) { return from_merge_config<Multiply>(config_json); }
+  static Multiply from_config(const std::string& config_json) {
+    return from_merge_config<Multiply>(config_json, "Multiply");
+  }
   std::string class_name() const override { return "Multiply"; }
 
  protected:
@@ -57,7 +59,9 @@ class Multiply : public ElementwiseMerge {
 class Subtract : public ElementwiseMerge {
  public:
   explicit Subtract(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Subtract from_config(const std::string& config_json) { return from_merge_config<Subtract>(config_json); }
+  static Subtract from_config(const std::string& config_json) {
+    return from_merge_config<Subtract>(config_json, "Subtract");
+  }
   std::string class_name() const override { return "Subtract"; }
 
  protected:
@@ -69,7 +73,9 @@ class Subtract : public ElementwiseMerge {
 class Average : public ElementwiseMerge {
  public:
   explicit Average(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Average from_config(const std::string& config_json) { return from_merge_config<Average>(config_json); }
+  static Average from_config(const std::string& config_json) {
+    return from_merge_config<Average>(config_json, "Average");
+  }
   std::string class_name() const override { return "Average"; }
 
  protected:
@@ -80,7 +86,9 @@ class Average : public ElementwiseMerge {
 class Maximum : public ElementwiseMerge {
  public:
   explicit Maximum(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Maximum from_config(const std::string& config_json) { return from_merge_config<Maximum>(config_json); }
+  static Maximum from_config(const std::string& config_json) {
+    return from_merge_config<Maximum>(config_json, "Maximum");
+  }
   std::string class_name() const override { return "Maximum"; }
 
  protected:
@@ -91,7 +99,9 @@ class Maximum : public ElementwiseMerge {
 class Minimum : public ElementwiseMerge {
  public:
   explicit Minimum(MergeOptions options = {}) : ElementwiseMerge(options) {}
-  static Minimum from_config(const std::string& config_json) { return from_merge_config<Minimum>(config_json); }
+  static Minimum from_config(const std::string& config_json) {
+    return from_merge_config<Minimum>(config_json, "Minimum");
+  }
   std::string class_name() const override { return "Minimum"; }
 
  protected:

@@ -7,6 +7,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
@@ -168,8 +169,33 @@ std::string MultiHeadAttention::get_config() const {
   return j.dump();
 }
 
+// MultiHeadAttention's keys in tf.keras 2.x and Keras 3: tf.keras's query_shape, key_shape and
+// value_shape record build shapes (Kiln builds on the first call); seed seeds the attention
+// dropout, which Kiln draws its own way; Keras 3.14-3.15's gate and sliding window load when
+// off; regularizers and constraints when null.
+constexpr internal::ConfigKey kMultiHeadAttentionKeys[] = {
+    {"num_heads"},
+    {"key_dim"},
+    {"value_dim"},
+    {"dropout"},
+    {"use_bias"},
+    {"output_shape"},
+    {"attention_axes"},
+    {"kernel_initializer"},
+    {"bias_initializer"},
+    {"kernel_regularizer", "null", internal::kNoRegularizerHere},
+    {"bias_regularizer", "null", internal::kNoRegularizerHere},
+    {"kernel_constraint", "null", internal::kNoRegularizerHere},
+    {"bias_constraint", "null", internal::kNoRegularizerHere},
+    {"query_shape"},
+    {"key_shape"},
+    {"value_shape"},
+    {"seed"},
+    {"use_gate", "false", "Kiln's MultiHeadAttention has no output gate"},
+    {"sliding_window", "null", "Kiln's MultiHeadAttention attends over the whole sequence"}};
 MultiHeadAttention MultiHeadAttention::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "MultiHeadAttention.from_config");
+  internal::expect_layer_keys(j, {kMultiHeadAttentionKeys}, "MultiHeadAttention");
   if (j.contains("attention_axes") && !j["attention_axes"].is_null() && j["attention_axes"] != nlohmann::json::array({1}))
     KILN_THROW(ConfigError, "[MultiHeadAttention.from_config] Kiln attends over the sequence axis only, received attention_axes=",
                j["attention_axes"].dump(), ".");
@@ -186,11 +212,6 @@ MultiHeadAttention MultiHeadAttention::from_config(const std::string& config_jso
   if (j.contains("kernel_initializer")) o.kernel_initializer = internal::initializer_from_json(j["kernel_initializer"]);
   if (j.contains("bias_initializer")) o.bias_initializer = internal::initializer_from_json(j["bias_initializer"]);
   o.name = j.value("name", "");
-  for (const char* key : {"kernel_regularizer", "bias_regularizer", "activity_regularizer", "kernel_constraint",
-                          "bias_constraint"})
-    internal::require_null(j, key, o.name,
-                           "Kiln builds regularizers and constraints on Dense and Conv2D weights only; remove it from the "
-                           "config (it changes training, not predictions) to load the model.");
   MultiHeadAttention m(internal::int_field(j, "num_heads", "MultiHeadAttention"),
                        internal::int_field(j, "key_dim", "MultiHeadAttention"), o);
   m.set_trainable(j.value("trainable", true));

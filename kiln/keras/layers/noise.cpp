@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/noise.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/keras/layers/random_key_impl.h"
@@ -64,8 +65,15 @@ std::string SpatialDropout2D::get_config() const {
   return j.dump();
 }
 
+// tf.keras 2.x writes Dropout's noise_shape (null) for SpatialDropout2D too; Keras 3 writes data_format.
+constexpr internal::ConfigKey kSpatialDropout2DKeys[] = {
+    {"rate"},
+    {"seed"},
+    {"data_format"},
+    {"noise_shape", "null", "SpatialDropout2D's noise shape is (batch, 1, 1, channels)"}};
 SpatialDropout2D SpatialDropout2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "SpatialDropout2D.from_config");
+  internal::expect_layer_keys(j, {kSpatialDropout2DKeys}, "SpatialDropout2D");
   SpatialDropout2DOptions o;
   if (j.contains("data_format") && !j["data_format"].is_null()) o.data_format = j["data_format"];
   o.seed = seed_from(j, "SpatialDropout2D.from_config");
@@ -103,8 +111,10 @@ std::string GaussianNoise::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kGaussianNoiseKeys[] = {{"stddev"}, {"seed"}};
 GaussianNoise GaussianNoise::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "GaussianNoise.from_config");
+  internal::expect_layer_keys(j, {kGaussianNoiseKeys}, "GaussianNoise");
   GaussianNoiseOptions o{.seed = seed_from(j, "GaussianNoise.from_config"), .input_shape = internal::input_shape_from(j),
                          .name = j.value("name", "")};
   const double stddev = internal::guarded("GaussianNoise.from_config", [&] { return j.at("stddev").get<double>(); });

@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/pooling1d.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -55,9 +56,12 @@ std::string Pooling1D::get_config() const {
   return j.dump();
 }
 
+// MaxPooling1D's and AveragePooling1D's keys (data_format: Keras 2.2.3+).
+constexpr internal::ConfigKey kPooling1DKeys[] = {{"pool_size"}, {"strides"}, {"padding"}, {"data_format"}};
 Pooling1DOptions Pooling1D::options_from_config(const std::string& config_json, const char* where, int64_t* pool_size,
                                                 bool* trainable) {
   nlohmann::json j = internal::parse(config_json, where);
+  internal::expect_layer_keys(j, {kPooling1DKeys}, where);
   Pooling1DOptions o;
   *pool_size = j.contains("pool_size") ? internal::single_from_json(j["pool_size"], "pool_size", where) : 2;
   if (j.contains("strides") && !j["strides"].is_null()) o.strides = internal::single_from_json(j["strides"], "strides", where);
@@ -123,9 +127,12 @@ std::string GlobalMaxPooling::get_config() const {
   return j.dump();
 }
 
+// GlobalMaxPooling1D's and 2D's keys (keepdims: tf.keras 2.6+ and Keras 3).
+constexpr internal::ConfigKey kGlobalPoolingKeys[] = {{"data_format"}, {"keepdims"}};
 GlobalPoolingOptions GlobalMaxPooling::options_from_config(const std::string& config_json, const char* where,
                                                            bool* trainable) {
   nlohmann::json j = internal::parse(config_json, where);
+  internal::expect_layer_keys(j, {kGlobalPoolingKeys}, where);
   GlobalPoolingOptions o;
   if (j.contains("data_format") && !j["data_format"].is_null()) o.data_format = j["data_format"];
   o.keepdims = j.value("keepdims", false);

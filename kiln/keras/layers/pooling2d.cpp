@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/pooling2d.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/nn.h"
@@ -48,9 +49,12 @@ std::string Pooling2D::get_config() const {
   return j.dump();
 }
 
+// MaxPooling2D's and AveragePooling2D's keys.
+constexpr internal::ConfigKey kPooling2DKeys[] = {{"pool_size"}, {"strides"}, {"padding"}, {"data_format"}};
 Pooling2DOptions Pooling2D::options_from_config(const std::string& config_json, const char* where,
                                                 bool* trainable) {
   nlohmann::json j = internal::parse(config_json, where);
+  internal::expect_layer_keys(j, {kPooling2DKeys}, where);
   Pooling2DOptions o;
   if (j.contains("pool_size")) o.pool_size = internal::pair_from_json(j["pool_size"]);
   if (j.contains("strides") && !j["strides"].is_null()) o.strides = internal::pair_from_json(j["strides"]);

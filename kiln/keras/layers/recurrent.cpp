@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/random_key_impl.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -310,6 +311,7 @@ std::string Recurrent::get_config() const {
   j["dropout"] = o.dropout;
   j["recurrent_dropout"] = o.recurrent_dropout;
   if (o.seed) j["seed"] = *o.seed;  // Keras 3's key; tf.keras 2 configs have none
+  if (zero_output_for_mask_) j["zero_output_for_mask"] = true;  // as Keras 2 writes it: only when set
   // tf.keras 2.15's cells switch to implementation 1 when recurrent_dropout is set.
   if (gates_ > 1) j["implementation"] = o.recurrent_dropout > 0 ? 1 : 2;
   if (gates_ == 3) j["reset_after"] = o.reset_after;
@@ -351,20 +353,63 @@ RecurrentOptions recurrent_options(const nlohmann::json& j, const char* cls) {
   return o;
 }
 
+// The keys of SimpleRNN, LSTM and GRU in every Keras release: implementation, unroll (read),
+// use_cudnn and tf.keras's enable_caching_device pick kernels and devices, not results;
+// stateful and time_major are refused below; num_constants (RNN with constants) loads when
+// absent. Then each class's own.
+constexpr internal::ConfigKey kRecurrentKeys[] = {
+    {"units"},
+    {"activation"},
+    {"use_bias"},
+    {"kernel_initializer"},
+    {"recurrent_initializer"},
+    {"bias_initializer"},
+    {"kernel_regularizer"},
+    {"recurrent_regularizer"},
+    {"bias_regularizer"},
+    {"activity_regularizer"},
+    {"kernel_constraint"},
+    {"recurrent_constraint"},
+    {"bias_constraint"},
+    {"dropout"},
+    {"recurrent_dropout"},
+    {"seed"},
+    {"return_sequences"},
+    {"return_state"},
+    {"go_backwards"},
+    {"stateful"},
+    {"unroll"},
+    {"time_major"},
+    {"zero_output_for_mask"},
+    {"implementation"},
+    {"use_cudnn"},
+    {"enable_caching_device"},
+    {"num_constants", "null", "Kiln's recurrent layers take no constants"}};
+constexpr internal::ConfigKey kSimpleRNNKeys[] = {{"units"}};
+constexpr internal::ConfigKey kLSTMKeys[] = {{"recurrent_activation"}, {"unit_forget_bias"}};
+constexpr internal::ConfigKey kGRUKeys[] = {{"recurrent_activation"}, {"reset_after"}};
+
 template <typename L>
-L recurrent_from_config(const std::string& config_json, const char* cls) {
+L recurrent_from_config(const std::string& config_json, const char* cls, internal::ConfigKeys keys) {
   nlohmann::json j = internal::parse(config_json, cls);
+  internal::expect_layer_keys(j, {keys, kRecurrentKeys}, cls);
   L layer = internal::guarded(cls, [&] { return L(internal::int_field(j, "units", cls), recurrent_options(j, cls)); });
   layer.set_trainable(j.value("trainable", true));
+  // Keras 2 writes it when set (Bidirectional sets it on its copies, whatever the config says).
+  layer.set_zero_output_for_mask(internal::guarded(cls, [&] { return j.value("zero_output_for_mask", false); }));
   return layer;
 }
 
 }  // namespace
 
 SimpleRNN SimpleRNN::from_config(const std::string& config_json) {
-  return recurrent_from_config<SimpleRNN>(config_json, "SimpleRNN");
+  return recurrent_from_config<SimpleRNN>(config_json, "SimpleRNN", kSimpleRNNKeys);
 }
-LSTM LSTM::from_config(const std::string& config_json) { return recurrent_from_config<LSTM>(config_json, "LSTM"); }
-GRU GRU::from_config(const std::string& config_json) { return recurrent_from_config<GRU>(config_json, "GRU"); }
+LSTM LSTM::from_config(const std::string& config_json) {
+  return recurrent_from_config<LSTM>(config_json, "LSTM", kLSTMKeys);
+}
+GRU GRU::from_config(const std::string& config_json) {
+  return recurrent_from_config<GRU>(config_json, "GRU", kGRUKeys);
+}
 
 }  // namespace kiln::keras

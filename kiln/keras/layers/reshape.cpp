@@ -2,6 +2,7 @@
 #include "kiln/keras/layers/reshape.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/shape.h"
 
@@ -35,8 +36,10 @@ std::string Reshape::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kReshapeKeys[] = {{"target_shape"}};
 Reshape Reshape::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Reshape.from_config");
+  internal::expect_layer_keys(j, {kReshapeKeys}, "Reshape");
   return Reshape(j.at("target_shape").get<Dims>(),
                  {.input_shape = internal::input_shape_from(j), .name = j.value("name", "")});
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -105,8 +106,10 @@ std::string ZeroPadding2D::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kZeroPadding2DKeys[] = {{"padding"}, {"data_format"}};
 ZeroPadding2D ZeroPadding2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "ZeroPadding2D.from_config");
+  internal::expect_layer_keys(j, {kZeroPadding2DKeys}, "ZeroPadding2D");
   ZeroPadding2D l(edges_from_json(j.value("padding", nlohmann::json(1)), "ZeroPadding2D.from_config"),
                   image_options_from(j));
   l.set_trainable(j.value("trainable", true));
@@ -152,8 +155,10 @@ std::string Cropping2D::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kCropping2DKeys[] = {{"cropping"}, {"data_format"}};
 Cropping2D Cropping2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Cropping2D.from_config");
+  internal::expect_layer_keys(j, {kCropping2DKeys}, "Cropping2D");
   Cropping2D l(edges_from_json(j.value("cropping", nlohmann::json(0)), "Cropping2D.from_config"),
                image_options_from(j));
   l.set_trainable(j.value("trainable", true));
@@ -212,8 +217,11 @@ std::string UpSampling2D::get_config() const {
   return j.dump();
 }
 
+// interpolation: Keras 2.2.3+.
+constexpr internal::ConfigKey kUpSampling2DKeys[] = {{"size"}, {"data_format"}, {"interpolation"}};
 UpSampling2D UpSampling2D::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "UpSampling2D.from_config");
+  internal::expect_layer_keys(j, {kUpSampling2DKeys}, "UpSampling2D");
   UpSampling2DOptions o;
   if (j.contains("data_format") && !j["data_format"].is_null()) o.data_format = j["data_format"];
   o.interpolation = j.value("interpolation", o.interpolation);
@@ -259,8 +267,10 @@ std::string Permute::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kPermuteKeys[] = {{"dims"}};
 Permute Permute::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Permute.from_config");
+  internal::expect_layer_keys(j, {kPermuteKeys}, "Permute");
   const Dims dims = internal::guarded("Permute.from_config", [&] { return j.at("dims").get<Dims>(); });
   Permute l(dims, {.input_shape = internal::input_shape_from(j), .name = j.value("name", "")});
   l.set_trainable(j.value("trainable", true));
@@ -293,8 +303,10 @@ std::string RepeatVector::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kRepeatVectorKeys[] = {{"n"}};
 RepeatVector RepeatVector::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "RepeatVector.from_config");
+  internal::expect_layer_keys(j, {kRepeatVectorKeys}, "RepeatVector");
   RepeatVector l(internal::int_field(j, "n", "RepeatVector"), {.input_shape = internal::input_shape_from(j), .name = j.value("name", "")});
   l.set_trainable(j.value("trainable", true));
   return l;

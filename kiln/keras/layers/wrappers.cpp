@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/wrappers.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/shape.h"
@@ -20,6 +21,10 @@ std::pair<std::string, std::string> wrapped_layer(const nlohmann::json& j, const
   if (!j.contains("layer") || !j["layer"].is_object() || !j["layer"].contains("class_name") ||
       !j["layer"].contains("config"))
     KILN_THROW(ConfigError, "[", wrapper, ".from_config] expected \"layer\": {\"class_name\": ..., \"config\": ...}.");
+  // The layer as Keras serializes it: {"class_name", "config"}, with 2.13+'s module,
+  // registered_name and build_config.
+  internal::expect_only_keys(j["layer"], {internal::serialized_object_keys()}, "wrapped layer",
+                             str_cat(j.value("name", wrapper), ".layer"));
   return {j["layer"]["class_name"].get<std::string>(), j["layer"]["config"].dump()};
 }
 
@@ -98,8 +103,16 @@ std::string Bidirectional::get_config() const {
   return j.dump();
 }
 
+// Bidirectional's keys: the wrapped layer, merge_mode, backward_layer (refused below: Kiln
+// runs the layer backwards) and num_constants (written only for constants, which Kiln lacks).
+constexpr internal::ConfigKey kBidirectionalKeys[] = {
+    {"layer"},
+    {"merge_mode"},
+    {"backward_layer"},
+    {"num_constants", "null", "Kiln's recurrent layers take no constants"}};
 Bidirectional Bidirectional::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "Bidirectional.from_config");
+  internal::expect_layer_keys(j, {kBidirectionalKeys}, "Bidirectional");
   BidirectionalOptions o;
   o.name = j.value("name", "");
   if (j.contains("merge_mode") && j["merge_mode"].is_null())
@@ -152,8 +165,10 @@ std::string TimeDistributed::get_config() const {
   return j.dump();
 }
 
+constexpr internal::ConfigKey kTimeDistributedKeys[] = {{"layer"}};
 TimeDistributed TimeDistributed::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "TimeDistributed.from_config");
+  internal::expect_layer_keys(j, {kTimeDistributedKeys}, "TimeDistributed");
   TimeDistributedOptions o;
   o.name = j.value("name", "");
   o.input_shape = internal::input_shape_from(j);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/losses/losses.h"
 
 namespace kiln::keras {
@@ -33,20 +34,38 @@ LossHandle wrapped(const json& c) {
   return T(LossOptions{.reduction = reduction_from(c), .name = name_from(c)});
 }
 
+// The keys every loss config may hold: Loss.get_config's name and reduction, and tf.keras
+// 2.13+'s fn (the wrapped function's name, which the class already implies).
+constexpr internal::ConfigKey kLossKeys[] = {{"name"}, {"reduction"}, {"fn"}};
+// Each class's own keys (its function's keyword arguments) in tf.keras 2.x and Keras 3:
+// axis is written by tf.keras 2.6+ and Keras 3 and is the last axis unless set; Kiln's
+// crossentropies reduce over it only.
+constexpr std::string_view kLastAxisOnly = "Kiln's crossentropies take the class axis last";
+constexpr internal::ConfigKey kCrossentropyKeys[] = {
+    {"from_logits"}, {"label_smoothing"}, {"axis", "-1", kLastAxisOnly}};
+constexpr internal::ConfigKey kSparseCrossentropyKeys[] = {
+    {"from_logits"},
+    {"ignore_class", "null", "Kiln's SparseCategoricalCrossentropy counts every label"},
+    {"axis", "-1", kLastAxisOnly}};
+constexpr internal::ConfigKey kHuberKeys[] = {{"delta"}};
+constexpr internal::ConfigKey kCosineSimilarityKeys[] = {{"axis"}};
+
 struct LossEntry {
   std::string_view class_name;
   std::vector<std::string_view> names;  // the function name first, then Keras's aliases
   std::function<LossHandle(const json& config)> make;
+  internal::ConfigKeys keys = {};  // beyond kLossKeys
 };
 
 const std::vector<LossEntry>& loss_table() {
   static const std::vector<LossEntry> table = {
       {"SparseCategoricalCrossentropy", {"sparse_categorical_crossentropy"},
-       [](const json& c) { return LossHandle(SparseCategoricalCrossentropy(crossentropy_options(c))); }},
+       [](const json& c) { return LossHandle(SparseCategoricalCrossentropy(crossentropy_options(c))); },
+       kSparseCrossentropyKeys},
       {"CategoricalCrossentropy", {"categorical_crossentropy"},
-       [](const json& c) { return LossHandle(CategoricalCrossentropy(crossentropy_options(c))); }},
+       [](const json& c) { return LossHandle(CategoricalCrossentropy(crossentropy_options(c))); }, kCrossentropyKeys},
       {"BinaryCrossentropy", {"binary_crossentropy"},
-       [](const json& c) { return LossHandle(BinaryCrossentropy(crossentropy_options(c))); }},
+       [](const json& c) { return LossHandle(BinaryCrossentropy(crossentropy_options(c))); }, kCrossentropyKeys},
       {"MeanSquaredError", {"mean_squared_error", "mse", "MSE"},
        [](const json& c) {
          return LossHandle(MeanSquaredError({.reduction = reduction_from(c),
@@ -67,12 +86,14 @@ const std::vector<LossEntry>& loss_table() {
        [](const json& c) {
          return LossHandle(Huber({.delta = c.value("delta", 1.0), .reduction = reduction_from(c),
                                   .name = c.value("name", "huber_loss")}));
-       }},
+       },
+       kHuberKeys},
       {"CosineSimilarity", {"cosine_similarity"},
        [](const json& c) {
          return LossHandle(CosineSimilarity({.axis = c.value("axis", -1), .reduction = reduction_from(c),
                                              .name = c.value("name", "cosine_similarity")}));
-       }},
+       },
+       kCosineSimilarityKeys},
   };
   return table;
 }
@@ -109,6 +130,7 @@ LossHandle loss_from_config(const std::string& class_name, const std::string& co
                config.dump(), ".");
   for (const LossEntry& e : loss_table())
     if (class_name == e.class_name || std::find(e.names.begin(), e.names.end(), class_name) != e.names.end()) {
+      internal::expect_only_keys(config, {e.keys, kLossKeys}, e.class_name, "losses");
       try {
         return e.make(config);
       } catch (const json::exception&) {

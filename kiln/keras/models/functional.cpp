@@ -331,6 +331,7 @@ std::unique_ptr<Functional> Functional::from_json(const std::string& json, const
       const nlohmann::json& layer_config = entry.at("config");
       const std::string name = entry.value("name", layer_config.value("name", ""));
       if (layer_class == "InputLayer") {
+        InputLayer::from_config(layer_config.dump());  // checks its keys as a Sequential's InputLayer is checked
         DType dtype = layer_config.contains("dtype") ? parse_dtype(layer_config["dtype"].get<std::string>()) : DType::kF32;
         tensors[{name, 0}] = Input(internal::input_shape_from(layer_config), {.name = name, .dtype = dtype});
         continue;

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/optimizers/adadelta.h"
 #include "kiln/keras/optimizers/adagrad.h"
@@ -128,9 +129,38 @@ Options with_clipping(const ConfigReader& c, Options options) {
   return options;
 }
 
+// The keys any optimizer config may hold: Keras 2.0-2.10's lr and decay, optimizer_v2's
+// clipping and name, tf.keras 2.11+'s new-optimizer keys (jit_compile picks a compiler, not a
+// result; is_legacy_optimizer tells the two families apart) and Keras 3's base keys. Those
+// that change the update and that Kiln lacks are checked by value in reject_unsupported.
+constexpr internal::ConfigKey kOptimizerBaseKeys[] = {
+    {"name"},           {"learning_rate"},     {"lr"},          {"decay"},
+    {"clipnorm"},       {"clipvalue"},         {"global_clipnorm"}, {"is_legacy_optimizer"},
+    {"jit_compile"},    {"use_ema"},           {"ema_momentum"},    {"ema_overwrite_frequency"},
+    {"weight_decay"},   {"loss_scale_factor"}, {"gradient_accumulation_steps"}};
+// Each class's own keys in every Keras release.
+constexpr internal::ConfigKey kAdadeltaKeys[] = {{"rho"}, {"epsilon"}};
+constexpr internal::ConfigKey kAdagradKeys[] = {{"initial_accumulator_value"}, {"epsilon"}};
+constexpr internal::ConfigKey kAdamKeys[] = {{"beta_1"}, {"beta_2"}, {"epsilon"}, {"amsgrad"}};
+constexpr internal::ConfigKey kAdamaxKeys[] = {{"beta_1"}, {"beta_2"}, {"epsilon"}};
+constexpr internal::ConfigKey kFtrlKeys[] = {{"learning_rate_power"},
+                                             {"initial_accumulator_value"},
+                                             {"l1_regularization_strength"},
+                                             {"l2_regularization_strength"},
+                                             {"l2_shrinkage_regularization_strength"},
+                                             {"beta"}};
+constexpr internal::ConfigKey kLionKeys[] = {{"beta_1"}, {"beta_2"}};
+constexpr internal::ConfigKey kNadamKeys[] = {{"beta_1"}, {"beta_2"}, {"epsilon"}, {"schedule_decay"}};
+constexpr internal::ConfigKey kRMSpropKeys[] = {{"rho"}, {"momentum"}, {"epsilon"}, {"centered"}};
+constexpr internal::ConfigKey kSGDKeys[] = {{"momentum"}, {"nesterov"}};
+// LossScaleOptimizer's own (tf.keras 2.4+, Keras 3, which adds the base keys).
+constexpr internal::ConfigKey kLossScaleOptimizerKeys[] = {
+    {"inner_optimizer"}, {"dynamic"}, {"initial_scale"}, {"dynamic_growth_steps"}};
+
 struct OptimizerClass {
   const char* name;
   OptimizerHandle (*make)(const ConfigReader& c);
+  internal::ConfigKeys keys;
 };
 
 // One row per class, in name order: the order the unknown-class error lists them in.
@@ -141,7 +171,8 @@ const OptimizerClass kOptimizerClasses[] = {
        return Adadelta(with_clipping(
            c, AdadeltaOptions{.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
                         .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)}));
-     }},
+     },
+     kAdadeltaKeys},
     {"Adagrad",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdagradOptions o;
@@ -149,7 +180,8 @@ const OptimizerClass kOptimizerClasses[] = {
            c, AdagradOptions{.learning_rate = c.learning_rate(o.learning_rate),
                        .initial_accumulator_value = c.number("initial_accumulator_value", o.initial_accumulator_value),
                        .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name)}));
-     }},
+     },
+     kAdagradKeys},
     {"Adam",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamOptions o;
@@ -157,7 +189,8 @@ const OptimizerClass kOptimizerClasses[] = {
            c, AdamOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
                     .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
                     .name = c.name(o.name)}));
-     }},
+     },
+     kAdamKeys},
     {"AdamW",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamWOptions o;
@@ -166,7 +199,8 @@ const OptimizerClass kOptimizerClasses[] = {
                      .weight_decay = c.number("weight_decay", o.weight_decay), .beta_1 = c.number("beta_1", o.beta_1),
                      .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
                      .name = c.name(o.name)}));
-     }},
+     },
+     kAdamKeys},
     {"Adamax",
      [](const ConfigReader& c) -> OptimizerHandle {
        AdamaxOptions o;
@@ -174,7 +208,8 @@ const OptimizerClass kOptimizerClasses[] = {
            c, AdamaxOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
                       .beta_2 = c.number("beta_2", o.beta_2), .epsilon = c.number("epsilon", o.epsilon),
                       .name = c.name(o.name)}));
-     }},
+     },
+     kAdamaxKeys},
     {"Ftrl",
      [](const ConfigReader& c) -> OptimizerHandle {
        FtrlOptions o;
@@ -187,14 +222,16 @@ const OptimizerClass kOptimizerClasses[] = {
                     .l2_shrinkage_regularization_strength =
                         c.number("l2_shrinkage_regularization_strength", o.l2_shrinkage_regularization_strength),
                     .beta = c.number("beta", o.beta), .name = c.name(o.name)}));
-     }},
+     },
+     kFtrlKeys},
     {"Lion",
      [](const ConfigReader& c) -> OptimizerHandle {
        LionOptions o;
        return Lion(with_clipping(
            c, LionOptions{.learning_rate = c.learning_rate(o.learning_rate), .beta_1 = c.number("beta_1", o.beta_1),
                     .beta_2 = c.number("beta_2", o.beta_2), .name = c.name(o.name)}));
-     }},
+     },
+     kLionKeys},
     {"Nadam",
      [](const ConfigReader& c) -> OptimizerHandle {
        NadamOptions o;
@@ -203,7 +240,8 @@ const OptimizerClass kOptimizerClasses[] = {
                      .beta_1 = c.number("beta_1", o.beta_1), .beta_2 = c.number("beta_2", o.beta_2),
                      .epsilon = c.number("epsilon", o.epsilon), .name = c.name(o.name),
                      .schedule_decay = nadam_schedule_decay(c)}));
-     }},
+     },
+     kNadamKeys},
     {"RMSprop",
      [](const ConfigReader& c) -> OptimizerHandle {
        RMSpropOptions o;
@@ -211,14 +249,16 @@ const OptimizerClass kOptimizerClasses[] = {
            c, RMSpropOptions{.learning_rate = c.learning_rate(o.learning_rate), .rho = c.number("rho", o.rho),
                        .momentum = c.number("momentum", o.momentum), .epsilon = c.number("epsilon", o.epsilon),
                        .centered = c.flag("centered", o.centered), .name = c.name(o.name)}));
-     }},
+     },
+     kRMSpropKeys},
     {"SGD",
      [](const ConfigReader& c) -> OptimizerHandle {
        SGDOptions o;
        return SGD(with_clipping(
            c, SGDOptions{.learning_rate = c.learning_rate(o.learning_rate), .momentum = c.number("momentum", o.momentum),
                    .nesterov = c.flag("nesterov", o.nesterov), .name = c.name(o.name)}));
-     }},
+     },
+     kSGDKeys},
 };
 
 std::string lower(std::string s) {
@@ -249,6 +289,7 @@ OptimizerHandle loss_scale_optimizer_from_config(const std::string& config_json)
     if (!config.is_object() || !config.contains("inner_optimizer"))
       KILN_THROW(ConfigError, "[", kWhere, "] a LossScaleOptimizer config needs \"inner_optimizer\", received ",
                  config.dump().substr(0, 200), ".");
+    internal::expect_only_keys(config, {kLossScaleOptimizerKeys, kOptimizerBaseKeys}, "LossScaleOptimizer", kWhere);
     json inner_config = json::object();
     const std::string inner_class = internal::keras_object_class(config["inner_optimizer"], kWhere, &inner_config);
     LossScaleOptimizerOptions o;
@@ -282,6 +323,7 @@ OptimizerHandle optimizer_from_config(const std::string& class_name, const std::
       KILN_THROW(ConfigError, "[", kWhere, "] expected the ", found->name, " config as a JSON object, received ",
                  config.dump().substr(0, 200), ".");
     const std::string name = found->name;
+    internal::expect_only_keys(config, {found->keys, kOptimizerBaseKeys}, name, kWhere);
     const ConfigReader reader(name, std::move(config));
     reject_unsupported(reader, /*takes_weight_decay=*/name == "AdamW");
     return found->make(reader);

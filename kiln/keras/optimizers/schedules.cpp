@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/trace/ops/elementwise.h"
 
 namespace kiln::keras {
@@ -71,8 +72,21 @@ LearningRate learning_rate_from_config(const std::string& text) {
   if (!j.is_object() || !j.contains("class_name") || !j.contains("config") || !j["config"].is_object())
     KILN_THROW(ConfigError, "[learning_rate] expected a number or {\"class_name\": ..., \"config\": {...}}, received ",
                text.substr(0, 200), ".");
+  internal::expect_only_keys(j, {internal::serialized_object_keys()}, "serialized schedule", "learning_rate");
   const std::string cls = j["class_name"].get<std::string>();
   const nlohmann::json& c = j["config"];
+  // Each schedule's keys in tf.keras 2.x and Keras 3; CosineDecay's warmup (2.13+) loads when off.
+  static constexpr internal::ConfigKey kDecayKeys[] = {
+      {"initial_learning_rate"}, {"decay_steps"}, {"decay_rate"}, {"staircase"}, {"name"}};
+  static constexpr internal::ConfigKey kPiecewiseKeys[] = {{"boundaries"}, {"values"}, {"name"}};
+  static constexpr internal::ConfigKey kCosineKeys[] = {
+      {"initial_learning_rate"}, {"decay_steps"}, {"alpha"}, {"name"},
+      {"warmup_target", "null", "Kiln's CosineDecay has no warmup"},
+      {"warmup_steps", "0", "Kiln's CosineDecay has no warmup"}};
+  if (cls == "ExponentialDecay" || cls == "InverseTimeDecay")
+    internal::expect_only_keys(c, {kDecayKeys}, cls, "learning_rate");
+  if (cls == "PiecewiseConstantDecay") internal::expect_only_keys(c, {kPiecewiseKeys}, cls, "learning_rate");
+  if (cls == "CosineDecay") internal::expect_only_keys(c, {kCosineKeys}, cls, "learning_rate");
   try {
     if (cls == "ExponentialDecay")
       return ExponentialDecay(c.at("initial_learning_rate").get<double>(), c.at("decay_steps").get<int64_t>(),

@@ -1,6 +1,8 @@
 // Reading Keras 3's config.json into Kiln's Keras 2 forms. Every key of every layer is
-// checked: one Kiln reads, or one whose value is Keras's neutral default (null, false, empty);
-// anything else is an IOError naming the layer, the key, the Keras version and what to do.
+// checked: one Kiln reads from .keras files, or one whose value is Keras's neutral default
+// (null, false, empty), which goes on to the layer's from_config (whose table of the keys Keras
+// writes rejects any other); anything else is an IOError naming the layer, the key, the Keras
+// version and what to do. The model's and compile_config's own keys are checked likewise.
 #include <algorithm>
 #include <map>
 #include <set>
@@ -10,9 +12,12 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
+#include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/layers/layer.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
+#include "kiln/keras/saving/saving_impl.h"
 
 namespace kiln::keras::internal {
 namespace {
@@ -46,8 +51,11 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"MaxPooling2D", {"pool_size", "strides", "padding", "data_format"}},
       {"AveragePooling2D", {"pool_size", "strides", "padding", "data_format"}},
       {"GlobalAveragePooling2D", {"data_format", "keepdims"}},
+      // Keras 3.14+ writes renorm (false), renorm_clipping (null) and renorm_momentum (0.99,
+      // used only with renorm).
       {"BatchNormalization", {"axis", "momentum", "epsilon", "center", "scale", "beta_initializer",
-                              "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer"}},
+                              "gamma_initializer", "moving_mean_initializer", "moving_variance_initializer",
+                              "renorm_momentum"}},
       // Keras 3.15 adds use_gate and sliding_window (neutral when off); seed seeds the
       // attention dropout's random stream, which Kiln draws its own way.
       {"MultiHeadAttention", {"num_heads", "key_dim", "value_dim", "dropout", "use_bias", "output_shape",
@@ -156,6 +164,21 @@ std::string dtype_name(const json& d) {
   return "float32";
 }
 
+// expect_only_keys as an IOError of this file.
+void check_keys(const json& j, const std::vector<ConfigKeys>& tables, const std::string& what, const Source& src) {
+  try {
+    expect_only_keys(j, tables, what, "config.json");
+  } catch (const ConfigError& e) {
+    fail(src, e.what(), "the file is damaged or was written by a newer Keras; save the model again");
+  }
+}
+
+// compile_config's keys (Keras 3.0-3.15); run_eagerly, steps_per_execution and jit_compile
+// choose how Keras runs a step, not its result.
+constexpr ConfigKey kCompileConfigKeys[] = {{"optimizer"},         {"loss"},           {"loss_weights"},
+                                            {"metrics"},           {"weighted_metrics"}, {"run_eagerly"},
+                                            {"steps_per_execution"}, {"jit_compile"}};
+
 json batch_shape_of(const json& config, const Source& src, const std::string& name) {
   for (const char* key : {"batch_shape", "batch_input_shape"})
     if (config.contains(key) && config[key].is_array()) return config[key];
@@ -168,6 +191,11 @@ json batch_shape_of(const json& config, const Source& src, const std::string& na
 }
 
 json input_layer2(const json& config, const Source& src, const std::string& name) {
+  try {
+    InputLayer::from_config(config.dump());  // its keys, checked as any InputLayer's
+  } catch (const ConfigError& e) {
+    fail(src, e.what(), "the file is damaged or was written by a newer Keras; save the model again");
+  }
   const std::string dtype = dtype_name(config.value("dtype", json("float32")));
   if (config.value("sparse", false) || config.value("ragged", false))
     fail(src, "InputLayer '" + name + "' is sparse or ragged", "Kiln's inputs are dense tensors");
@@ -245,6 +273,8 @@ json layer_config2(const std::string& cls, const json& config3, const Source& sr
       fail(src, "layer '" + name + "' (" + cls + ") has " + key + "=" + value.dump().substr(0, 120) +
                     ", which Kiln does not implement",
            "remove it from the model in Keras, or rebuild the model in C++ and use load_weights");
+    } else {
+      out[key] = unwrap(value);  // from_config accepts it only if Keras writes it for this class
     }
   }
   recurrent_config2(cls, config3, out, src, name);
@@ -377,8 +407,10 @@ json refs2(const json& j, const Source& src, const char* key) {
 
 json sequential2(const json& top, const Source& src) {
   const json& config = top["config"];
+  check_keys(config, {sequential_config_keys()}, "Sequential", src);
   json layers = json::array();
   for (const json& entry : config.at("layers")) {
+    check_keys(entry, {serialized_object_keys()}, "layer entry", src);
     const std::string cls = entry.at("class_name").get<std::string>();
     const json& c = entry.at("config");
     if (cls == "InputLayer") {
@@ -399,8 +431,10 @@ json sequential2(const json& top, const Source& src) {
 
 json functional2(const json& top, const Source& src) {
   const json& config = top["config"];
+  check_keys(config, {functional_config_keys()}, "Functional", src);
   json layers = json::array();
   for (const json& entry : config.at("layers")) {
+    check_keys(entry, {functional_layer_entry_keys(), serialized_object_keys()}, "layer entry", src);
     const std::string cls = entry.at("class_name").get<std::string>();
     const json& c = entry.at("config");
     const std::string name = entry.value("name", c.value("name", ""));
@@ -424,11 +458,13 @@ json functional2(const json& top, const Source& src) {
 // Keras 3's compile_config as a Keras 2 training_config. Optimizer features Kiln lacks
 // (EMA, loss scaling, accumulation) are refused rather than dropped.
 json training2(const json& cc, const Source& src) {
+  check_keys(cc, {kCompileConfigKeys}, "compile_config", src);
   const json& opt = cc.value("optimizer", json());
   json optimizer_config;
   if (opt.is_string()) {
     optimizer_config = {{"class_name", opt}, {"config", json::object()}};
   } else if (opt.is_object() && opt.contains("class_name")) {
+    check_keys(opt, {serialized_object_keys()}, "compile_config optimizer", src);
     json c = opt.value("config", json::object());
     const std::string cls = opt["class_name"].get<std::string>();
     for (const char* key :
@@ -468,6 +504,7 @@ Keras2Configs keras2_configs_from_keras3(const std::string& config_json, const s
   if (!top.is_object() || !top.contains("class_name") || !top["class_name"].is_string() ||
       !top.contains("config") || !top["config"].is_object())
     fail(src, "has no model class_name and config", "the file is damaged; save the model again");
+  check_keys(top, {serialized_object_keys()}, "the model object", src);
   try {
     const std::string cls = top["class_name"].get<std::string>();
     Keras2Configs out;

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/saving.h"
@@ -32,11 +33,29 @@ std::string where(const ConfigSource& source) {
 
 bool is_model_class(const std::string& cls) { return cls == "Sequential" || cls == "Functional" || cls == "Model"; }
 
-void normalize_layer(json& entry, size_t index, const ConfigSource& source) {
+// The keys of a model_config, by level, in every Keras release. The top: a serialized object,
+// plus the keras_version and backend that Model.to_json() adds.
+constexpr ConfigKey kTopKeys[] = {{"keras_version"}, {"backend"}};
+constexpr std::string_view kModelTrainable = "set trainable on the layers instead";
+
+// expect_only_keys with the error named as model_config errors are.
+void check_keys(const json& j, const std::vector<ConfigKeys>& tables, const std::string& what,
+                const ConfigSource& source) {
+  try {
+    expect_only_keys(j, tables, what, "model_config");
+  } catch (const ConfigError& e) {
+    fail(source, e.what());
+  }
+}
+
+void normalize_layer(json& entry, size_t index, bool functional, const ConfigSource& source) {
   if (!entry.is_object() || !entry.contains("class_name") || !entry["class_name"].is_string())
     fail(source, str_cat("layer #", index, " is not {\"class_name\": ..., \"config\": {...}}: ",
                          entry.dump().substr(0, 200), ". Hint: the file is damaged or not a Keras model."));
   const std::string cls = entry["class_name"].get<std::string>();
+  const std::string what = str_cat("layer #", index, " entry");
+  if (functional) check_keys(entry, {functional_layer_entry_keys(), serialized_object_keys()}, what, source);
+  else check_keys(entry, {serialized_object_keys()}, what, source);
   if (!entry.contains("config") || entry["config"].is_null()) entry["config"] = json::object();
   json& config = entry["config"];
   if (!config.is_object())
@@ -62,14 +81,17 @@ json normalize(json j, const ConfigSource& source) {
   if (!is_model_class(cls))
     fail(source, str_cat("describes a '", cls, "' model; Kiln loads Sequential, Functional and Model. Hint: rebuild "
                          "the model in C++ and use load_weights."));
+  check_keys(j, {kTopKeys, serialized_object_keys()}, "the model entry", source);
   json config = j.contains("config") ? j["config"] : json();
   if (cls == "Sequential" && config.is_array())  // Keras <= 2.2.2: the layer list itself
     config = {{"name", "sequential"}, {"layers", config}};
   if (!config.is_object() || !config.contains("layers") || !config["layers"].is_array())
     fail(source, str_cat("the ", cls, " config has no \"layers\" list: ", config.dump().substr(0, 200),
                          ". Hint: the file is damaged or not a Keras model."));
+  const bool functional = cls != "Sequential";
+  check_keys(config, {functional ? functional_config_keys() : sequential_config_keys()}, cls, source);
   json& layers = config["layers"];
-  for (size_t i = 0; i < layers.size(); ++i) normalize_layer(layers[i], i, source);
+  for (size_t i = 0; i < layers.size(); ++i) normalize_layer(layers[i], i, functional, source);
   // Keras 2.2.3+ records a Sequential built by build(shape) as build_input_shape; Kiln builds
   // from the first layer's batch_input_shape, as Keras 2's older files declare it.
   if (cls == "Sequential" && config.contains("build_input_shape") && config["build_input_shape"].is_array() &&
@@ -81,6 +103,26 @@ json normalize(json j, const ConfigSource& source) {
 }
 
 }  // namespace
+
+ConfigKeys sequential_config_keys() {
+  // Keras 3's trainable and dtype are Model.get_config's: the model's own trainable flag
+  // (Kiln's models take it from their layers) and policy (which no layer inherits on load).
+  static constexpr ConfigKey kKeys[] = {
+      {"name"}, {"layers"}, {"build_input_shape"}, {"trainable", "true", kModelTrainable}, {"dtype"}};
+  return kKeys;
+}
+
+ConfigKeys functional_config_keys() {
+  // tf.keras 2.12+ and Keras 3 add trainable.
+  static constexpr ConfigKey kKeys[] = {
+      {"name"}, {"layers"}, {"input_layers"}, {"output_layers"}, {"trainable", "true", kModelTrainable}};
+  return kKeys;
+}
+
+ConfigKeys functional_layer_entry_keys() {
+  static constexpr ConfigKey kKeys[] = {{"name"}, {"inbound_nodes"}};
+  return kKeys;
+}
 
 std::unique_ptr<Model> model_from_config(const std::string& config_json, const ConfigSource& source) {
   json j = json::parse(config_json, nullptr, /*allow_exceptions=*/false);

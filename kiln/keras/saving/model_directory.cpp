@@ -1,5 +1,5 @@
-// The model directory: model.json is the table of contents (format, version, configs and
-// the checksums of the tensor files); the tensors are safetensors, named by variable.
+// The model directory: model.json is the table of contents (format, version, configs, the
+// checksums of the tensor files and its own); the tensors are safetensors, named by variable.
 #include "kiln/keras/saving/model_directory.h"
 
 #include <fcntl.h>
@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 #include <optional>
@@ -29,8 +30,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 constexpr const char* kFormat = "kiln.model_directory";
-// Version 2 keeps the tensor files in the data directory model.json names; 1 beside it.
-constexpr int kVersion = 2;
+// Version 3 adds model.json's checksum of its own content ("crc32c"); 2 keeps the tensor
+// files in the data directory model.json names; 1 beside model.json.
+constexpr int64_t kVersion = 3;
 constexpr std::string_view kDataPrefix = "data-";
 // A read that keeps meeting new saves gives up after this many tries.
 constexpr int kReadAttempts = 4;
@@ -58,6 +60,75 @@ bool is_bare_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && p.filename() == p && !p.is_absolute();
 }
 
+// The keys model.json holds in each version: every one of `required`, any of `optional`.
+struct TocKeys {
+  std::vector<std::string_view> required;
+  std::vector<std::string_view> optional;
+};
+const TocKeys& toc_keys(int64_t version) {
+  static const TocKeys kV1 = {{"format", "version", "keras_version", "model_config", "weights"},
+                              {"training_config", "optimizer"}};
+  static const TocKeys kV2 = {{"format", "version", "keras_version", "model_config", "weights", "data_dir"},
+                              {"training_config", "optimizer"}};
+  static const TocKeys kV3 = {{"format", "version", "keras_version", "model_config", "weights", "data_dir", "crc32c"},
+                              {"training_config", "optimizer"}};
+  return version == 1 ? kV1 : version == 2 ? kV2 : kV3;
+}
+
+// model.json's checksum: the CRC-32C of its compact JSON (keys sorted, no whitespace, as
+// nlohmann::json::dump() writes it) without the "crc32c" key. Over the content rather than
+// the bytes, so a reformatted file still checks, and any changed value, key or number does not.
+uint32_t toc_crc(json toc) {
+  toc.erase("crc32c");
+  const std::string text = toc.dump();
+  return crc32c(text.data(), text.size());
+}
+
+[[noreturn]] void damaged(const std::string& toc_path, const std::string& what) {
+  KILN_THROW(IOError, "[", toc_path, "] ", what, ". Hint: the directory is damaged or was edited by hand; save the "
+             "model again (or load a copy of the whole directory).");
+}
+
+// The strict reading of model.json's own structure: exactly the keys its version has, each of
+// the type Kiln writes, and (version 3) a checksum that matches. The configs inside are read
+// strictly by their own readers.
+void check_toc(const std::string& toc_path, const json& toc) {
+  const int64_t version = toc["version"].get<int64_t>();
+  const TocKeys& keys = toc_keys(version);
+  for (const auto& [key, value] : toc.items()) {
+    const auto is = [&key = key](std::string_view k) { return k == key; };
+    if (std::none_of(keys.required.begin(), keys.required.end(), is) &&
+        std::none_of(keys.optional.begin(), keys.optional.end(), is))
+      damaged(toc_path, str_cat("has an unknown key '", key, "' (version ", version, " holds ",
+                                str_join(keys.required, ", "), " and optionally ", str_join(keys.optional, ", "),
+                                ")"));
+  }
+  for (std::string_view key : keys.required)
+    if (!toc.contains(key)) damaged(toc_path, str_cat("lacks the key '", key, "'"));
+  if (!toc["keras_version"].is_string()) damaged(toc_path, str_cat("has keras_version ", toc["keras_version"].dump()));
+  for (const char* key : {"model_config", "training_config"})
+    if (toc.contains(key) && !toc[key].is_object())
+      damaged(toc_path, str_cat("has a ", key, " that is not a JSON object: ", toc[key].dump().substr(0, 80)));
+  for (const char* key : {"weights", "optimizer"}) {
+    if (!toc.contains(key)) continue;
+    const json& entry = toc[key];
+    if (!entry.is_object() || entry.size() != 2 || !entry.contains("file") || !entry["file"].is_string() ||
+        !entry.contains("crc32c") || !entry["crc32c"].is_number_unsigned() ||
+        entry["crc32c"].get<uint64_t>() > UINT32_MAX)
+      damaged(toc_path, str_cat("has no valid '", key, "' entry (expected {\"file\": name, \"crc32c\": checksum}, "
+                                "received ", entry.dump().substr(0, 120), ")"));
+  }
+  if (toc.contains("optimizer") && !toc.contains("training_config"))
+    damaged(toc_path, "lists optimizer state but no training_config");
+  if (version >= 3) {
+    const json& crc = toc["crc32c"];
+    if (!crc.is_number_unsigned() || crc.get<uint64_t>() > UINT32_MAX)
+      damaged(toc_path, str_cat("has crc32c ", crc.dump(), ", not a CRC-32C"));
+    if (crc.get<uint32_t>() != toc_crc(toc))
+      damaged(toc_path, "does not match the CRC-32C of its content that it records (crc32c): the file is corrupt");
+  }
+}
+
 // Where the tensor files of a model.json live: its data directory, or `dir` (version 1).
 std::string data_dir_of(const std::string& dir, const json& toc) {
   if (!toc.contains("data_dir")) return dir;
@@ -71,9 +142,6 @@ std::string data_dir_of(const std::string& dir, const json& toc) {
 // Reads `vars` by name from the file model.json lists under `key`, after its checksum.
 void read_tensors(const std::string& dir, const json& toc, const char* key, const std::vector<Variable>& vars) {
   const std::string toc_path = toc_path_of(dir);
-  if (!toc.contains(key) || !toc[key].is_object() || !toc[key].contains("file") || !toc[key]["file"].is_string() ||
-      !toc[key].contains("crc32c") || !toc[key]["crc32c"].is_number_unsigned())
-    KILN_THROW(IOError, "[", toc_path, "] has no valid '", key, "' entry. Hint: the directory is damaged.");
   const std::string name = toc[key]["file"].get<std::string>();
   if (!is_bare_name(name))
     KILN_THROW(IOError, "[", toc_path, "] lists '", name, "' as its '", key, "' file, which is not a file name inside "
@@ -109,11 +177,13 @@ json parse_toc(const std::string& dir, const std::string& text) {
   } catch (const json::exception& e) {
     KILN_THROW(IOError, "[", path, "] is not valid JSON: ", e.what(), ". Hint: the directory is damaged.");
   }
-  if (!toc.is_object() || toc.value("format", "") != kFormat)
+  if (!toc.is_object() || !toc.contains("format") || toc["format"] != kFormat)
     KILN_THROW(IOError, "[", path, "] is not a Kiln model directory (expected format \"", kFormat, "\").");
-  if (!toc["version"].is_number_integer() || toc["version"].get<int64_t>() > kVersion || !toc.contains("model_config"))
-    KILN_THROW(IOError, "[", path, "] has version ", toc["version"].dump(), " or lacks model_config; this Kiln "
-               "reads versions up to ", kVersion, ". Hint: load it with the Kiln that saved it.");
+  if (!toc.contains("version") || !toc["version"].is_number_integer() || toc["version"].get<int64_t>() < 1 ||
+      toc["version"].get<int64_t>() > kVersion)
+    KILN_THROW(IOError, "[", path, "] has version ", toc.value("version", json()).dump(),
+               "; this Kiln reads versions 1 to ", kVersion, ". Hint: load it with the Kiln that saved it.");
+  check_toc(path, toc);
   return toc;
 }
 
@@ -225,6 +295,7 @@ void save_model_directory(const Model& model, const std::string& dir, SaveOption
       toc["optimizer"] = write_tensors((data / kOptimizerFile).string(), model.optimizer()->variables(),
                                        "kiln.optimizer");
   }
+  toc["crc32c"] = toc_crc(toc);
   io::sync_directory(dir);  // the new data directory's entry is durable before the switch
   io::write_file_atomically(toc_path_of(dir), toc.dump(2) + "\n");
   guard.committed = true;

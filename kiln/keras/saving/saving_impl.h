@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/models/model.h"
 #include "kiln/keras/saving/saving.h"
 
@@ -44,6 +45,13 @@ std::string shape_text(const Shape& shape);
 }  // namespace kiln::keras::internal
 
 namespace kiln::keras::internal {
+
+/// The keys of a Sequential's and a Functional's config in every Keras release (2.2.3+'s
+/// build_input_shape, Keras 3's trainable and dtype), and of a Functional's layer entries
+/// beyond the serialized layer's (name, inbound_nodes); model_config.cpp.
+ConfigKeys sequential_config_keys();
+ConfigKeys functional_config_keys();
+ConfigKeys functional_layer_entry_keys();
 
 /// Where a model_config comes from, for messages and custom layers.
 struct ConfigSource {

@@ -1,10 +1,12 @@
-// training_config JSON both ways. Readers take the keys they know and ignore the rest, as
-// tf.keras files carry version-dependent extras (module, registered_name, jit_compile, ...).
+// training_config JSON both ways. Readers are strict: every key of the config, of each
+// serialized object and of each metric's config is one some Keras release writes (tables
+// below), and a value Kiln cannot honour is a ConfigError naming it, never a default.
 #include "kiln/keras/saving/training_config.h"
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
@@ -21,13 +23,38 @@ json loss_json(const Loss& loss) {
   return {{"class_name", loss.class_name()}, {"config", json::parse(loss.get_config())}};
 }
 
+// The keys of training_config itself: tf.keras 2.x's (Model._get_compile_args and
+// optimizer_config) and Keras 2.0-2.3's sample_weight_mode.
+constexpr internal::ConfigKey kTrainingConfigKeys[] = {
+    {"loss"},
+    {"metrics"},
+    {"weighted_metrics"},
+    {"loss_weights"},
+    {"optimizer_config"},
+    {"sample_weight_mode", "null", "Kiln weights samples per example only (sample_weight_mode=None)"}};
+
+// The class name of a serialized object ({"class_name", "config", ...}) after checking its
+// keys; its config (an object, {} when absent or null) goes to `config`.
+std::string serialized_class(const json& j, const char* what, json* config) {
+  internal::expect_only_keys(j, {internal::serialized_object_keys()}, str_cat("serialized ", what), "training_config");
+  if (!j.contains("class_name") || !j["class_name"].is_string())
+    KILN_THROW(ConfigError, "[training_config] the ", what, " ", j.dump().substr(0, 200), " has no class_name.");
+  *config = j.contains("config") && !j["config"].is_null() ? j["config"] : json::object();
+  if (!config->is_object())
+    KILN_THROW(ConfigError, "[training_config] the ", what, " config is ", config->dump().substr(0, 200),
+               "; expected an object.");
+  return j["class_name"].get<std::string>();
+}
+
 LossHandle loss_from_json(const json& j) {
   if (j.is_null()) return LossHandle();  // an output without a loss
   if (j.is_string()) return LossHandle(j.get<std::string>());
   if (!j.is_object())
     KILN_THROW(ConfigError, "[training_config] expected the loss as a name or {\"class_name\", \"config\"}, received ",
                j.dump(), ".");
-  return loss_from_config(j.value("class_name", ""), j.value("config", json::object()).dump());
+  json config;
+  const std::string cls = serialized_class(j, "loss", &config);
+  return loss_from_config(cls, config.dump());
 }
 
 // A serialized object ({"class_name", "config"}) rather than a dict by output name.
@@ -60,12 +87,44 @@ std::vector<double> thresholds_of(const std::string& cls, const json& config) {
   return out;
 }
 
-// ConfigError for a metric option Kiln does not implement holding other than its off value.
-void require_default(const std::string& cls, const json& config, const char* key, const json& off) {
-  if (config.contains(key) && !config[key].is_null() && config[key] != off)
-    KILN_THROW(ConfigError, "[training_config] ", cls, " with ", key, "=", config[key].dump(),
-               ": Kiln does not implement it. Hint: load with compile=false and compile yourself.");
-}
+// The keys of each metric class's config in tf.keras 2.x and Keras 3, beyond kMetricKeys
+// (Metric's name and dtype, MeanMetricWrapper's fn): options Kiln does not implement load at
+// their off values only.
+constexpr std::string_view kRecompile = "load with compile=false and compile yourself";
+constexpr internal::ConfigKey kMetricKeys[] = {{"name"}, {"dtype"}, {"fn"}};
+constexpr internal::ConfigKey kNoOwnKeys[] = {{"name"}};  // kMetricKeys' name again: no C++ array is empty
+constexpr internal::ConfigKey kBinaryAccuracyKeys[] = {{"threshold"}};
+constexpr internal::ConfigKey kTopKKeys[] = {{"k"}};
+constexpr internal::ConfigKey kSparseTopKKeys[] = {
+    {"k"}, {"from_sorted_ids", "false", "Kiln's SparseTopKCategoricalAccuracy takes scores, not sorted ids"}};
+constexpr internal::ConfigKey kThresholdedKeys[] = {
+    {"thresholds"},
+    {"top_k", "null", "Kiln's Precision and Recall do not implement top_k; load with compile=false"},
+    {"class_id", "null", "Kiln's Precision and Recall do not implement class_id; load with compile=false"}};
+// Keras writes AUC's thresholds only when the user gave them; Kiln spaces num_thresholds evenly.
+constexpr internal::ConfigKey kAucKeys[] = {
+    {"num_thresholds"},
+    {"curve"},
+    {"summation_method", "\"interpolation\"", kRecompile},
+    {"thresholds", "null", "Kiln's AUC spaces num_thresholds thresholds evenly; load with compile=false"},
+    {"multi_label", "false", kRecompile},
+    {"num_labels"},  // used only with multi_label
+    {"label_weights", "null", kRecompile},
+    {"from_logits", "false", kRecompile}};
+
+struct MetricClass {
+  std::string_view class_name;
+  internal::ConfigKeys keys;
+};
+constexpr MetricClass kMetricClasses[] = {
+    {"MeanMetricWrapper", kNoOwnKeys},          {"SparseCategoricalAccuracy", kNoOwnKeys},
+    {"CategoricalAccuracy", kNoOwnKeys},        {"BinaryAccuracy", kBinaryAccuracyKeys},
+    {"Accuracy", kNoOwnKeys},                   {"MeanAbsoluteError", kNoOwnKeys},
+    {"MeanSquaredError", kNoOwnKeys},           {"RootMeanSquaredError", kNoOwnKeys},
+    {"TopKCategoricalAccuracy", kTopKKeys},  {"SparseTopKCategoricalAccuracy", kSparseTopKKeys},
+    {"Precision", kThresholdedKeys},         {"Recall", kThresholdedKeys},
+    {"AUC", kAucKeys},
+};
 
 void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
   if (j.is_null()) return;
@@ -74,8 +133,10 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
   } else if (j.is_array()) {
     for (const json& e : j) metrics_from_json(e, out);
   } else if (j.is_object()) {
-    const json config = j.value("config", json::object());
-    const std::string cls = j.value("class_name", "");
+    json config;
+    const std::string cls = serialized_class(j, "metric", &config);
+    for (const MetricClass& m : kMetricClasses)
+      if (m.class_name == cls) internal::expect_only_keys(config, {m.keys, kMetricKeys}, cls, "training_config");
     const std::string name = config.value("name", "");
     if (cls == "MeanMetricWrapper") out->push_back(metric_named(config.value("fn", name), name));
     else if (cls == "SparseCategoricalAccuracy") out->push_back(SparseCategoricalAccuracy(name));
@@ -93,15 +154,9 @@ void metrics_from_json(const json& j, std::vector<MetricHandle>* out) {
       out->push_back(metrics::SparseTopKCategoricalAccuracy(config.value("k", 5),
                                                             or_default(name, "sparse_top_k_categorical_accuracy")));
     else if (cls == "Precision" || cls == "Recall") {
-      for (const char* key : {"top_k", "class_id"}) require_default(cls, config, key, json());
       if (cls == "Precision") out->push_back(metrics::Precision(thresholds_of(cls, config), or_default(name, "precision")));
       else out->push_back(metrics::Recall(thresholds_of(cls, config), or_default(name, "recall")));
     } else if (cls == "AUC") {
-      require_default(cls, config, "summation_method", "interpolation");
-      require_default(cls, config, "multi_label", false);
-      require_default(cls, config, "from_logits", false);
-      require_default(cls, config, "label_weights", json());
-      // Keras writes its inner thresholds too; Kiln rebuilds the evenly spaced ones.
       out->push_back(metrics::AUC({.num_thresholds = config.value("num_thresholds", 200),
                                    .curve = config.value("curve", "ROC"),
                                    .name = or_default(name, "auc")}));
@@ -198,6 +253,7 @@ CompileOptions compile_options_from_training_config(const std::string& text) {
   if (!j.is_object() || !j.contains("loss") || !j.contains("optimizer_config"))
     KILN_THROW(ConfigError, "[training_config] expected an object with loss and optimizer_config, received ",
                j.dump().substr(0, 200), ".");
+  internal::expect_only_keys(j, {kTrainingConfigKeys}, "training_config", "training_config");
   CompileOptions options;
   // A multi-output model's loss is a list or a dict by output name (Keras 2 writes what compile received).
   const json& loss = j["loss"];
@@ -217,8 +273,9 @@ CompileOptions compile_options_from_training_config(const std::string& text) {
   const json& opt = j["optimizer_config"];
   if (!opt.is_object() || !opt.contains("class_name"))
     KILN_THROW(ConfigError, "[training_config] optimizer_config lacks class_name: ", opt.dump().substr(0, 200), ".");
-  options.optimizer = optimizer_from_config(opt["class_name"].get<std::string>(),
-                                            opt.value("config", json::object()).dump());
+  json opt_config;
+  const std::string opt_class = serialized_class(opt, "optimizer", &opt_config);
+  options.optimizer = optimizer_from_config(opt_class, opt_config.dump());
   return options;
   });
 }

@@ -185,7 +185,10 @@ TEST(MetricNamesTest, TrainingConfigsNameMetricsByClassWithOptions) {
   EXPECT_EQ(options.metrics[4]->name(), "top2");
   KILN_EXPECT_ERROR(compile_options_from_training_config(R"({"loss": "mse", "optimizer_config": {"class_name": "SGD"},
       "metrics": [{"class_name": "Precision", "config": {"thresholds": [0.3, 0.6], "top_k": 2}}]})"),
-                    ConfigError, "Precision with top_k=2: Kiln does not implement it");
+                    ConfigError, "config key 'top_k' = 2 is not supported: Precision loads with top_k=null only");
+  KILN_EXPECT_ERROR(compile_options_from_training_config(R"({"loss": "mse", "optimizer_config": {"class_name": "SGD"},
+      "metrics": [{"class_name": "BinaryAccuracy", "config": {"treshold": 0.7}}]})"),
+                    ConfigError, "BinaryAccuracy config has an unexpected key 'treshold'");
 }
 
 TEST(ConfusionMetricsTest, PrecisionAndRecallAtSeveralThresholdsGiveOneValuePerThreshold) {

@@ -11,11 +11,15 @@
 #include <functional>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
+#include "kiln/core/crc32c.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
 #include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"
 #include "tests/io/isolated.h"
+#include "tests/io/python_check.h"
 #include "tests/keras/saving/saving_testing.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -123,6 +127,22 @@ TEST_F(CorruptionTest, DirectoryChecksumAndMissingFilesAreNamed) {
   KILN_EXPECT_ERROR(load_model(dir_.file("nowhere")), IOError, "does not exist");
 }
 
+// `text` with the first `from` at or after `after` replaced by `to` (which must be found).
+std::string replaced(std::string text, const std::string& from, const std::string& to, size_t after = 0) {
+  const size_t at = text.find(from, after);
+  EXPECT_NE(at, std::string::npos) << from;
+  return at == std::string::npos ? text : text.replace(at, from.size(), to);
+}
+
+// model.json with its own checksum recomputed, as a hand edit (or a Kiln bug) would leave it.
+std::string with_recomputed_crc(const std::string& toc_text) {
+  nlohmann::json toc = nlohmann::json::parse(toc_text);
+  toc.erase("crc32c");
+  const std::string compact = toc.dump();
+  toc["crc32c"] = crc32c(compact.data(), compact.size());
+  return toc.dump(2);
+}
+
 // model.json's file entries name files inside the directory: a path leaving it is never opened.
 TEST_F(CorruptionTest, AModelJsonFileEntryThatLeavesTheDirectoryIsRejected) {
   model_->save(dir_.file("d"));
@@ -132,13 +152,13 @@ TEST_F(CorruptionTest, AModelJsonFileEntryThatLeavesTheDirectoryIsRejected) {
     const std::string from = "\"file\": \"weights.safetensors\"";
     ASSERT_NE(edited.find(from), std::string::npos) << toc;
     edited.replace(edited.find(from), from.size(), "\"file\": \"" + evil + "\"");
-    write_bytes(dir_.file("d/model.json"), edited);
+    write_bytes(dir_.file("d/model.json"), with_recomputed_crc(edited));  // as a hand edit would
     KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "lists '" + evil + "' as its 'weights' file, which is not");
   }
   std::string typed = toc;
   const std::string entry = "\"file\": \"weights.safetensors\"";
   typed.replace(typed.find(entry), entry.size(), "\"file\": 7");
-  write_bytes(dir_.file("d/model.json"), typed);
+  write_bytes(dir_.file("d/model.json"), with_recomputed_crc(typed));
   KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "has no valid 'weights' entry");
 }
 
@@ -172,6 +192,93 @@ TEST_F(CorruptionTest, TruncatedFilesAreIOErrors) {
   }
   KILN_EXPECT_ERROR(load_model(dir_.file("m.h5")), IOError, dir_.file("m.h5"));
   KILN_EXPECT_ERROR(Checkpoint(*model_).read(dir_.file("c.kckpt")), IOError, dir_.file("c.kckpt"));
+}
+
+// ---- Issue 33: the damaged files that once loaded silently as another training setup ------
+
+// "training_config" flipped to "trainilg_config": the model once loaded uncompiled, its Adam
+// state dropped though model.json listed it.
+TEST_F(CorruptionTest, AFlippedModelJsonKeyIsNamed) {
+  model_->save(dir_.file("d"));
+  const std::string toc = io::read_file(dir_.file("d/model.json"));
+  write_bytes(dir_.file("d/model.json"), replaced(toc, "\"training_config\"", "\"trainilg_config\""));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "model.json] has an unknown key 'trainilg_config'");
+  KILN_EXPECT_ERROR(load_model(dir_.file("d"), {.compile = false}), IOError, "unknown key 'trainilg_config'");
+  // A key model.json needs, gone (with the checksum fixed up, as a hand edit would leave it).
+  nlohmann::json no_weights = nlohmann::json::parse(toc);
+  no_weights.erase("weights");
+  write_bytes(dir_.file("d/model.json"), with_recomputed_crc(no_weights.dump()));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "model.json] lacks the key 'weights'");
+}
+
+// One bit of the loss's "config" key ("Config"): the loss once loaded with from_logits false.
+// The checksum of model.json catches it; with the checksum fixed up (a hand edit), or in a
+// directory of an earlier Kiln (version 2, no checksum), the strict loss reader names the key.
+TEST_F(CorruptionTest, AFlippedLossConfigKeyIsNamedNotDefaulted) {
+  model_->save(dir_.file("d"));
+  const std::string toc = io::read_file(dir_.file("d/model.json"));
+  const std::string flipped = replaced(toc, "\"config\"", "\"Config\"", toc.find("\"loss\""));
+  write_bytes(dir_.file("d/model.json"), flipped);
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError,
+                    "model.json] does not match the CRC-32C of its content that it records (crc32c)");
+  write_bytes(dir_.file("d/model.json"), with_recomputed_crc(flipped));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "serialized loss config has an unexpected key 'Config'");
+  nlohmann::json v2 = nlohmann::json::parse(flipped);
+  v2.erase("crc32c");
+  v2["version"] = 2;
+  write_bytes(dir_.file("d/model.json"), v2.dump(2));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "unexpected key 'Config'");
+  // Undamaged, that version-2 directory loads as before (its loss from_logits as saved).
+  v2 = nlohmann::json::parse(toc);
+  v2.erase("crc32c");
+  v2["version"] = 2;
+  write_bytes(dir_.file("d/model.json"), v2.dump(2));
+  std::unique_ptr<Model> loaded = load_model(dir_.file("d"));
+  EXPECT_EQ(nlohmann::json::parse(loaded->compile_options().loss->get_config())["from_logits"], true);
+  v2["version"] = 4;
+  write_bytes(dir_.file("d/model.json"), v2.dump(2));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "has version 4; this Kiln reads versions 1 to 3");
+  // A crc32c in a directory whose version has none is an unknown key (a flipped version).
+  write_bytes(dir_.file("d/model.json"), replaced(toc, "\"version\": 3", "\"version\": 2"));
+  KILN_EXPECT_ERROR(load_model(dir_.file("d")), IOError, "unknown key 'crc32c'");
+}
+
+// The recipe docs/saving.md gives for model.json's checksum: Python's json module writes the
+// compact text whose CRC-32C the file records.
+TEST_F(CorruptionTest, ModelJsonChecksumIsReproducibleFromItsContent) {
+  model_->save(dir_.file("d"));
+  const char* script = R"PY(
+import json, sys
+toc = json.load(open(sys.argv[1] + '/d/model.json'))
+toc.pop('crc32c')
+text = json.dumps(toc, sort_keys=True, separators=(',', ':'), ensure_ascii=False)
+open(sys.argv[1] + '/compact.json', 'w', encoding='utf-8').write(text)
+)PY";
+  ASSERT_EQ(io::testing::run_python(dir_.file("compact.py"), script, dir_.path().string()), 0);
+  const std::string compact = io::read_file(dir_.file("compact.json"));
+  EXPECT_EQ(nlohmann::json::parse(io::read_file(dir_.file("d/model.json")))["crc32c"].get<uint32_t>(),
+            crc32c(compact.data(), compact.size()));
+}
+
+// Flips in the object header of /optimizer_weights: libhdf5 cannot open the group, which the
+// HDF5 wrapper once answered as "no such group", loading a fresh optimizer without a word.
+TEST_F(CorruptionTest, ADamagedOptimizerWeightsHeaderIsAnErrorNotAFreshOptimizer) {
+  model_->save(dir_.file("m.h5"));
+  const std::string good = io::read_file(dir_.file("m.h5"));
+  // The group's links (compact storage, in its own header) hold the optimizer's dataset
+  // names; its header begins at the last "OHDR" signature before them.
+  const size_t link = good.find("Adam/iter:0");
+  ASSERT_NE(link, std::string::npos);
+  const size_t header = good.rfind("OHDR", link);
+  ASSERT_NE(header, std::string::npos);
+  for (const size_t at : {link, header + 5}) {
+    std::string bytes = good;
+    bytes[at] ^= 0x04;
+    write_bytes(dir_.file("m.h5"), bytes);
+    KILN_EXPECT_ERROR(load_model(dir_.file("m.h5")), IOError, "m.h5:/optimizer_weights] is listed but cannot be read");
+    // Without the optimizer, the group is not read at all and the model loads.
+    EXPECT_FALSE(load_model(dir_.file("m.h5"), {.compile = false})->is_compiled());
+  }
 }
 
 // Flips 1-8 bytes and/or truncates, `iterations` times, and loads each result.

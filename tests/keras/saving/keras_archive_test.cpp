@@ -465,6 +465,20 @@ TEST_F(KerasArchiveTest, ConfigsKilnCannotHonorNameLayerKeyAndKerasVersion) {
   });
   KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "layer 'dense_1' (Dense) has kernel_regularizer=");
   saved_mlp();
+  // A key no Keras release writes for the class is an error even at a neutral value (a damaged
+  // key name must not pass for a default); so is one in the model's or compile_config's own keys.
+  edit_config([](json& j) { j["config"]["layers"][2]["config"]["unitz"] = nullptr; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "layer 'dense' (Dense): [dense] Dense config has an "
+                    "unexpected key 'unitz' (= null)");
+  saved_mlp();
+  edit_config([](json& j) { j["compile_config"]["losss"] = j["compile_config"]["loss"]; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError,
+                    "(written by Keras 3.15.0): [config.json] compile_config config has an unexpected key 'losss'");
+  EXPECT_FALSE(load_model(dir_.file("m.keras"), {.compile = false})->is_compiled());
+  saved_mlp();
+  edit_config([](json& j) { j["config"]["Layers"] = j["config"]["layers"]; });
+  KILN_EXPECT_ERROR(load_model(dir_.file("m.keras")), IOError, "Sequential config has an unexpected key 'Layers'");
+  saved_mlp();
   // A mixed policy loads (issue 16); a name no Keras has does not.
   edit_config([](json& j) { j["config"]["layers"][2]["config"]["dtype"]["config"]["name"] = "mixed_float16"; });
   EXPECT_EQ(load_model(dir_.file("m.keras"))->get_layer("dense").dtype_policy().name(), "mixed_float16");

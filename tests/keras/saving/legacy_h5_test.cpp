@@ -318,7 +318,18 @@ TEST_F(KerasLegacyH5Test, UnknownConfigKeysAreNamedWithTheKerasVersion) {
   KILN_EXPECT_ERROR(load_model(edited("\"distribution\": \"uniform\"", "\"distribution\": \"cauchy\"")), IOError,
                     "layer 'dense_1' (Dense): [initializers] VarianceScaling: unknown distribution 'cauchy'");
   KILN_EXPECT_ERROR(load_model(edited("\"seed\": null}", "\"seed\": null, \"gain\": 2.0}")), IOError,
-                    "unknown config key 'gain'");
+                    "VarianceScaling config has an unexpected key 'gain'");
+  // A key no Keras writes for the class is an error naming the file, the layer and the key, as
+  // Keras's from_config raises on it; never a default (issue 33).
+  const std::string unknown = edited("\"units\":", "\"unitz\": 3, \"units\":");
+  KILN_EXPECT_ERROR(load_model(unknown), IOError,
+                    "edited.h5] (written by Keras 2.0.8) model_config: layer 'dense_1' (Dense): [dense_1] Dense config "
+                    "has an unexpected key 'unitz' (= 3)");
+  // A key Keras writes that Kiln does not build loads at Keras's default only.
+  KILN_EXPECT_ERROR(load_model(edited("\"use_bias\": true", "\"use_bias\": true, \"lora_rank\": 4")), IOError,
+                    "layer 'dense_1' (Dense): [dense_1] config key 'lora_rank' = 4 is not supported: Dense loads with "
+                    "lora_rank=null only");
+  EXPECT_NO_THROW(load_model(edited("\"use_bias\": true", "\"use_bias\": true, \"lora_rank\": null")));
   KILN_EXPECT_ERROR(load_model(edited("\"config\": [", "\"config\": {")), IOError,
                     "(written by Keras 2.0.8) model_config is malformed: not valid JSON");
 }

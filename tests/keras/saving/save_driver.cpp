@@ -10,7 +10,8 @@
 //
 // Formats: h5, keras, h5weights, directory, safetensors, checkpoint, backup (BackupAndRestore's
 // directory, one backup per batch). Save k sets every variable to k, so a load tells which
-// save it read and that it read one save, not a mix ("loaded -1" and exit 5 for a mix).
+// save it read and that it read one save, not a mix ("loaded -1" and exit 5 for a mix, or for
+// a model loaded without its compile arguments or optimizer state, or with other ones).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 
 #include "kiln/core/error.h"
 #include "kiln/keras/keras.h"
+#include "kiln/keras/saving/training_config.h"
 
 using namespace kiln;
 using namespace kiln::keras;
@@ -100,7 +102,12 @@ int save(const std::string& format, const std::string& path, int64_t count) {
 int64_t load(const std::string& format, const std::string& path) {
   if (format == "h5" || format == "keras" || format == "directory") {
     std::unique_ptr<Model> model = load_model(path);
-    return read_mark(*model, model->is_compiled() && model->optimizer()->slots_created());
+    // The training setup comes back too: compiled as saved (the loss's from_logits, the
+    // optimizer's config) with its state. A model without them is another model: a mix.
+    if (!model->is_compiled() || !model->optimizer()->slots_created() ||
+        training_config_json(model->compile_options()) != training_config_json(make_model()->compile_options()))
+      return -1;
+    return read_mark(*model, true);
   }
   auto model = make_model();
   if (format == "safetensors" || format == "h5weights") {
