@@ -18,6 +18,8 @@ packages=(
   libprotobuf-dev protobuf-compiler              # TensorBoard event files (Event/Summary protos)
   zlib1g-dev                                     # gzip IDX, checksums
   libturbojpeg0-dev libspng-dev                  # image codecs (data::decode_jpeg, decode_png)
+  libpng-dev                                     # the PNG tests' reference decoder, libpng driven as TF
+                                                 # drives it: build.sh builds the tests too
   libopenmpi-dev openmpi-bin                     # multi-worker strategy
   python3-h5py python3-numpy                     # Keras-layout checks of the .h5 files Kiln writes
   python3-protobuf                               # the independent reader of Kiln's event files
@@ -25,7 +27,7 @@ packages=(
 # Used by tests only (chromium is large): the demo does not pay for them.
 test_packages=(
   chromium                                       # opens `kiln report`'s page headless (tests/tools/kiln)
-  python3-pil libpng-dev                         # the image decoder tests compare with PIL, and with libpng as TF drives it
+  python3-pil                                    # the image decoder tests compare with PIL
 )
 case "${1:-}" in
   --test) packages+=("${test_packages[@]}") ;;
