@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -93,17 +94,24 @@ struct MaxWindows {
 
   // Per channel, the window's first maximum (NaN counts as the maximum, like the reference's
   // `beats`): its value in `b`, its tap in `which`. Branch-free, so the channel loops vectorize.
+  // `which` null: only the values.
   template <typename T>
   KILN_NO_UNROLL_AND_JAM void first_max(const Storage<T>* xn, const int64_t* tap_at, int32_t taps, float* b,
                                         int32_t* which) const {
     const Storage<T>* x0 = xn + tap_at[0];
 #pragma omp simd
-    for (int64_t c = 0; c < c_count; ++c) {
-      b[c] = load<T>(x0[c]);
-      which[c] = 0;
-    }
+    for (int64_t c = 0; c < c_count; ++c) b[c] = load<T>(x0[c]);
+    if (which != nullptr) std::fill(which, which + c_count, 0);
     for (int32_t t = 1; t < taps; ++t) {
       const Storage<T>* xt = xn + tap_at[t];
+      if (which == nullptr) {
+#pragma omp simd
+        for (int64_t c = 0; c < c_count; ++c) {
+          const float v = load<T>(xt[c]);
+          b[c] = b[c] < v || (v != v && b[c] == b[c]) ? v : b[c];
+        }
+        continue;
+      }
 #pragma omp simd
       for (int64_t c = 0; c < c_count; ++c) {
         const float v = load<T>(xt[c]);
@@ -191,8 +199,18 @@ KILN_NO_UNROLL_AND_JAM void max_pool_16bit(const T* x_t, T* y_t, const Shape& xs
       for (int64_t oh = 0; oh < g.oh_count; ++oh)
         for (int64_t ow = 0; ow < g.ow_count; ++ow) {
           const int32_t taps = g.taps(oh, ow, tap_at.data());
-          g.first_max<T>(xn, tap_at.data(), taps, b, which);
           S* yo = y + ((n * g.oh_count + oh) * g.ow_count + ow) * g.c_count;
+          if constexpr (std::is_same_v<T, BF16>) {  // an f32 holding a bf16: its top half
+            g.first_max<T>(xn, tap_at.data(), taps, b, nullptr);
+#pragma omp simd
+            for (int64_t c = 0; c < g.c_count; ++c) {
+              uint32_t u;
+              std::memcpy(&u, &b[c], 4);
+              yo[c] = static_cast<S>((u >> 16) | ((u & 0x7fffffffu) > 0x7f800000u ? kQuiet : 0));
+            }
+            continue;
+          }
+          g.first_max<T>(xn, tap_at.data(), taps, b, which);
           for (int32_t t = 0; t < taps; ++t) {  // the chosen tap's bits, by masks (see max_pool_grad)
             const S* xt = xn + tap_at[static_cast<size_t>(t)];
             for (int64_t c = 0; c < g.c_count; ++c)
