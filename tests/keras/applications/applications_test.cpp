@@ -6,12 +6,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 
 #include "kiln/keras/layers/layer.h"
 #include "tests/testing/expect_error.h"
+#include "tests/testing/raw_tensor_file.h"
 
 namespace kiln::keras::applications {
 namespace {
@@ -127,6 +129,29 @@ TEST(ApplicationsTest, DecodePredictionsNamesTheBestClassesFromKerasClassIndex) 
   KILN_EXPECT_ERROR(decode_predictions(HostTensor(Shape(DType::kF32, {1, 5})), index.string()), ValueError, "names 3 classes");
   KILN_EXPECT_ERROR(decode_predictions(preds, "/nonexistent/index.json"), IOError, "cannot open");
   std::filesystem::remove(index);
+}
+
+// Keras's weight files load into the builders: make_applications_fixtures.py writes random
+// weights for MobileNetV2 and ResNet50 (32 x 32 inputs, 10 classes) in the layout of Keras's
+// official files, with the predictions of its own float64 numpy forward pass.
+TEST(ApplicationsTest, KerasWeightFilesLoadAndPredictAsNumpyComputes) {
+  const char* dir = std::getenv("KILN_APPLICATIONS_FIXTURES");
+  ASSERT_NE(dir, nullptr) << "run under ctest (the fixture generator sets KILN_APPLICATIONS_FIXTURES)";
+  for (const std::string name : {"mobilenet_v2", "resnet50"}) {
+    SCOPED_TRACE(name);
+    const std::string base = std::string(dir) + "/" + name;
+    Functional model = name == "resnet50"
+                           ? ResNet50({.weights = base + ".h5", .input_shape = {32, 32, 3}, .classes = 10})
+                           : MobileNetV2({.input_shape = {32, 32, 3}, .weights = base + ".h5", .classes = 10});
+    const HostTensor x = testing::read_raw_tensor(base + ".x.bin", {2, 32, 32, 3});
+    const std::vector<float> want = testing::read_raw_tensor(base + ".y.bin", {2, 10}).to_vector<float>();
+    const std::vector<float> got = model.predict(x).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "output " << i;
+  }
+  // A file of another architecture is an error naming it, not a silent partial load.
+  KILN_EXPECT_ERROR(MobileNetV2({.input_shape = {32, 32, 3}, .weights = std::string(dir) + "/resnet50.h5", .classes = 10}),
+                    Error, "resnet50.h5");
 }
 
 }  // namespace
