@@ -265,15 +265,17 @@ class StageEmitter {
   Type* int_vec(unsigned bits, int w) { return vec(Type::getIntNTy(b_.getContext(), bits), w); }
 
   // half.h's f32_to_bf16_bits: NaN keeps its top payload, quieted; else round to nearest even.
+  // The choice is made on the 32-bit words and shifted once, and NaN is one unordered compare:
+  // two instructions fewer per vector than testing the bits, for the same 16 bits.
   Value* bf16_bits(Value* f) {
     const int w = width_of(f);
     auto u32 = [&](uint32_t x) { return llvm::ConstantInt::get(int_vec(32, w), x); };
     Value* u = b_.CreateBitCast(f, int_vec(32, w));
-    Value* nan = b_.CreateICmpUGT(b_.CreateAnd(u, u32(0x7fffffffu)), u32(0x7f800000u));
-    Value* quiet = b_.CreateOr(b_.CreateLShr(u, u32(16)), u32(0x40u));
+    Value* nan = b_.CreateFCmpUNO(f, f);
+    Value* quiet = b_.CreateOr(u, u32(0x00400000u));  // after the shift: | 0x40
     Value* lsb = b_.CreateAnd(b_.CreateLShr(u, u32(16)), u32(1));
-    Value* rounded = b_.CreateLShr(b_.CreateAdd(u, b_.CreateAdd(u32(0x7fffu), lsb)), u32(16));
-    return b_.CreateTrunc(b_.CreateSelect(nan, quiet, rounded), int_vec(16, w));
+    Value* rounded = b_.CreateAdd(u, b_.CreateAdd(lsb, u32(0x7fffu)));
+    return b_.CreateTrunc(b_.CreateLShr(b_.CreateSelect(nan, quiet, rounded), u32(16)), int_vec(16, w));
   }
   Value* bf16_to_float(Value* bits) {
     const int w = width_of(bits);
