@@ -180,7 +180,7 @@ int eval(const Args& args, std::ostream& out) {
   const bool npy = args.has("--x") || args.has("--y");
   const int sources = int(args.has("--mnist")) + int(npy) + int(args.has("--image-folder"));
   if (sources != 1 || (npy && !(args.has("--x") && args.has("--y"))))
-    KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, as --x x.npy --y y.npy (both), or as "
+    KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, or as --x x.npy --y y.npy (both), or as "
                "--image-folder dir.");
   const int64_t batch_size = args.get_positive("--batch-size", 32);
   std::unique_ptr<keras::Model> model = keras::load_model(path);
