@@ -109,6 +109,9 @@ TEST_F(IndexDirectoryTest, FollowLinksEntersLinkedFolders) {
   std::filesystem::create_directory_symlink(dir_.path() / "cat" / "nested", dir_.path() / "dog" / "link");
   EXPECT_EQ(index_directory(root_, "inferred", formats_, {"dog"}, false, 0, false).file_paths.size(), 1u);
   EXPECT_EQ(index_directory(root_, "inferred", formats_, {"dog"}, false, 0, true).file_paths.size(), 3u);
+  // A link back to its own folder: each folder is entered once (os.walk would never end).
+  std::filesystem::create_directory_symlink(dir_.path() / "dog", dir_.path() / "dog" / "loop");
+  EXPECT_EQ(index_directory(root_, "inferred", formats_, {"dog"}, false, 0, true).file_paths.size(), 3u);
 }
 
 TEST(DatasetUtilsTest, SplitGivesTheLastIntFractionToValidation) {

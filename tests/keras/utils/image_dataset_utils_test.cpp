@@ -124,6 +124,18 @@ TEST_F(ImageDatasetTest, SubsetsHoldKerasCountsAfterTheSeededShuffle) {
   };
   check(train);
   check(val);
+  // The validation half is read in file order every epoch (Keras: shuffle=False there).
+  const std::map<int, std::string> file_of = {{10, "one.png"}, {30, "three.jpg"}, {20, "two.PNG"},
+                                              {40, "four.png"}, {50, "five.JPEG"}};
+  for (uint64_t epoch : {0, 1}) {
+    std::vector<std::string> order;
+    data::Iterator it = val.iterator(epoch);
+    while (auto batch = it.next())
+      for (int64_t i = 0; i < (*batch)[0].dims()[0]; ++i)
+        order.push_back(file_of.at(image_value((*batch)[0].slice_rows(i, i + 1))));
+    ASSERT_EQ(order.size(), val.file_paths.size());
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(fs::path(val.file_paths[i]).filename().string(), order[i]);
+  }
 
   // "training" and "validation" alone give the same files as "both".
   EXPECT_EQ(image_dataset_from_directory(root_, options({.seed = 7, .validation_split = 0.4, .subset = "training"}))
