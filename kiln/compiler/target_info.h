@@ -1,6 +1,6 @@
 // TargetInfo: what a backend tells the compiler (which ops it runs, which fusions it wants,
 // how much memory it has). The compiler talks to backends only through this interface, so
-// compiler/ never includes runtime/ (STYLE.md 1.3, edit 1).
+// compiler/ never includes runtime/ (docs/style.md 1.3, edit 1).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,4 @@
-// KILN_THROW for user errors and KILN_CHECK for Kiln's own invariants (STYLE.md 2.4-2.5).
+// KILN_THROW for user errors and KILN_CHECK for Kiln's own invariants (docs/style.md 2.4-2.5).
 #pragma once
 
 #include <string>

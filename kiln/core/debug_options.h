@@ -60,7 +60,7 @@ struct DebugOptions {
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();
-  /// from_env() evaluated once per process (the environment is read once, per STYLE.md 2.7).
+  /// from_env() evaluated once per process (the environment is read once, per docs/style.md 2.7).
   static const DebugOptions& global();
 };
 

@@ -43,7 +43,7 @@ StrategyScope::~StrategyScope() { t_scopes.pop_back(); }
 
 std::shared_ptr<Strategy> current_strategy() {
   if (!t_scopes.empty()) return t_scopes.back();
-  // The process's default strategy: the one explicit default STYLE.md 2.7 allows.
+  // The process's default strategy: the one explicit default docs/style.md 2.7 allows.
   static const std::shared_ptr<Strategy> fallback = std::make_shared<DefaultStrategy>();
   return fallback;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "kiln/keras/activations.h"
+#include "kiln/keras/applications/applications.h"
 #include "kiln/keras/callbacks/backup_and_restore.h"
 #include "kiln/keras/callbacks/callback.h"
 #include "kiln/keras/callbacks/csv_logger.h"

@@ -3,7 +3,7 @@
 // replica, bound to the strategy's collectives, and runs it on that replica's copies of the
 // variables; trace::all_reduce emits the collective only there. MirrorScope makes new
 // Variables mirrored (one copy per local replica). Both are thread_local RAII stacks, the
-// kind of process state STYLE.md 2.7 allows.
+// kind of process state docs/style.md 2.7 allows.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,5 @@
 // KILN_EXPECT_ERROR: asserts that a statement throws a given kiln::Error subclass whose
-// message contains a substring (STYLE.md 2.14: type and message, always both).
+// message contains a substring (docs/style.md 2.14: type and message, always both).
 #pragma once
 
 #include <gtest/gtest.h>

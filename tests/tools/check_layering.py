@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks STYLE.md 1.3 on the includes of kiln/ and tests/ and prints each violation as
+"""Checks docs/style.md 1.3 on the includes of kiln/ and tests/ and prints each violation as
 file:line; exits 1 if there is any. Rules:
   1. `#include "kiln/<layer>/..."` and `#include <kiln/<layer>/...>` follow the layer table;
      runtime/cpu and runtime/cuda never include each other.

@@ -47,6 +47,7 @@ class StageBuilder {
       st.results.push_back(r);
     }
     known_.erase(&st);
+    drop_roundings_before_stores(st);
     allocate_registers(st);
     p_.stages.push_back(std::move(st));
     *stage_index = static_cast<int>(p_.stages.size()) - 1;
@@ -397,6 +398,40 @@ class StageBuilder {
         return false;
       default:
         return false;
+    }
+  }
+
+  // Storing a value to its dtype rounds it as a rounding op does (to nearest even, NaN
+  // quieted), and rounding twice gives the bits of rounding once: a rounding that only feeds
+  // stores of its own dtype is dropped, and the stores round the unrounded value. A bf16
+  // loop then rounds each result once instead of twice (a relu gradient: a third fewer
+  // instructions).
+  static void drop_roundings_before_stores(LoopStage& st) {
+    auto stored_dtype = [](LoopOp op) -> std::optional<DType> {
+      if (op == LoopOp::kRoundBF16) return DType::kBF16;
+      if (op == LoopOp::kRoundF16) return DType::kF16;
+      if (op == LoopOp::kRoundF32) return DType::kF32;
+      return std::nullopt;
+    };
+    std::vector<int> readers(static_cast<size_t>(st.num_registers), 0);
+    for (const LoopInstr& in : st.code) {
+      const int ops[3] = {in.a, in.b, in.c};
+      for (int k = 0; k < loop_operand_count(in); ++k) ++readers[static_cast<size_t>(ops[k])];
+    }
+    for (size_t i = st.code.size(); i-- > 0;) {
+      const LoopInstr& in = st.code[i];
+      const std::optional<DType> dtype = stored_dtype(in.op);
+      if (!dtype || readers[static_cast<size_t>(in.dst)] != 0) continue;
+      bool only_stores = false;
+      for (const LoopResult& r : st.results) {
+        if (r.reg != in.dst) continue;
+        only_stores = r.dtype == *dtype;
+        if (!only_stores) break;
+      }
+      if (!only_stores) continue;
+      for (LoopResult& r : st.results)
+        if (r.reg == in.dst) r.reg = in.a;
+      st.code.erase(st.code.begin() + static_cast<std::ptrdiff_t>(i));
     }
   }
 

@@ -1,4 +1,5 @@
-// oneDNN pooling adapter and the first-max gradient loop. Shape legend: x (N, H, W, C),
+// oneDNN pooling adapter, and the first-max loops: the max gradient, and the 16-bit max pool where
+// oneDNN has no 16-bit pooling. Shape legend: x (N, H, W, C),
 // y and dy (N, OH, OW, C); the window covers (1, KH, KW, 1) with strides (1, SH, SW, 1).
 #include "kiln/runtime/cpu/onednn_pooling.h"
 
@@ -6,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -61,66 +63,99 @@ float load(Storage<T> v) {
   else return f16_bits_to_f32(v);
 }
 
-template <typename T>
 #if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("no-loop-unroll-and-jam")))
+#define KILN_NO_UNROLL_AND_JAM __attribute__((optimize("no-loop-unroll-and-jam")))
+#else
+#define KILN_NO_UNROLL_AND_JAM
 #endif
-void max_pool_grad(const T* x_t, const T* dy_t, T* dx_t, const Shape& xs, const Shape& ys, const ir::Window& w) {
+
+// The geometry both max loops walk: x (N, H, W, C), y (N, OH, OW, C), the window's taps.
+struct MaxWindows {
+  int64_t n_count, h, wd, c_count, oh_count, ow_count, kh_count, kw_count, sh, sw, ph, pw;
+  MaxWindows(const Shape& xs, const Shape& ys, const ir::Window& w)
+      : n_count(xs.dims()[0]), h(xs.dims()[1]), wd(xs.dims()[2]), c_count(xs.dims()[3]), oh_count(ys.dims()[1]),
+        ow_count(ys.dims()[2]), kh_count(w.size[1]), kw_count(w.size[2]), sh(w.strides[1]), sw(w.strides[2]),
+        ph(w.padding_low[1]), pw(w.padding_low[2]) {}
+
+  // Window (oh, ow)'s unpadded positions, row-major, as element offsets in an image; returns
+  // how many (at least one: is_spatial_pooling).
+  int32_t taps(int64_t oh, int64_t ow, int64_t* tap_at) const {
+    int32_t taps = 0;
+    for (int64_t kh = 0; kh < kh_count; ++kh) {
+      const int64_t ih = oh * sh - ph + kh;
+      if (ih < 0 || ih >= h) continue;
+      for (int64_t kw = 0; kw < kw_count; ++kw) {
+        const int64_t iw = ow * sw - pw + kw;
+        if (iw >= 0 && iw < wd) tap_at[taps++] = (ih * wd + iw) * c_count;
+      }
+    }
+    return taps;
+  }
+
+  // Per channel, the window's first maximum (NaN counts as the maximum, like the reference's
+  // `beats`): its value in `b`, its tap in `which`. Branch-free, so the channel loops vectorize.
+  // `which` null: only the values.
+  template <typename T>
+  KILN_NO_UNROLL_AND_JAM void first_max(const Storage<T>* xn, const int64_t* tap_at, int32_t taps, float* b,
+                                        int32_t* which) const {
+    const Storage<T>* x0 = xn + tap_at[0];
+#pragma omp simd
+    for (int64_t c = 0; c < c_count; ++c) b[c] = load<T>(x0[c]);
+    if (which != nullptr) std::fill(which, which + c_count, 0);
+    for (int32_t t = 1; t < taps; ++t) {
+      const Storage<T>* xt = xn + tap_at[t];
+      if (which == nullptr) {
+#pragma omp simd
+        for (int64_t c = 0; c < c_count; ++c) {
+          const float v = load<T>(xt[c]);
+          b[c] = b[c] < v || (v != v && b[c] == b[c]) ? v : b[c];
+        }
+        continue;
+      }
+#pragma omp simd
+      for (int64_t c = 0; c < c_count; ++c) {
+        const float v = load<T>(xt[c]);
+        const bool take = b[c] < v || (v != v && b[c] == b[c]);
+        b[c] = take ? v : b[c];
+        which[c] = take ? t : which[c];
+      }
+    }
+  }
+};
+
+template <typename T>
+KILN_NO_UNROLL_AND_JAM void max_pool_grad(const T* x_t, const T* dy_t, T* dx_t, const Shape& xs, const Shape& ys,
+                                          const ir::Window& w) {
   using S = Storage<T>;  // zero is all bits clear in every T
   const S* x = reinterpret_cast<const S*>(x_t);
   const S* dy = reinterpret_cast<const S*>(dy_t);
   S* dx = reinterpret_cast<S*>(dx_t);
-  const int64_t n_count = xs.dims()[0], h = xs.dims()[1], wd = xs.dims()[2], c_count = xs.dims()[3];
-  const int64_t oh_count = ys.dims()[1], ow_count = ys.dims()[2];
-  const int64_t kh_count = w.size[1], kw_count = w.size[2];
-  const int64_t sh = w.strides[1], sw = w.strides[2], ph = w.padding_low[1], pw = w.padding_low[2];
-  const bool overlap = kh_count > sh || kw_count > sw;
+  const MaxWindows g(xs, ys, w);
+  const int64_t h = g.h, wd = g.wd, c_count = g.c_count, oh_count = g.oh_count, ow_count = g.ow_count;
+  const bool overlap = g.kh_count > g.sh || g.kw_count > g.sw;
   // Every x element lies in exactly one window: nothing is left to zero.
-  const bool covered = kh_count == sh && kw_count == sw && ph == 0 && pw == 0 && oh_count * sh == h &&
-                       ow_count * sw == wd;
-#pragma omp parallel if (n_count > 1)
+  const bool covered = g.kh_count == g.sh && g.kw_count == g.sw && g.ph == 0 && g.pw == 0 && oh_count * g.sh == h &&
+                       ow_count * g.sw == wd;
+#pragma omp parallel if (g.n_count > 1)
   {
     std::vector<float> best(static_cast<size_t>(c_count));
     std::vector<int32_t> tap(static_cast<size_t>(c_count));
-    std::vector<int64_t> tap_at(static_cast<size_t>(kh_count * kw_count));
+    std::vector<int64_t> tap_at(static_cast<size_t>(g.kh_count * g.kw_count));
     float* b = best.data();
     int32_t* which = tap.data();
 #pragma omp for schedule(static)
-    for (int64_t n = 0; n < n_count; ++n) {
+    for (int64_t n = 0; n < g.n_count; ++n) {
       const S* xn = x + n * h * wd * c_count;
       S* dxn = dx + n * h * wd * c_count;
       if (!covered) std::fill(dxn, dxn + h * wd * c_count, S(0));
       for (int64_t oh = 0; oh < oh_count; ++oh)
         for (int64_t ow = 0; ow < ow_count; ++ow) {
-          int32_t taps = 0;  // the window's unpadded positions, row-major; at least one (see create)
-          for (int64_t kh = 0; kh < kh_count; ++kh) {
-            const int64_t ih = oh * sh - ph + kh;
-            if (ih < 0 || ih >= h) continue;
-            for (int64_t kw = 0; kw < kw_count; ++kw) {
-              const int64_t iw = ow * sw - pw + kw;
-              if (iw >= 0 && iw < wd) tap_at[static_cast<size_t>(taps++)] = (ih * wd + iw) * c_count;
-            }
-          }
-          const S* x0 = xn + tap_at[0];
-#pragma omp simd
-          for (int64_t c = 0; c < c_count; ++c) {
-            b[c] = load<T>(x0[c]);
-            which[c] = 0;
-          }
-          for (int32_t t = 1; t < taps; ++t) {
-            const S* xt = xn + tap_at[static_cast<size_t>(t)];
-#pragma omp simd
-            for (int64_t c = 0; c < c_count; ++c) {
-              const float v = load<T>(xt[c]);
-              const bool take = b[c] < v || (v != v && b[c] == b[c]);
-              b[c] = take ? v : b[c];
-              which[c] = take ? t : which[c];
-            }
-          }
-          const S* g = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
+          const int32_t taps = g.taps(oh, ow, tap_at.data());
+          g.first_max<T>(xn, tap_at.data(), taps, b, which);
+          const S* gy = dy + ((n * oh_count + oh) * ow_count + ow) * c_count;
           if constexpr (std::is_same_v<T, float>) {
             if (overlap) {
-              for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += g[c];
+              for (int64_t c = 0; c < c_count; ++c) dxn[tap_at[static_cast<size_t>(which[c])] + c] += gy[c];
               continue;
             }
           }
@@ -128,11 +163,61 @@ void max_pool_grad(const T* x_t, const T* dy_t, T* dx_t, const Shape& xs, const 
             S* d = dxn + tap_at[static_cast<size_t>(t)];
             if constexpr (std::is_same_v<S, float>) {
 #pragma omp simd
-              for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? g[c] : 0.0f;
+              for (int64_t c = 0; c < c_count; ++c) d[c] = which[c] == t ? gy[c] : 0.0f;
             } else {  // a mask, not a select: GCC 12 vectorizes no 32-bit test choosing 16-bit values
-              for (int64_t c = 0; c < c_count; ++c) d[c] = g[c] & static_cast<uint16_t>(-static_cast<int32_t>(which[c] == t));
+              for (int64_t c = 0; c < c_count; ++c) d[c] = gy[c] & static_cast<uint16_t>(-static_cast<int32_t>(which[c] == t));
             }
           }
+        }
+    }
+  }
+}
+
+// A 16-bit max pool where oneDNN has no 16-bit pooling: each y is its window's first maximum,
+// copied (a maximum is one of its inputs, so no rounding: the bits of x, a NaN quieted as
+// every 16-bit rounding quiets it), read straight from the 16-bit storage. The widened path instead widened all of x and rounded y back, a tile at
+// a time, which on the convnet's first pooling moved 3.4M elements more per step.
+template <typename T>
+KILN_NO_UNROLL_AND_JAM void max_pool_16bit(const T* x_t, T* y_t, const Shape& xs, const Shape& ys,
+                                           const ir::Window& w) {
+  using S = Storage<T>;
+  constexpr uint16_t kInf = std::is_same_v<T, BF16> ? 0x7f80 : 0x7c00;    // above it: NaN
+  constexpr uint16_t kQuiet = std::is_same_v<T, BF16> ? 0x0040 : 0x0200;  // the quiet bit
+  const S* x = reinterpret_cast<const S*>(x_t);
+  S* y = reinterpret_cast<S*>(y_t);
+  const MaxWindows g(xs, ys, w);
+#pragma omp parallel if (g.n_count > 1)
+  {
+    std::vector<float> best(static_cast<size_t>(g.c_count));
+    std::vector<int32_t> tap(static_cast<size_t>(g.c_count));
+    std::vector<int64_t> tap_at(static_cast<size_t>(g.kh_count * g.kw_count));
+    float* b = best.data();
+    int32_t* which = tap.data();
+#pragma omp for schedule(static)
+    for (int64_t n = 0; n < g.n_count; ++n) {
+      const S* xn = x + n * g.h * g.wd * g.c_count;
+      for (int64_t oh = 0; oh < g.oh_count; ++oh)
+        for (int64_t ow = 0; ow < g.ow_count; ++ow) {
+          const int32_t taps = g.taps(oh, ow, tap_at.data());
+          S* yo = y + ((n * g.oh_count + oh) * g.ow_count + ow) * g.c_count;
+          if constexpr (std::is_same_v<T, BF16>) {  // an f32 holding a bf16: its top half
+            g.first_max<T>(xn, tap_at.data(), taps, b, nullptr);
+#pragma omp simd
+            for (int64_t c = 0; c < g.c_count; ++c) {
+              uint32_t u;
+              std::memcpy(&u, &b[c], 4);
+              yo[c] = static_cast<S>((u >> 16) | ((u & 0x7fffffffu) > 0x7f800000u ? kQuiet : 0));
+            }
+            continue;
+          }
+          g.first_max<T>(xn, tap_at.data(), taps, b, which);
+          for (int32_t t = 0; t < taps; ++t) {  // the chosen tap's bits, by masks (see max_pool_grad)
+            const S* xt = xn + tap_at[static_cast<size_t>(t)];
+            for (int64_t c = 0; c < g.c_count; ++c)
+              yo[c] = static_cast<S>((t == 0 ? 0 : yo[c]) | (xt[c] & static_cast<uint16_t>(-static_cast<int32_t>(which[c] == t))));
+          }
+          for (int64_t c = 0; c < g.c_count; ++c)
+            yo[c] = static_cast<S>(yo[c] | (static_cast<uint16_t>(yo[c] & 0x7fff) > kInf ? kQuiet : 0));
         }
     }
   }
@@ -166,6 +251,8 @@ class PoolingImpl {
   // The max gradient loop; 16-bit values with overlapping windows run it in f32 on tiles of
   // `grad_tile` images.
   bool max_grad = false;
+  // A 16-bit max pool forward without oneDNN's 16-bit pooling: max_pool_16bit.
+  bool max_16bit = false;
   bool overlap = false;
   int64_t grad_tile = 0;
   // The widened paths' f32 copies (null on the others): the calls' operands and results, or
@@ -262,6 +349,11 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
     } catch (const dnnl::error&) {  // no 16-bit pooling on this CPU: f32 from 16-bit storage
     }
   }
+  if (widened && op == Opcode::kReduceWindow && kind == ReduceKind::kMax) {
+    impl->max_16bit = true;
+    impl->label = "reduce_window(max, first-max loop)";
+    return std::unique_ptr<PoolingKernel>(new PoolingKernel(std::move(impl)));
+  }
   try {
     if (t == DType::kF32) {
       impl->call = build(memory::data_type::f32, batch);
@@ -286,6 +378,11 @@ void PoolingKernel::run(const void* const* in, void* out) const {
   const int64_t batch = p.x_shape.dims()[0];
   const int64_t x_image = p.x_shape.num_elements() / std::max<int64_t>(batch, 1);
   const int64_t y_image = p.dy_shape.num_elements() / std::max<int64_t>(batch, 1);
+  if (p.max_16bit) {
+    if (t == DType::kBF16) max_pool_16bit(static_cast<const BF16*>(in[0]), static_cast<BF16*>(out), p.x_shape, p.dy_shape, p.window);
+    else max_pool_16bit(static_cast<const F16*>(in[0]), static_cast<F16*>(out), p.x_shape, p.dy_shape, p.window);
+    return;
+  }
   if (p.max_grad && (!p.overlap || t == DType::kF32)) {  // in and out in their own dtype, f32 registers
     if (t == DType::kF32)
       max_pool_grad(static_cast<const float*>(in[0]), static_cast<const float*>(in[1]), static_cast<float*>(out),

@@ -20,6 +20,7 @@
 #include "kiln/keras/saving/training_config.h"
 #include "tests/io/python_check.h"
 #include "tests/testing/expect_error.h"
+#include "tests/testing/raw_tensor_file.h"
 #include "tests/testing/temp_dir.h"
 
 namespace kiln::keras {
@@ -28,14 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// A raw little-endian C-order file of `dims` (f32 unless told).
-HostTensor read_tensor(const std::string& path, const std::vector<int64_t>& dims, DType dtype = DType::kF32) {
-  HostTensor t(Shape(dtype, dims));
-  std::ifstream in(path, std::ios::binary);
-  in.read(static_cast<char*>(t.raw_data()), t.byte_size());
-  EXPECT_TRUE(in.good()) << "cannot read " << path;
-  return t;
-}
+using testing::read_raw_tensor;
 
 // The fixtures the generator writes, by name (its FIXTURES list).
 const char* const kFixtures[] = {
@@ -69,8 +63,8 @@ class KerasLegacyH5Test : public ::testing::Test {
   // Predictions on the fixture's inputs against the generator's numpy outputs.
   void expect_predictions(Model& model, const json& fx) {
     const std::string name = fx["name"];
-    const HostTensor x = read_tensor(path(name + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
-    const HostTensor want = read_tensor(path(name + ".y.bin"), fx["y_shape"].get<std::vector<int64_t>>());
+    const HostTensor x = read_raw_tensor(path(name + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+    const HostTensor want = read_raw_tensor(path(name + ".y.bin"), fx["y_shape"].get<std::vector<int64_t>>());
     const HostTensor got = model.predict(x);
     ASSERT_EQ(got.dims(), want.dims()) << name;
     const std::vector<float> g = got.to_vector<float>(), w = want.to_vector<float>();
@@ -144,7 +138,7 @@ TEST_F(KerasLegacyH5Test, EveryFixtureLoadsPredictsAndRestoresOrSkipsOptimizerSt
 TEST_F(KerasLegacyH5Test, RestoredModelTrainsWithItsRegularizerAndConstraint) {
   const json& fx = manifest_["keras-2.1.6-bare-list-conv-adam"];
   std::unique_ptr<Model> model = load_model(path(fx["file"]));
-  const HostTensor x = read_tensor(path(fx["name"].get<std::string>() + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+  const HostTensor x = read_raw_tensor(path(fx["name"].get<std::string>() + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
   HostTensor y(Shape(DType::kF32, {3, 3}));
   auto yv = y.data<float>();
   for (size_t i = 0; i < yv.size(); ++i) yv[i] = i % 4 == 0 ? 1.0f : 0.0f;
@@ -178,8 +172,8 @@ TEST_F(KerasLegacyH5Test, NadamContinuesWithTheMomentumScheduleProduct) {
     EXPECT_EQ(dynamic_cast<const Nadam&>(*model->optimizer()).schedule_decay(),
               legacy ? std::optional<double>(0.004) : std::nullopt);
     const json& step = fx["next_step"];
-    const HostTensor x = read_tensor(path(std::string(name) + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
-    const HostTensor y = read_tensor(path(std::string(name) + ".step_y.bin"), step["y_shape"].get<std::vector<int64_t>>());
+    const HostTensor x = read_raw_tensor(path(std::string(name) + ".x.bin"), fx["x_shape"].get<std::vector<int64_t>>());
+    const HostTensor y = read_raw_tensor(path(std::string(name) + ".step_y.bin"), step["y_shape"].get<std::vector<int64_t>>());
     model->fit(x, y, {.batch_size = 3, .epochs = 1, .shuffle = false, .verbose = 0});
     const std::vector<HostTensor> weights = model->get_weights();
     ASSERT_EQ(weights.size(), 2u);
@@ -275,16 +269,16 @@ TEST_F(KerasLegacyH5Test, MultiOutputModelLoadsWithItsLossesByOutputName) {
   ASSERT_TRUE(in.good()) << "the generator wrote no " << name;
   const json fx = json::parse(in);
   const int64_t rows = fx["rows"];
-  const HostTensor x = read_tensor(path(name + ".x.bin"), {rows, fx["inputs"].get<int64_t>()});
-  const HostTensor ya = read_tensor(path(name + ".ya.bin"), {rows, fx["a_units"].get<int64_t>()});
-  const HostTensor yb = read_tensor(path(name + ".yb.bin"), {rows}, DType::kI32);
+  const HostTensor x = read_raw_tensor(path(name + ".x.bin"), {rows, fx["inputs"].get<int64_t>()});
+  const HostTensor ya = read_raw_tensor(path(name + ".ya.bin"), {rows, fx["a_units"].get<int64_t>()});
+  const HostTensor yb = read_raw_tensor(path(name + ".yb.bin"), {rows}, DType::kI32);
   std::unique_ptr<Model> model = load_model(path(name + ".h5"));
   ASSERT_TRUE(model->is_compiled());
   EXPECT_EQ(model->output_names(), (std::vector<std::string>{"a", "b"}));
   EXPECT_EQ(model->compile_options().loss_weight_by_output, (std::map<std::string, double>{{"a", 0.5}, {"b", 2.0}}));
   const std::vector<HostTensor> p = model->predict_outputs(x);
-  const HostTensor want[] = {read_tensor(path(name + ".pa.bin"), {rows, fx["a_units"].get<int64_t>()}),
-                             read_tensor(path(name + ".pb.bin"), {rows, fx["b_units"].get<int64_t>()})};
+  const HostTensor want[] = {read_raw_tensor(path(name + ".pa.bin"), {rows, fx["a_units"].get<int64_t>()}),
+                             read_raw_tensor(path(name + ".pb.bin"), {rows, fx["b_units"].get<int64_t>()})};
   for (size_t o = 0; o < 2; ++o) {
     const std::vector<float> g = p[o].to_vector<float>(), w = want[o].to_vector<float>();
     ASSERT_EQ(g.size(), w.size());

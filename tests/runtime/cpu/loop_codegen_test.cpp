@@ -370,9 +370,10 @@ TEST(LoopCodegenTest, SixteenBitLoadsAndRoundingStoresMatchTheReferenceExactly) 
 
 // A 16-bit op whose result is one of a few values its dtype holds exactly needs no rounding,
 // and a convert that leaves every possible value alone is no instruction: the Keras relu
-// gradient dy * (x > 0 + 0.5 * (x == 0)) in bf16 rounds once (its last product), not five
-// times, with the reference's bits. A sum of known values that bf16 cannot hold (256 + 3 = 259)
-// is still rounded.
+// gradient dy * (x > 0 + 0.5 * (x == 0)) in bf16 rounds once, not five times, with the
+// reference's bits: its last product, which only the store reads, is rounded by the store
+// itself (no rounding op). A sum of known values that bf16 cannot hold (256 + 3 = 259) is still
+// rounded, and a rounded value that a later op reads keeps its rounding op.
 TEST(LoopCodegenTest, KnownFewValuesSkipRoundingWithTheSameBits) {
   std::mt19937 rng(33);
   for (DType t : {DType::kBF16, DType::kF16}) {
@@ -393,6 +394,13 @@ TEST(LoopCodegenTest, KnownFewValuesSkipRoundingWithTheSameBits) {
     ASSERT_TRUE(first);
     int roundings = 0;
     for (const codegen::LoopInstr& in : first->stages.back().code)
+      roundings += in.op == codegen::LoopOp::kRoundBF16 || in.op == codegen::LoopOp::kRoundF16;
+    EXPECT_EQ(roundings, 0);
+    // dy * mask, then that (rounded) times dy: the first product is read by an op, so rounded.
+    std::optional<codegen::LoopIr> chained = codegen::LoopIr::build(*b.binary(Opcode::kMul, c->outputs()[0], dy));
+    ASSERT_TRUE(chained);
+    roundings = 0;
+    for (const codegen::LoopInstr& in : chained->stages.back().code)
       roundings += in.op == codegen::LoopOp::kRoundBF16 || in.op == codegen::LoopOp::kRoundF16;
     EXPECT_EQ(roundings, 1);
     std::vector<HostTensor> args;

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <random>
+
 #include "kiln/ir/builder.h"
 #include "kiln/ir/shape_inference.h"
 #include "tests/testing/backend_conformance.h"
@@ -84,6 +87,41 @@ TEST(OnednnPoolingTest, SixteenBitNativeAndWidenedMatchReference) {
       for (const PoolCase& c : cases())
         for (ReduceKind kind : {ReduceKind::kMax, ReduceKind::kMean})
           expect_pool_ops_match(c, kind, t, t == DType::kBF16 ? 2e-2 : 3e-3, false, debug);
+}
+
+// Where oneDNN has no 16-bit pooling (forced here), a 16-bit max pool is Kiln's first-max loop
+// on the 16-bit values themselves: the reference's bits exactly, NaNs (quieted, the first one
+// of a window winning), infinities, signed zeros and ties included.
+TEST(OnednnPoolingTest, SixteenBitMaxPoolWithoutOneDnnIsTheReferenceBitForBit) {
+  DebugOptions widened = DebugOptions::global();
+  widened.sixteen_bit_contractions = "f32";
+  std::mt19937 rng(36);
+  for (DType t : {DType::kBF16, DType::kF16}) {
+    const std::vector<uint16_t> specials =
+        t == DType::kBF16 ? std::vector<uint16_t>{0x7fc1, 0x7f81, 0xffa0, 0x7f80, 0xff80, 0x0000, 0x8000, 0x3f80, 0x0001}
+                          : std::vector<uint16_t>{0x7e01, 0x7c01, 0xfe10, 0x7c00, 0xfc00, 0x0000, 0x8000, 0x3c00, 0x0001};
+    for (const PoolCase& c : cases()) {
+      SCOPED_TRACE(str_cat(c.name, " ", name(t)));
+      const Window w = window_of(c);
+      const Shape xs(t, c.x);
+      auto m = std::make_unique<ir::Module>("pool");
+      Builder b(m->entry());
+      m->entry()->set_outputs({b.reduce_window(b.parameter(xs, "x"), ReduceKind::kMax, w)});
+      HostTensor x(xs);
+      auto* bits = static_cast<uint16_t*>(x.raw_data());
+      for (int64_t i = 0; i < xs.num_elements(); ++i)
+        bits[i] = rng() % 4 == 0 ? specials[rng() % specials.size()] : static_cast<uint16_t>(0x3c00 + rng() % 0x800);
+      std::vector<HostTensor> args{x};
+      const HostTensor want = ir::evaluate(*m->entry(), args)[0];
+      runtime::CompileOptions options;
+      options.debug = widened;
+      auto exe = cpu::make_cpu_backend()->compile(std::move(m), options);
+      EXPECT_NE(exe->describe().find("first-max loop"), std::string::npos) << exe->describe();
+      const HostTensor got = exe->run(args)[0];
+      ASSERT_EQ(got.shape(), want.shape());
+      EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), static_cast<size_t>(want.shape().byte_size())), 0);
+    }
+  }
 }
 
 TEST(OnednnPoolingTest, MaxGradientGoesToTheFirstMaximumOnTies) {
