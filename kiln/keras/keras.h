@@ -38,6 +38,7 @@
 #include "kiln/keras/layers/pooling1d.h"
 #include "kiln/keras/layers/pooling2d.h"
 #include "kiln/keras/layers/recurrent.h"
+#include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/layers/reshaping.h"
 #include "kiln/keras/layers/wrappers.h"
@@ -62,3 +63,4 @@
 #include "kiln/keras/optimizers/sgd.h"
 #include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"
+#include "kiln/keras/utils/image_dataset_utils.h"

@@ -32,6 +32,7 @@
 #include "kiln/keras/layers/layer_normalization.h"
 #include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/pooling2d.h"
+#include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
@@ -73,6 +74,7 @@ using keras::Layer;
 using keras::LayerNormalization;
 using keras::MaxPooling2D;
 using keras::MultiHeadAttention;
+using keras::Rescaling;
 using keras::Reshape;
 }  // namespace layers
 

@@ -69,7 +69,7 @@ const std::map<std::string, Command> kCommands = {
       {.min_positional = 1, .max_positional = 1},
       [](const Args& a) { return kiln::cli::inspect(a.positional[0], std::cout); }}},
     {"eval",
-     {"kiln eval <model> (--mnist | --x x.npy --y y.npy) [--sample-weight w.npy] [--batch-size 32]",
+     {"kiln eval <model> (--mnist | --x x.npy --y y.npy | --image-folder dir) [--sample-weight w.npy] [--batch-size 32]",
       "Runs model.evaluate with the saved compile arguments and prints the loss and each compiled\n"
       "metric (for several outputs each output's loss and metrics too), one 'name: value' line each,\n"
       "then the same as one JSON object on the last line (NaN or infinity there as null).\n"
@@ -81,8 +81,15 @@ const std::map<std::string, Command> kCommands = {
       "                     --y file per output, in the order of the outputs)\n"
       "  --sample-weight w.npy  sample weights (one per row) for every output, or\n"
       "                     --sample-weight <output>=w.npy once per output (evaluate's sample_weight)\n"
+      "  --image-folder dir  image files in class folders, read by image_dataset_from_directory at the\n"
+      "                     model's input size and channels (1 grayscale, 3 rgb, 4 rgba), labels from\n"
+      "                     the folder names; with --validation-split f --seed n (as given to training)\n"
+      "                     the validation subset, or --subset training; --label-mode int (default),\n"
+      "                     categorical or binary; --interpolation bilinear (default) or another method\n"
       "  --batch-size n     evaluate's batch size (default 32)",
-      {.value_options = {"--x", "--y", "--sample-weight", "--batch-size"}, .repeatable = {"--y", "--sample-weight"},
+      {.value_options = {"--x", "--y", "--sample-weight", "--batch-size", "--image-folder", "--validation-split",
+                         "--seed", "--subset", "--label-mode", "--interpolation"},
+       .repeatable = {"--y", "--sample-weight"},
        .flags = {"--mnist"}, .min_positional = 1, .max_positional = 1},
       [](const Args& a) { return kiln::cli::eval(a, std::cout); }}},
     {"convert",

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <ostream>
 #include <regex>
@@ -16,6 +17,7 @@
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/keras.h"
 #include "kiln/keras/saving/saving.h"
+#include "kiln/keras/utils/image_dataset_utils.h"
 
 namespace kiln::cli {
 namespace {
@@ -131,13 +133,55 @@ std::vector<HostTensor> per_output_arrays(const Args& args, const std::string& o
   return out;
 }
 
+// `--image-folder dir`: the folder as image_dataset_from_directory reads it for this model (its
+// input's height, width and channels), the subset named by --validation-split/--seed/--subset.
+data::Dataset image_folder_dataset(const Args& args, const keras::Model& model, const std::string& path,
+                                   int64_t batch_size) {
+  const Dims input = model.layers().empty() ? Dims{} : model.layers().front()->built_input_shape();
+  if (input.size() != 3 || (input[2] != 1 && input[2] != 3 && input[2] != 4))
+    KILN_THROW(ShapeError, "[kiln eval] ", path, " takes inputs of shape ", Shape(DType::kF32, input), "; --image-folder "
+               "gives images (height, width, channels) with 1, 3 or 4 channels.");
+  double split = 0;
+  if (args.has("--validation-split")) {
+    const std::string text = args.get("--validation-split");
+    char* end = nullptr;
+    split = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0')
+      KILN_THROW(ValueError, "[kiln eval] --validation-split takes a fraction such as 0.2, received '", text, "'.");
+  }
+  const std::string subset = args.get("--subset", split > 0 ? "validation" : "");
+  if (!subset.empty() && subset != "training" && subset != "validation")
+    KILN_THROW(ValueError, "[kiln eval] --subset must be training or validation, received '", subset, "'.");
+  if (!subset.empty() && split == 0)
+    KILN_THROW(ValueError, "[kiln eval] --subset ", subset, " needs --validation-split (the fraction training used).");
+  std::optional<uint64_t> seed;
+  if (args.has("--seed")) {
+    const std::string text = args.get("--seed");
+    char* end = nullptr;
+    seed = std::strtoull(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || text[0] == '-')
+      KILN_THROW(ValueError, "[kiln eval] --seed takes a non-negative integer, received '", text, "'.");
+  }
+  // Subset "both" splits exactly as training did; its validation half is read in file order.
+  auto both = keras::utils::image_dataset_from_directory(
+      args.get("--image-folder"),
+      {.label_mode = args.get("--label-mode", "int"), .color_mode = input[2] == 1 ? "grayscale" : input[2] == 3 ? "rgb" : "rgba",
+       .batch_size = batch_size, .image_size = {input[0], input[1]}, .seed = seed, .validation_split = split,
+       .subset = subset.empty() ? "" : "both", .interpolation = args.get("--interpolation", "bilinear"),
+       .verbose = false});
+  if (subset.empty()) return both;
+  return subset == "training" ? both.get<0>() : both.get<1>();
+}
+
 }  // namespace
 
 int eval(const Args& args, std::ostream& out) {
   const std::string& path = args.positional.at(0);
   const bool npy = args.has("--x") || args.has("--y");
-  if (args.has("--mnist") == npy || (npy && !(args.has("--x") && args.has("--y"))))
-    KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, or as --x x.npy --y y.npy (both).");
+  const int sources = int(args.has("--mnist")) + int(npy) + int(args.has("--image-folder"));
+  if (sources != 1 || (npy && !(args.has("--x") && args.has("--y"))))
+    KILN_THROW(ValueError, "[kiln eval] ", path, ": name the data as --mnist, or as --x x.npy --y y.npy (both), or as "
+               "--image-folder dir.");
   const int64_t batch_size = args.get_positive("--batch-size", 32);
   std::unique_ptr<keras::Model> model = keras::load_model(path);
   if (!model->is_compiled())
@@ -148,7 +192,7 @@ int eval(const Args& args, std::ostream& out) {
   if (npy) {
     x = data::read_npy(args.get("--x"));
     ys = per_output_arrays(args, "--y", *model, path);
-  } else {
+  } else if (args.has("--mnist")) {
     if (model->num_outputs() != 1)
       KILN_THROW(ValueError, "[kiln eval] ", path, " has ", model->num_outputs(), " outputs; --mnist gives one label "
                  "array. Hint: --x x.npy --y <output>=y.npy per output.");
@@ -158,12 +202,16 @@ int eval(const Args& args, std::ostream& out) {
   }
   keras::EvaluateOptions options{.verbose = 0};
   if (args.has("--sample-weight")) {
+    if (args.has("--image-folder"))
+      KILN_THROW(ValueError, "[kiln eval] --sample-weight is for arrays (--mnist, --x/--y), not --image-folder.");
     if (args.get_all("--sample-weight").size() == 1 && args.get("--sample-weight").find('=') == std::string::npos)
       options.sample_weight.all = data::read_npy(args.get("--sample-weight"));
     else
       options.sample_weight.per_output = per_output_arrays(args, "--sample-weight", *model, path);
   }
-  const keras::Logs logs = model->evaluate(x, ys, batch_size, std::move(options));
+  const keras::Logs logs = args.has("--image-folder")
+                               ? model->evaluate(image_folder_dataset(args, *model, path, batch_size), std::move(options))
+                               : model->evaluate(x, ys, batch_size, std::move(options));
   std::string json = "{";
   for (const auto& [name, value] : logs) {
     out << name << ": " << number_text(value) << "\n";

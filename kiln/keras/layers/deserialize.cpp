@@ -27,6 +27,7 @@
 #include "kiln/keras/layers/recurrent.h"
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/layers/reshaping.h"
+#include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/wrappers.h"
 
 namespace kiln::keras {
@@ -81,6 +82,7 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "Masking") return Masking::from_config(config_json);
   if (class_name == "Bidirectional") return Bidirectional::from_config(config_json);
   if (class_name == "TimeDistributed") return TimeDistributed::from_config(config_json);
+  if (class_name == "Rescaling") return Rescaling::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
@@ -88,7 +90,7 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
              "RepeatVector, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D, ReLU, LeakyReLU, ",
              "PReLU, Softmax, SpatialDropout2D, GaussianNoise, Multiply, Subtract, Average, Maximum, Minimum, Dot, ",
              "Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SimpleRNN, LSTM, GRU, Masking, ",
-             "Bidirectional and TimeDistributed.");
+             "Bidirectional, TimeDistributed and Rescaling.");
 }
 
 }  // namespace

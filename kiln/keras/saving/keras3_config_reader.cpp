@@ -107,6 +107,7 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"Masking", {"mask_value"}},
       {"Bidirectional", {"layer", "merge_mode", "backward_layer"}},
       {"TimeDistributed", {"layer"}},
+      {"Rescaling", {"scale", "offset"}},
   };
   return kKeys;
 }

@@ -175,6 +175,14 @@ TEST(KilnCliTest, EvalErrorsSayWhatIsMissing) {
   std::tie(out, status) = run_kiln("eval " + dir.file("bare.h5") + " --mnist");
   EXPECT_EQ(status, 1);
   EXPECT_NE(out.find("holds no compile arguments"), std::string::npos) << out;
+  // --image-folder: one data source only, and a model that takes images.
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --mnist --image-folder " + dir.path().string());
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("or as --image-folder dir"), std::string::npos) << out;
+  std::tie(out, status) = run_kiln("eval " + dir.file("m.h5") + " --image-folder " + dir.path().string());
+  EXPECT_EQ(status, 1);
+  EXPECT_NE(out.find("takes inputs of shape f32[3]; --image-folder gives images (height, width, channels)"),
+            std::string::npos) << out;
 }
 
 // Predictions of the model at `path` on `x`, as raw bytes.
