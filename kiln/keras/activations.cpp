@@ -73,7 +73,7 @@ ActivationFn get(const std::string& name) {
   if (name == "relu6") return relu6;
   KILN_THROW(ConfigError, "[activations] unknown activation '", name,
              "'. Hint: use relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, swish, exponential, "
-             "hard_sigmoid, leaky_relu, relu6 or linear.");
+             "hard_sigmoid (Keras 2's), keras3_hard_sigmoid, leaky_relu, relu6 or linear.");
 }
 
 }  // namespace kiln::keras::activations

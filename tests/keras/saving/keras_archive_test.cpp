@@ -310,8 +310,8 @@ TEST_F(KerasArchiveTest, RecurrentLayersAndWrappersRoundTripInKeras3sLayout) {
   io::write_zip_atomically(dir_.file("rnn.keras"), {{"metadata.json", zip.read("metadata.json")},
                                                    {kKerasConfigMember, edited.dump()},
                                                    {kKerasWeightsMember, zip.read(kKerasWeightsMember)}});
-  const std::string loaded = load_model(dir_.file("rnn.keras"))->to_json();
-  EXPECT_NE(loaded.find("\"recurrent_activation\":\"keras3_hard_sigmoid\""), std::string::npos) << loaded;
+  const std::string reread = load_model(dir_.file("rnn.keras"))->to_json();
+  EXPECT_NE(reread.find("\"recurrent_activation\":\"keras3_hard_sigmoid\""), std::string::npos) << reread;
 }
 
 // Keras 3.0-3.3 name the orthogonal initializer OrthogonalInitializer, and Keras 3.0-3.4 give
