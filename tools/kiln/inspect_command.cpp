@@ -11,8 +11,8 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
-#include "kiln/io/atomic_file.h"
 #include "kiln/io/hdf5_file.h"
+#include "kiln/io/scratch_file.h"
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/keras.h"
 #include "kiln/keras/models/model_layer.h"
@@ -111,25 +111,6 @@ void print_keras3_tree(const json& layers, const io::Hdf5Group* weights, const s
   }
 }
 
-// The archive's weights unpacked for libhdf5, removed when this goes.
-class TempFile {
- public:
-  explicit TempFile(const std::string& bytes)
-      : path_((fs::temp_directory_path() / io::unique_name("kiln-inspect-")).string() + ".h5") {
-    io::write_file_atomically(path_, bytes);
-  }
-  ~TempFile() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  TempFile(const TempFile&) = delete;
-  TempFile& operator=(const TempFile&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // The file's own structure: its layer tree and the weights it stores, with their shapes.
 void print_file_structure(const std::string& path, std::ostream& out) {
   if (path.ends_with(".keras") && !keras::has_hdf5_signature(path)) {
@@ -139,10 +120,10 @@ void print_file_structure(const std::string& path, std::ostream& out) {
       out << "layers: (config.json is not valid JSON)\n";
       return;
     }
-    std::optional<TempFile> unpacked;
+    std::optional<io::ScratchFile> unpacked;
     std::optional<io::Hdf5File> file;
     if (zip.contains("model.weights.h5")) {
-      unpacked.emplace(zip.read("model.weights.h5"));
+      unpacked.emplace(zip.read("model.weights.h5"), "kiln-inspect-", ".h5");
       file.emplace(io::Hdf5File::open(unpacked->path()));
     }
     out << "layers (config.json; weights from model.weights.h5):\n";

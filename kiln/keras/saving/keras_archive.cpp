@@ -15,6 +15,7 @@
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
+#include "kiln/io/scratch_file.h"
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/layers/wrappers.h"
 #include "kiln/keras/models/model_layer.h"
@@ -194,25 +195,6 @@ class KerasMembers {
   std::optional<io::ZipReader> zip_;
 };
 
-// A member unpacked to a temporary file for libhdf5, removed when this goes.
-class UnpackedMember {
- public:
-  explicit UnpackedMember(const std::string& bytes) {
-    path_ = (fs::temp_directory_path() / io::unique_name("kiln-keras-weights-")).string() + ".h5";
-    io::write_file_atomically(path_, bytes);
-  }
-  ~UnpackedMember() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  UnpackedMember(const UnpackedMember&) = delete;
-  UnpackedMember& operator=(const UnpackedMember&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // The vars group of `path`, also under Keras 2.13-2.15's _layer_checkpoint_dependencies.
 bool find_vars(const Hdf5Group& root, std::string path, std::string* found) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -323,7 +305,7 @@ void read_weights_member(const KerasMembers& members, Read read) {
     read(file.root(), where);
     return;
   }
-  const UnpackedMember weights(members.read(kKerasWeightsMember));
+  const io::ScratchFile weights(members.read(kKerasWeightsMember), "kiln-keras-weights-", ".h5");
   try {
     Hdf5File file = Hdf5File::open(weights.path());
     read(file.root(), where);
