@@ -102,6 +102,15 @@ TEST_F(RealModelsTest, NestedModelsLoadFromKeras3Archive) {
   EXPECT_EQ(model->layers()[0]->class_name(), "Sequential");
 }
 
+// keras.applications' transfer-learning recipe: a Functional base called with
+// training=False inside a Functional, from tf.keras 2.13's .h5 and Keras 3.9's .keras.
+TEST_F(RealModelsTest, FunctionalBaseInsideAFunctionalLoadsFromBothFormats) {
+  for (const char* name : {"nested_functional_in_functional_tf2", "nested_functional_in_functional_keras3"}) {
+    std::unique_ptr<Model> model = load_and_check(name);
+    EXPECT_EQ(model->get_layer("mobilenetv2_1.00_9").class_name(), "Functional") << name;
+  }
+}
+
 // A nested weight named like none of the model's is refused: by position it would load.
 TEST_F(RealModelsTest, NestedWeightWithoutItsNameIsAnErrorNamingIt) {
   const std::string path = dir_ + "/nested_renamed_weight.h5";
