@@ -60,6 +60,22 @@ TEST(ModelLayerTest, CallsTheModelAndReportsItsOutputShape) {
   EXPECT_EQ(top.layers()[0]->compute_output_shape({3}), Dims{4});
 }
 
+// A nested layer's weight penalty is part of the outer model's loss, as Keras's model.losses.
+TEST(ModelLayerTest, NestedLayersRegularizersCountInTheOuterLoss) {
+  auto base = std::make_shared<Sequential>(
+      std::vector<LayerHandle>{Dense(2, {.kernel_regularizer = Regularizer{.l2 = 0.5}, .input_shape = {3}})});
+  Sequential top({ModelLayer(base)});
+  base->compile({.optimizer = SGD(), .loss = "mse"});
+  top.compile({.optimizer = SGD(), .loss = "mse"});
+  const HostTensor x = HostTensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0, 0.5f});
+  const HostTensor y = HostTensor::from_vector<float>({2, 2}, {0, 1, 1, 0});
+  const double direct = base->evaluate(x, y, 32, {.verbose = 0}).at("loss");
+  double penalty = 0;
+  for (float k : base->layers()[0]->weights()[0].host_value().to_vector<float>()) penalty += 0.5 * k * k;
+  EXPECT_GT(penalty, 0.01);
+  EXPECT_NEAR(top.evaluate(x, y, 32, {.verbose = 0}).at("loss"), direct, 1e-5);
+}
+
 TEST(ModelLayerTest, RefusesAModelWithSeveralOutputs) {
   KerasTensor in = Input({3});
   auto two = std::make_shared<Functional>(std::vector<KerasTensor>{in},
