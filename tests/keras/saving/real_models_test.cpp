@@ -131,13 +131,15 @@ TEST_F(RealModelsTest, NestedModelRoundTripsThroughEveryFormat) {
   }
 }
 
-// Embedding over [None, None] and LSTM over [None, None, 6]: built without the length,
-// traced once per concrete shape (each fixture predicts at two lengths).
+// Embedding over [None, None] (in .h5 and .keras), LSTM over [None, None, 6] and a
+// convolutional Functional over (None, None, 3) images: built without those sizes, traced
+// once per concrete shape (each fixture predicts at two shapes).
 TEST_F(RealModelsTest, NoneDimensionsAfterTheBatchTraceEachLength) {
   std::unique_ptr<Model> embedding = load_and_check("none_dims_embedding_lstm");
   EXPECT_EQ(embedding->layers()[0]->built_input_shape(), Dims{kNoneDim});
   EXPECT_NE(embedding->summary_text().find("(None, None, 4)"), std::string::npos) << embedding->summary_text();
   load_and_check("none_dims_lstm_features");
+  load_and_check("none_dims_keras3_embedding_lstm");
   std::unique_ptr<Model> conv = load_and_check("none_dims_conv_any_image_size");
   EXPECT_NE(conv->summary_text().find("(None, None, None, 4)"), std::string::npos) << conv->summary_text();
 }
