@@ -106,7 +106,7 @@ void print_keras3_tree(const json& layers, const io::Hdf5Group* weights, const s
     const std::string base = snake_case(cls);
     const int n = used.count(base) ? ++used[base] : (used[base] = 0);
     const std::string path = prefix + "/" + (n == 0 ? base : base + "_" + std::to_string(n));
-    if (weights != nullptr) print_vars(*weights, path, "", depth + 2, out);
+    if (weights != nullptr) print_vars(*weights, path, "", depth + 1, out);
     if (is_model_class(cls)) print_keras3_tree(layers_of(e), weights, path + "/layers", cls == "Sequential", depth + 1, out);
   }
 }

@@ -12,12 +12,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "kiln/io/zip_archive.h"
 #include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/namespaces.h"
 #include "kiln/keras/saving/saving.h"
 #include "tests/io/python_check.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/tools/kiln/run_kiln.h"
 
 namespace kiln::keras {
 namespace {
@@ -151,6 +153,28 @@ TEST_F(RealModelsTest, WeightSizedByANoneDimensionIsAnErrorNamingTheLayer) {
       {"class_name": "Dense", "config": {"name": "dense_7", "units": 2}}]}})";
   KILN_EXPECT_ERROR(model_from_json(config), Error, "[dense_7] weight 'kernel' would have a size taken from an input "
                     "dimension saved as None");
+}
+
+// `kiln inspect` of a .keras file Kiln cannot build (a layer class it lacks inside the nested
+// base): the reason, then the layer tree from config.json with the nested models indented and
+// each layer's stored variables with their shapes.
+TEST_F(RealModelsTest, InspectShowsANestedKerasArchiveKilnCannotLoad) {
+  const io::ZipReader zip = io::ZipReader::open(file("nested_keras3_archive"));
+  std::string config = zip.read("config.json");
+  const std::string from = "\"class_name\": \"ReLU\"", to = "\"class_name\": \"RandomFlip\"";
+  ASSERT_NE(config.find(from), std::string::npos);
+  config.replace(config.find(from), from.size(), to);
+  kiln::testing::TempDir dir;
+  const std::string path = (dir.path() / "unknown.keras").string();
+  io::write_zip_atomically(path, {{"metadata.json", zip.read("metadata.json")}, {"config.json", config},
+                                  {"model.weights.h5", zip.read("model.weights.h5")}});
+  const auto [out, status] = kiln::testing::run_kiln("inspect " + path);
+  ASSERT_EQ(status, 0) << out;
+  for (const std::string expected :
+       {"keras_version: 3.5.0", "Kiln cannot load it", "layer 'Conv1_relu' is a RandomFlip",
+        "  sequential_1 (Sequential)\n", "    functional_base (Functional)\n      input_1 (InputLayer)\n",
+        "      Conv1 (Conv2D)\n        vars/0 f32[3,3,3,4]\n", "    dense_Dense2 (Dense)\n      vars/0 f32[5,3]\n"})
+    EXPECT_NE(out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << out;
 }
 
 TEST_F(RealModelsTest, IntsWhereKerasWritesBoolsAreRead) { load_and_check("int_bools_batch_norm"); }
