@@ -120,16 +120,20 @@ TEST_F(RealModelsTest, NestedWeightWithoutItsNameIsAnErrorNamingIt) {
   KILN_EXPECT_ERROR(load_model(path, {.compile = false}), IOError, "no weight named like 'model1/bn_Conv1/moving_mean'");
 }
 
-// A nested model survives Kiln's own formats: .h5, .keras and the model directory.
+// A nested model, frozen or not, survives Kiln's own formats: .h5, .keras and the model directory.
 TEST_F(RealModelsTest, NestedModelRoundTripsThroughEveryFormat) {
-  std::unique_ptr<Model> model = load_model(file("nested_teachable_machine_tf2"), {.compile = false});
-  kiln::testing::TempDir dir;
-  for (const char* name : {"m.h5", "m.keras", "m_dir"}) {
-    const std::string path = (dir.path() / name).string();
-    model->save(path);
-    std::unique_ptr<Model> back = load_model(path, {.compile = false});
-    expect_predictions(*back, "nested_teachable_machine_tf2");
-    EXPECT_EQ(back->layers()[0]->class_name(), "Sequential") << name;
+  for (const char* fixture : {"nested_teachable_machine_tf2", "nested_frozen_keras3_legacy"}) {
+    std::unique_ptr<Model> model = load_model(file(fixture), {.compile = false});
+    kiln::testing::TempDir dir;
+    for (const char* name : {"m.h5", "m.keras", "m_dir"}) {
+      const std::string path = (dir.path() / name).string();
+      model->save(path);
+      std::unique_ptr<Model> back = load_model(path, {.compile = false});
+      expect_predictions(*back, fixture);
+      EXPECT_EQ(back->layers()[0]->class_name(), "Sequential") << name;
+      EXPECT_EQ(back->layers()[0]->trainable(), model->layers()[0]->trainable()) << fixture << " " << name;
+      EXPECT_EQ(back->trainable_weights().size(), model->trainable_weights().size()) << fixture << " " << name;
+    }
   }
 }
 
