@@ -99,6 +99,8 @@ TEST_F(RealModelsTest, FrozenNestedModelLoadsFromKeras3LegacyH5) {
   EXPECT_EQ(model->trainable_weights().size(), 4u);  // the head's kernels and biases only
 }
 
+TEST_F(RealModelsTest, PlainKeras3LegacyH5Loads) { load_and_check("keras3_legacy_h5_lstm"); }
+
 TEST_F(RealModelsTest, NestedModelsLoadFromKeras3Archive) {
   std::unique_ptr<Model> model = load_and_check("nested_keras3_archive");
   EXPECT_EQ(model->layers()[0]->class_name(), "Sequential");
