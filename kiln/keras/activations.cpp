@@ -42,6 +42,11 @@ Tensor exponential(const Tensor& x) { return exp(x); }
 // hard_sigmoid(x) = clip(0.2 x + 0.5, 0, 1) (Keras 2's slope; Keras 3 uses x / 6 + 0.5)
 Tensor hard_sigmoid(const Tensor& x) { return minimum(maximum(0.2 * x + 0.5, 0.0), 1.0); }
 
+// Keras 3's hard_sigmoid(x) = relu6(x + 3) / 6 = clip(x / 6 + 0.5, 0, 1). Kiln calls it
+// "keras3_hard_sigmoid": its "hard_sigmoid" is Keras 2's, which .h5 files mean; the .keras
+// reader and writer translate the name (keras3_config_reader.cpp, keras3_config.cpp).
+Tensor keras3_hard_sigmoid(const Tensor& x) { return minimum(maximum(x / 6.0 + 0.5, 0.0), 1.0); }
+
 // leaky_relu(x) = x if x >= 0 else slope * x
 Tensor leaky_relu(const Tensor& x, double negative_slope) {
   return where(greater_equal(x, 0.0), x, negative_slope * x);
@@ -63,11 +68,12 @@ ActivationFn get(const std::string& name) {
   if (name == "swish" || name == "silu") return swish;
   if (name == "exponential") return exponential;
   if (name == "hard_sigmoid") return hard_sigmoid;
+  if (name == "keras3_hard_sigmoid") return keras3_hard_sigmoid;
   if (name == "leaky_relu") return [](const Tensor& x) { return leaky_relu(x); };
   if (name == "relu6") return relu6;
   KILN_THROW(ConfigError, "[activations] unknown activation '", name,
              "'. Hint: use relu, sigmoid, tanh, softmax, gelu, elu, selu, softplus, softsign, swish, exponential, "
-             "hard_sigmoid, leaky_relu, relu6 or linear.");
+             "hard_sigmoid (Keras 2's), keras3_hard_sigmoid, leaky_relu, relu6 or linear.");
 }
 
 }  // namespace kiln::keras::activations

@@ -48,6 +48,7 @@
 #include "kiln/keras/mixed_precision/policy.h"
 #include "kiln/keras/namespaces.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/optimizers/adadelta.h"
 #include "kiln/keras/optimizers/adagrad.h"

@@ -40,6 +40,7 @@
 #include "kiln/keras/metrics/metric.h"
 #include "kiln/keras/metrics/regression.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/optimizers/adadelta.h"
 #include "kiln/keras/optimizers/adagrad.h"
@@ -80,6 +81,7 @@ using keras::Reshape;
 
 namespace models {
 using keras::Functional;
+using keras::ModelLayer;
 using keras::load_model;
 using keras::Model;
 using keras::model_from_config;

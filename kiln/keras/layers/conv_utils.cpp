@@ -2,12 +2,14 @@
 #include "kiln/keras/layers/conv_utils_impl.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/layers/layer.h"
 #include "kiln/trace/ops/shape.h"
 
 namespace kiln::keras::internal {
 
 int64_t conv_output_length(int64_t in, int64_t window, const std::string& padding, int64_t stride,
                            int64_t dilation) {
+  if (in == kNoneDim) return kNoneDim;  // Keras: a None length stays None (each call gives it)
   const int64_t effective = (window - 1) * dilation + 1;
   if (padding == "same") return (in + stride - 1) / stride;
   return in < effective ? 0 : (in - effective) / stride + 1;
@@ -62,7 +64,7 @@ Dims spatial_output(const std::string& layer, const Dims& input_shape, const Dim
   Dims out(2);
   for (size_t i = 0; i < 2; ++i) {
     out[i] = conv_output_length(input_shape[i], window[i], padding, strides[i], dilation[i]);
-    if (out[i] <= 0)
+    if (out[i] <= 0 && out[i] != kNoneDim)
       KILN_THROW(ShapeError, "[", layer, "] the window ", dims_to_string(window), " (dilation ",
                  dims_to_string(dilation), ") does not fit the input ", dims_to_string(input_shape),
                  " with padding=\"", padding, "\": an output dimension would be <= 0. Hint: use a larger "

@@ -23,9 +23,9 @@ Layer& KerasTensor::layer() const { return *checked(node_).layer; }
 
 KerasTensor Input(Dims shape, InputOptions options) {
   for (int64_t d : shape)
-    if (d <= 0)
-      KILN_THROW(ShapeError, "[Input] expected positive per-example dims, received ", dims_to_string(shape),
-                 ". Hint: give the shape without the batch dim; Kiln compiles static shapes.");
+    if (d <= 0 && d != kNoneDim)  // None: any size, traced per concrete shape
+      KILN_THROW(ShapeError, "[Input] expected positive per-example dims (or kNoneDim), received ", dims_to_string(shape),
+                 ". Hint: give the shape without the batch dim.");
   auto layer = std::make_shared<InputLayer>(InputLayerOptions{.shape = shape, .name = options.name});
   auto node = std::make_shared<internal::KerasNode>();
   node->layer = std::move(layer);

@@ -178,6 +178,11 @@ int64_t Layer::count_params() const {
 Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                            bool trainable) {
   const std::string full = name_ + "/" + name;
+  for (int64_t d : shape)
+    if (d < 0)
+      KILN_THROW(ShapeError, "[", name_, "] weight '", name, "' would have a size taken from an input dimension ",
+                 "saved as None, which Keras cannot build either. "
+                 "Hint: give that dimension a size in the model's input shape.");
   const Shape weight_shape(variable_dtype(), shape);  // ShapeError when the byte count overflows
   // The bytes are known before anything is allocated: a size no device holds (units of 2^40
   // from a config) is an error naming the layer, not an allocator failure.
@@ -222,7 +227,7 @@ nlohmann::json base_config(const Layer& layer) {
                       {"dtype", policy_json(layer.dtype_policy())}};
   if (!layer.declared_input_shape().empty()) {
     nlohmann::json shape = nlohmann::json::array({nullptr});
-    for (int64_t d : layer.declared_input_shape()) shape.push_back(d);
+    for (int64_t d : layer.declared_input_shape()) shape.push_back(d == kNoneDim ? nlohmann::json() : nlohmann::json(d));
     j["batch_input_shape"] = shape;
   }
   return j;
@@ -335,9 +340,15 @@ Dims input_shape_from(const nlohmann::json& config) {
     KILN_THROW(ConfigError, "[", config.value("name", "layer"), "] batch_input_shape must be a list, received ",
                shape.dump(), ".");
   for (size_t i = 1; i < shape.size(); ++i) {
+    // None (a text's length, an image's size): Keras builds the weights without it and traces
+    // once per concrete shape; Kiln does too (kNoneDim until a call gives the size).
+    if (shape[i].is_null()) {
+      dims.push_back(kNoneDim);
+      continue;
+    }
     if (!shape[i].is_number_integer() || shape[i].get<int64_t>() <= 0)
       KILN_THROW(ConfigError, "[", config.value("name", "layer"), "] batch_input_shape ", shape.dump(),
-                 " must hold positive integers after the batch dimension. Hint: Kiln compiles static shapes.");
+                 " must hold positive integers or null after the batch dimension.");
     dims.push_back(shape[i].get<int64_t>());
   }
   return dims;

@@ -20,6 +20,10 @@
 
 namespace kiln::keras {
 
+/// A per-example dimension Keras saved as None (a text's length, an image's size) in a
+/// layer's or model's input dims: weights never depend on it, and each call gives its size.
+inline constexpr int64_t kNoneDim = -1;
+
 /// Unique layer names within one model: dense, dense_1, dense_2, ... Owned by the model
 /// (never global), so two models each start at "dense".
 class NameScope {
@@ -100,9 +104,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   virtual std::vector<std::string> call_arg_names() const { return {}; }
 
   /// All weights in creation order; the trainable ones (empty when !trainable()); the rest.
+  /// Virtual for layers made of layers that may be frozen one by one (a nested model).
   const std::vector<Variable>& weights() const { return self().weights_; }
-  std::vector<Variable> trainable_weights() const;
-  std::vector<Variable> non_trainable_weights() const;
+  virtual std::vector<Variable> trainable_weights() const;
+  virtual std::vector<Variable> non_trainable_weights() const;
   int64_t count_params() const;
   /// The penalties of the weights' regularizers (kernel_regularizer, ...), which training adds
   /// to the loss (Keras's layer.losses); empty when none is set.

@@ -86,8 +86,8 @@ Dims ZeroPadding2D::compute_output_shape(const Dims& input_shape) const {
   check_image(at(*this, options_.name), input_shape);
   Dims out = input_shape;
   const size_t r = rows_axis(options_.data_format);
-  out[r] += padding_.top + padding_.bottom;
-  out[r + 1] += padding_.left + padding_.right;
+  if (out[r] != kNoneDim) out[r] += padding_.top + padding_.bottom;  // None stays None
+  if (out[r + 1] != kNoneDim) out[r + 1] += padding_.left + padding_.right;
   return out;
 }
 

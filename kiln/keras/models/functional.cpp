@@ -44,7 +44,7 @@ std::string keras_dtype_name(DType t) {
 
 nlohmann::json shape_json(const Dims& dims) {
   nlohmann::json j = nlohmann::json::array({nullptr});
-  for (int64_t d : dims) j.push_back(d);
+  for (int64_t d : dims) j.push_back(d == kNoneDim ? nlohmann::json() : nlohmann::json(d));
   return j;
 }
 
@@ -197,8 +197,10 @@ std::vector<Tensor> Functional::call_outputs(const std::vector<Tensor>& inputs, 
   for (size_t i = 0; i < inputs.size(); ++i) {
     const KerasTensor& spec = inputs_[i];
     const Tensor& x = inputs[i];
+    // A None dimension takes any size: the model is traced once per concrete shape.
     if (x.rank() != static_cast<int>(spec.shape().size()) + 1 ||
-        !std::equal(spec.shape().begin(), spec.shape().end(), x.dims().begin() + 1))
+        !std::equal(spec.shape().begin(), spec.shape().end(), x.dims().begin() + 1,
+                    [](int64_t want, int64_t got) { return want == kNoneDim || want == got; }))
       KILN_THROW(ShapeError, "[", name_, "] input '", spec.layer().name(), "' expected shape ",
                  shape_json(spec.shape()).dump(), " (batch first), received ", x.shape(), ".");
     values[spec.node().get()] = cast(x, spec.dtype());  // Keras casts inputs to the Input dtype

@@ -7,6 +7,7 @@
 #include "kiln/core/check.h"
 #include "kiln/distribute/strategy.h"
 #include "kiln/keras/losses/sample_weight.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/runtime/backend.h"
 #include "kiln/trace/eager.h"
@@ -87,6 +88,21 @@ Layer& Model::get_layer(const std::string& name) const {
 }
 
 namespace {
+
+// The layers that compute on their own, a nested model's in its place: their weights'
+// penalties, output penalties and constraints are the outer model's too (Keras's model.losses
+// and constraints gather every sublayer's).
+std::vector<Layer*> leaf_layers(const std::vector<LayerHandle>& layers) {
+  std::vector<Layer*> out;
+  for (const LayerHandle& l : layers) {
+    if (const auto* nested = dynamic_cast<const ModelLayer*>(l.get())) {
+      for (Layer* inner : leaf_layers(nested->model().layers())) out.push_back(inner);
+    } else {
+      out.push_back(l.get());
+    }
+  }
+  return out;
+}
 
 // The concatenation of `pick(layer)` over the layers, in order.
 template <typename Pick>
@@ -233,7 +249,7 @@ std::vector<Tensor> Model::train_step(const StepArgs& args) {
   // A LossScaleOptimizer differentiates loss * scale and unscales in apply_gradients.
   compiled_.optimizer->apply_gradients(
       replica_gradients(tape, compiled_.optimizer->scale_loss(loss.total), args.ys[0], vars), vars);
-  for (const LayerHandle& l : layers_) l->apply_constraints();  // Keras: after the update
+  for (const Layer* l : leaf_layers(layers_)) l->apply_constraints();  // Keras: after the update
   return update_metrics(args.ys, y_preds, loss);
 }
 
@@ -374,7 +390,7 @@ Model::StepLoss Model::compute_loss(const std::vector<Tensor>& ys, const std::ve
 Tensor Model::with_regularization(Tensor loss) const {
   // Keras's compiled_loss(..., regularization_losses=self.losses), in train and test steps:
   // the weights' penalties and those of this step's layer outputs.
-  for (const LayerHandle& l : layers_) {
+  for (const Layer* l : leaf_layers(layers_)) {
     for (const Tensor& penalty : l->regularization_losses()) loss = loss + penalty;
     for (const Tensor& penalty : l->activity_losses()) loss = loss + penalty;
   }
@@ -382,7 +398,7 @@ Tensor Model::with_regularization(Tensor loss) const {
 }
 
 void Model::clear_activity_losses() {
-  for (const LayerHandle& l : layers_) l->clear_activity_losses();
+  for (Layer* l : leaf_layers(layers_)) l->clear_activity_losses();
 }
 
 std::vector<Tensor> Model::update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,

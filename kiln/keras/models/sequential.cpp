@@ -1,6 +1,8 @@
 // Sequential: layer naming, eager build from a declared input shape, config JSON.
 #include "kiln/keras/models/sequential.h"
 
+#include <algorithm>
+
 #include "kiln/core/check.h"
 #include "kiln/core/logging.h"
 #include "kiln/keras/layers/config_impl.h"
@@ -52,7 +54,7 @@ namespace {
 // "(None, 28, 28)": Keras's way of printing a per-example shape with its batch.
 std::string batch_dims_text(const Dims& dims) {
   std::string s = "(None";
-  for (int64_t d : dims) s += ", " + std::to_string(d);
+  for (int64_t d : dims) s += ", " + (d == kNoneDim ? std::string("None") : std::to_string(d));
   return s + ")";
 }
 
@@ -63,7 +65,10 @@ Tensor Sequential::call(const Tensor& x, bool training) {
     KILN_THROW(ValueError, "[", name_, "] the model has no layers. Hint: model.add(Dense(10)).");
   const Dims example(x.dims().begin() + 1, x.dims().end());
   if (!built()) input_shape_ = example;
-  if (example != input_shape_ && !warned_input_shape_) {
+  const bool fits = example.size() == input_shape_.size() &&
+                    std::equal(example.begin(), example.end(), input_shape_.begin(),
+                               [](int64_t got, int64_t want) { return want == kNoneDim || want == got; });
+  if (!fits && !warned_input_shape_) {
     // Keras warns and runs the layers on what it is given (the seed's Flatten((28, 28)) gets
     // (28, 28, 1) images); the layers still check what they can take.
     warned_input_shape_ = true;
@@ -101,7 +106,7 @@ std::string Sequential::to_json() const {
     nlohmann::json config = nlohmann::json::parse(layers_[i]->get_config());
     if (i == 0 && !input_shape_.empty()) {  // Keras 2 records the input on the first layer
       nlohmann::json shape = nlohmann::json::array({nullptr});
-      for (int64_t d : input_shape_) shape.push_back(d);
+      for (int64_t d : input_shape_) shape.push_back(d == kNoneDim ? nlohmann::json() : nlohmann::json(d));
       config["batch_input_shape"] = shape;
     }
     layers.push_back({{"class_name", layers_[i]->class_name()}, {"config", config}});

@@ -21,6 +21,8 @@ class Sequential : public Model {
   /// Builds every layer for per-example input dims (batch excluded).
   void build(const Dims& input_shape);
   bool built() const { return !input_shape_.empty(); }
+  /// The per-example input dims it was built for (-1 where Keras saved None); empty until built.
+  const Dims& input_shape() const { return input_shape_; }
 
   Tensor call(const Tensor& x, bool training) override;
   /// {"class_name": "Sequential", "config": {"name": ..., "layers": [...]}}

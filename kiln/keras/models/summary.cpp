@@ -32,7 +32,7 @@ std::string with_commas(int64_t n) {  // 101770 -> "101,770"
 std::string shape_text(const Dims& dims) {
   if (dims.empty()) return "multiple";
   std::string out = "(None";
-  for (int64_t d : dims) out += ", " + std::to_string(d);
+  for (int64_t d : dims) out += ", " + (d == kNoneDim ? std::string("None") : std::to_string(d));
   return out + ")";
 }
 

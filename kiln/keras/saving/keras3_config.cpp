@@ -13,6 +13,7 @@
 #include "kiln/core/check.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/optimizers/loss_scale_optimizer.h"
 #include "kiln/keras/saving/training_config.h"
 
@@ -32,8 +33,22 @@ json public_object(const std::string& module, const std::string& class_name, jso
 
 json batch_shape(const Dims& dims) {
   json j = json::array({nullptr});
-  for (int64_t d : dims) j.push_back(d);
+  for (int64_t d : dims) j.push_back(d == kNoneDim ? json() : json(d));
   return j;
+}
+
+json sequential_config3(const Model& model, const json& k2);
+json functional_config3(const Functional& model, const json& k2);
+
+// A model used as a layer, as Keras 3 serializes it: the model object itself (module, class,
+// config with its layers), frozen when its ModelLayer is.
+json nested_model3(const ModelLayer& layer) {
+  const Model& m = layer.model();
+  const json k2 = json::parse(m.to_json());
+  json out = k2["class_name"] == "Sequential" ? sequential_config3(m, k2)
+                                              : functional_config3(dynamic_cast<const Functional&>(m), k2);
+  if (!layer.trainable()) out["config"]["trainable"] = false;
+  return out;
 }
 
 // ---- writing -----------------------------------------------------------------------------
@@ -68,18 +83,25 @@ json renamed_entry3(const json& inner, const std::string& name, bool flip_go_bac
   return layer_entry3(inner.at("class_name").get<std::string>(), c);
 }
 
-// Keras 3's recurrent layers: no time_major (Keras 3 rejects it); its hard_sigmoid is
-// relu6(x + 3) / 6, not Keras 2's clip(0.2x + 0.5): a file saying hard_sigmoid would load
-// into a different model, so Kiln refuses to write one. Wrappers hold their inner layers as
-// objects; Bidirectional names both of its layers (backward_layer too, as Keras 3 writes it).
+// Keras 3's hard_sigmoid is relu6(x + 3) / 6: Kiln's keras3_hard_sigmoid is written as it, and
+// Kiln's (Keras 2's) clip(0.2x + 0.5, 0, 1) is refused, since a file saying hard_sigmoid would
+// load into a different model.
+void activations3(json& c, const std::string& class_name) {
+  for (const char* key : {"activation", "recurrent_activation"}) {
+    if (c.value(key, json()) == "keras3_hard_sigmoid") c[key] = "hard_sigmoid";
+    else if (c.value(key, json()) == "hard_sigmoid")
+      KILN_THROW(ConfigError, "[", c.value("name", class_name), "] ", key, "=hard_sigmoid is Keras 2's ",
+                 "clip(0.2x + 0.5, 0, 1), and Keras 3's hard_sigmoid is relu6(x + 3) / 6: a .keras file cannot ",
+                 "say which. Hint: save the model as .h5 (tf.keras 2.x), or use sigmoid.");
+  }
+}
+
+// Keras 3's recurrent layers: no time_major (Keras 3 rejects it). Wrappers hold their inner
+// layers as objects; Bidirectional names both of its layers (backward_layer too, as Keras 3
+// writes it).
 void recurrent_config3(const std::string& class_name, json& c) {
   if (class_name == "SimpleRNN" || class_name == "LSTM" || class_name == "GRU") {
     c.erase("time_major");
-    for (const char* key : {"activation", "recurrent_activation"})
-      if (c.value(key, json()) == "hard_sigmoid")
-        KILN_THROW(ConfigError, "[", c.value("name", class_name), "] ", key, "=hard_sigmoid is Keras 2's ",
-                   "clip(0.2x + 0.5, 0, 1), and Keras 3's hard_sigmoid is relu6(x + 3) / 6: a .keras file cannot ",
-                   "say which. Hint: save the model as .h5 (tf.keras 2.x), or use sigmoid.");
   } else if (class_name == "Bidirectional") {
     const json inner = c.at("layer");
     // An unnamed wrapped layer is its snake_case class name, as Keras names every layer.
@@ -100,6 +122,7 @@ json layer_entry3(const std::string& class_name, const json& config) {
     c.erase("alpha");
   }
   recurrent_config3(class_name, c);
+  activations3(c, class_name);
   return public_object("keras.layers", class_name, std::move(c));
 }
 
@@ -186,6 +209,8 @@ json functional_config3(const Functional& model, const json& k2) {
     if (cls == "InputLayer") {
       const json& c = entry["config"];
       e = input_layer3(c["batch_input_shape"], c.value("dtype", "float32"), name);
+    } else if (const auto* nested = dynamic_cast<const ModelLayer*>(&model.get_layer(name))) {
+      e = nested_model3(*nested);
     } else {
       e = layer_entry3(cls, entry["config"]);
     }
@@ -236,11 +261,13 @@ json sequential_config3(const Model& model, const json& k2) {
       input_name = "input_layer_" + std::to_string(k);
     const json& bis = src[0]["config"]["batch_input_shape"];
     layers.push_back(input_layer3(bis, "float32", input_name));
-    for (size_t i = 1; i < bis.size(); ++i) shape.push_back(bis[i].get<int64_t>());
+    for (size_t i = 1; i < bis.size(); ++i) shape.push_back(bis[i].is_null() ? kNoneDim : bis[i].get<int64_t>());
   }
   const Dims input_shape = shape;
   for (size_t i = 0; i < src.size(); ++i) {
-    json e = layer_entry3(src[i]["class_name"].get<std::string>(), src[i]["config"]);
+    const auto* nested = dynamic_cast<const ModelLayer*>(model.layers()[i].get());
+    json e = nested != nullptr ? nested_model3(*nested)
+                               : layer_entry3(src[i]["class_name"].get<std::string>(), src[i]["config"]);
     if (built) {
       e["build_config"] = {{"input_shape", batch_shape(shape)}};
       shape = model.layers()[i]->compute_output_shape(shape);

@@ -31,7 +31,9 @@ struct Source {
 };
 
 [[noreturn]] void fail(const Source& src, const std::string& what, const std::string& hint) {
-  KILN_THROW(IOError, "[", src.path, "] config.json (written by Keras ", src.version, "): ", what, ". Hint: ", hint);
+  // A Keras 3 .h5 file's model_config is named by its path ("m.h5:model_config").
+  const char* member = src.path.ends_with(":model_config") ? "" : " config.json";
+  KILN_THROW(IOError, "[", src.path, "]", member, " (written by Keras ", src.version, "): ", what, ". Hint: ", hint);
 }
 
 // The config keys Kiln reads per layer class, beyond name, trainable and dtype.
@@ -213,18 +215,13 @@ json inner_layer2(const json& object, const Source& src, const std::string& wrap
   return {{"class_name", cls}, {"config", layer_config2(cls, object["config"], src)}};
 }
 
-// Keras 3's recurrent and wrapper configs in Kiln's (Keras 2) form. Keras 3's hard_sigmoid is
-// relu6(x + 3) / 6, not Keras 2's clip(0.2x + 0.5): refused rather than computed differently.
+// Keras 3's recurrent and wrapper configs in Kiln's (Keras 2) form.
 // zero_output_for_mask is honored only where Kiln sets it itself (inside Bidirectional, which
 // forces it). Bidirectional writes its backward layer in full: Kiln rebuilds it from the
 // forward one, so it must be that layer with go_backwards flipped.
 void recurrent_config2(const std::string& cls, const json& config3, json& out, const Source& src,
                        const std::string& name) {
   if (cls == "SimpleRNN" || cls == "LSTM" || cls == "GRU") {
-    for (const char* key : {"activation", "recurrent_activation"})
-      if (unwrap(config3.value(key, json())) == "hard_sigmoid")
-        fail(src, "layer '" + name + "' (" + cls + ") has " + key + "=hard_sigmoid, which in Keras 3 is relu6(x + 3) / 6",
-             "Kiln's hard_sigmoid is Keras 2's clip(0.2x + 0.5, 0, 1); use sigmoid in Keras, or save as .h5 from tf.keras 2");
     if (out.value("zero_output_for_mask", false))
       fail(src, "layer '" + name + "' (" + cls + ") has zero_output_for_mask=true",
            "Kiln's recurrent layers repeat the last output at masked steps, as Keras does by default");
@@ -279,6 +276,10 @@ json layer_config2(const std::string& cls, const json& config3, const Source& sr
     }
   }
   recurrent_config2(cls, config3, out, src, name);
+  // Keras 3's hard_sigmoid is relu6(x + 3) / 6, not Keras 2's clip(0.2x + 0.5, 0, 1), which
+  // Kiln's "hard_sigmoid" is (the one .h5 files mean).
+  for (const char* key : {"activation", "recurrent_activation"})
+    if (out.contains(key) && out[key] == "hard_sigmoid") out[key] = "keras3_hard_sigmoid";
   return out;
 }
 
@@ -406,6 +407,22 @@ json refs2(const json& j, const Source& src, const char* key) {
   return j;
 }
 
+json sequential2(const json& top, const Source& src);
+json functional2(const json& top, const Source& src);
+
+bool is_model_class(const std::string& cls) { return cls == "Sequential" || cls == "Functional" || cls == "Model"; }
+
+// A nested model entry (a keras.applications base inside a Sequential) as Kiln's Keras 2
+// nested model config: read as a top-level model is, keeping whether it is frozen.
+json nested_model2(const std::string& cls, const json& entry, const Source& src) {
+  json e = entry;
+  const bool frozen = e["config"].is_object() && e["config"].value("trainable", true) == false;
+  if (e["config"].is_object()) e["config"].erase("trainable");
+  json config = (cls == "Sequential" ? sequential2(e, src) : functional2(e, src))["config"];
+  if (frozen) config["trainable"] = false;
+  return config;
+}
+
 json sequential2(const json& top, const Source& src) {
   const json& config = top["config"];
   check_keys(config, {sequential_config_keys()}, "Sequential", src);
@@ -417,6 +434,8 @@ json sequential2(const json& top, const Source& src) {
     if (cls == "InputLayer") {
       if (!layers.empty()) fail(src, "an InputLayer follows other layers", "the file is damaged");
       layers.push_back({{"class_name", "InputLayer"}, {"config", input_layer2(c, src, c.value("name", "input_layer"))}});
+    } else if (is_model_class(cls)) {
+      layers.push_back({{"class_name", cls == "Sequential" ? cls : "Functional"}, {"config", nested_model2(cls, entry, src)}});
     } else {
       layers.push_back({{"class_name", cls}, {"config", layer_config2(cls, c, src)}});
     }
@@ -445,7 +464,11 @@ json functional2(const json& top, const Source& src) {
     } else {
       json nodes = json::array();
       for (const json& n : entry.at("inbound_nodes")) nodes.push_back(node2(n, src, name, cls));
-      e = {{"class_name", cls}, {"config", layer_config2(cls, c, src)}, {"inbound_nodes", nodes}};
+      if (is_model_class(cls))
+        e = {{"class_name", cls == "Sequential" ? cls : "Functional"}, {"config", nested_model2(cls, entry, src)},
+             {"inbound_nodes", nodes}};
+      else
+        e = {{"class_name", cls}, {"config", layer_config2(cls, c, src)}, {"inbound_nodes", nodes}};
     }
     e["name"] = name;
     layers.push_back(e);

@@ -15,8 +15,10 @@
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/file_reader.h"
 #include "kiln/io/hdf5_file.h"
+#include "kiln/io/scratch_file.h"
 #include "kiln/io/zip_archive.h"
 #include "kiln/keras/layers/wrappers.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/optimizers/nadam.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -114,15 +116,36 @@ std::vector<Sublayer> keras3_sublayers(const Layer& layer) {
   return out;
 }
 
-// _save_state's walk for Sequential and Functional models: the layers (a layer's own vars,
-// then its sublayers'), the model's own (empty) vars, then the optimizer.
-void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer) {
+// Every layer of `model` that holds its own variables, with its weight-store path: a nested
+// model's layers are under its path (Keras 3 walks a nested model as any layer: its own empty
+// vars at layers/sequential/vars, its layers at layers/sequential/layers/dense/vars).
+struct StoredLayer {
+  std::string path;
+  const Layer* layer;
+  bool nested_model;
+};
+void stored_layers(const Model& model, const std::string& prefix, std::vector<StoredLayer>& out) {
   const std::vector<std::string> paths = internal::keras3_layer_paths(model);
   for (size_t i = 0; i < paths.size(); ++i) {
     const Layer& layer = *model.layers()[i];
+    const std::string path = prefix.empty() ? paths[i] : prefix + "/" + paths[i];
+    const auto* nested = dynamic_cast<const ModelLayer*>(&layer);
+    out.push_back({path, &layer, nested != nullptr});
+    if (nested != nullptr) stored_layers(nested->model(), path, out);
+  }
+}
+
+// _save_state's walk for Sequential and Functional models: the layers (a layer's own vars,
+// then its sublayers'), the model's own (empty) vars, then the optimizer.
+void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer) {
+  std::vector<StoredLayer> layers;
+  stored_layers(model, "", layers);
+  for (const StoredLayer& entry : layers) {
+    const Layer& layer = *entry.layer;
     const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
-    write_vars(root, paths[i], layer.name(), sublayers.empty() ? internal::saved_weights(layer) : std::vector<Variable>{});
-    for (const Sublayer& s : sublayers) write_vars(root, paths[i] + "/" + s.attributes[0], s.name, s.vars);
+    const bool own = sublayers.empty() && !entry.nested_model;
+    write_vars(root, entry.path, layer.name(), own ? internal::saved_weights(layer) : std::vector<Variable>{});
+    for (const Sublayer& s : sublayers) write_vars(root, entry.path + "/" + s.attributes[0], s.name, s.vars);
   }
   write_vars(root, "", model.name(), {});
   if (with_optimizer)
@@ -172,25 +195,6 @@ class KerasMembers {
   std::optional<io::ZipReader> zip_;
 };
 
-// A member unpacked to a temporary file for libhdf5, removed when this goes.
-class UnpackedMember {
- public:
-  explicit UnpackedMember(const std::string& bytes) {
-    path_ = (fs::temp_directory_path() / io::unique_name("kiln-keras-weights-")).string() + ".h5";
-    io::write_file_atomically(path_, bytes);
-  }
-  ~UnpackedMember() {
-    std::error_code ec;
-    fs::remove(path_, ec);
-  }
-  UnpackedMember(const UnpackedMember&) = delete;
-  UnpackedMember& operator=(const UnpackedMember&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
-
 // The vars group of `path`, also under Keras 2.13-2.15's _layer_checkpoint_dependencies.
 bool find_vars(const Hdf5Group& root, std::string path, std::string* found) {
   for (int attempt = 0; attempt < 2; ++attempt) {
@@ -221,7 +225,6 @@ std::vector<HostTensor> read_vars(const Hdf5Group& root, const std::string& vars
 
 // Layer by layer, by position, as Keras 3's _load_state; assigns only once all are checked.
 void read_weights(const Hdf5Group& root, Model& model, const std::string& file) {
-  const std::vector<std::string> paths = internal::keras3_layer_paths(model);
   std::vector<Variable> vars;
   std::vector<HostTensor> values;
   std::vector<std::string> where;
@@ -247,17 +250,20 @@ void read_weights(const Hdf5Group& root, Model& model, const std::string& file) 
       where.push_back(str_cat("/", group, "/", k));
     }
   };
-  for (size_t i = 0; i < paths.size(); ++i) {
-    const Layer& layer = *model.layers()[i];
+  std::vector<StoredLayer> layers;
+  stored_layers(model, "", layers);
+  for (const StoredLayer& entry : layers) {
+    const Layer& layer = *entry.layer;
     const std::string owner = str_cat("layer '", layer.name(), "' (", layer.class_name(), ")");
+    if (entry.nested_model) continue;  // its own vars are empty; its layers follow
     const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
     if (sublayers.empty()) {
-      read_group({paths[i]}, internal::saved_weights(layer), owner);
+      read_group({entry.path}, internal::saved_weights(layer), owner);
       continue;
     }
     for (const Sublayer& s : sublayers) {
       std::vector<std::string> candidates;
-      for (const std::string& attribute : s.attributes) candidates.push_back(paths[i] + "/" + attribute);
+      for (const std::string& attribute : s.attributes) candidates.push_back(entry.path + "/" + attribute);
       read_group(candidates, s.vars, str_cat(owner, "'s ", s.name, " projection"));
     }
   }
@@ -299,7 +305,7 @@ void read_weights_member(const KerasMembers& members, Read read) {
     read(file.root(), where);
     return;
   }
-  const UnpackedMember weights(members.read(kKerasWeightsMember));
+  const io::ScratchFile weights(members.read(kKerasWeightsMember), "kiln-keras-weights-", ".h5");
   try {
     Hdf5File file = Hdf5File::open(weights.path());
     read(file.root(), where);

@@ -10,6 +10,8 @@
 #include "kiln/core/logging.h"
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/hdf5_file.h"
+#include "kiln/keras/models/model_layer.h"
+#include "kiln/keras/saving/keras3_config_impl.h"
 #include "kiln/keras/saving/saving_impl.h"
 #include "kiln/keras/saving/training_config.h"
 
@@ -46,6 +48,73 @@ HostTensor saved_value(const Variable& v) {
   return d == DType::kBF16 || d == DType::kF16 ? v.host_value().astype(DType::kF32) : v.host_value().clone();
 }
 
+// A layer's weights in Keras's saved order with the names it stores them under: the
+// variable's ("dense/kernel"), or for a nested model the path through its inner models
+// ("model1/Conv1/kernel"), since two inner models may hold layers of one name.
+std::vector<std::pair<std::string, Variable>> saved_weight_names(const Layer& layer) {
+  if (const auto* nested = dynamic_cast<const ModelLayer*>(&layer)) return nested->weight_paths();
+  std::vector<std::pair<std::string, Variable>> out;
+  for (const Variable& w : internal::saved_weights(layer)) out.emplace_back(w.name(), w);
+  return out;
+}
+
+// "a/b/c:0" -> {"a", "b", "c"}: a weight name's components, without TensorFlow's ":0".
+std::vector<std::string> name_parts(std::string name) {
+  if (name.ends_with(":0")) name.resize(name.size() - 2);
+  std::vector<std::string> parts;
+  for (size_t start = 0;;) {
+    const size_t slash = name.find('/', start);
+    parts.push_back(name.substr(start, slash - start));
+    if (slash == std::string::npos) return parts;
+    start = slash + 1;
+  }
+}
+
+// For each weight of a nested model, the index of the file's weight name it is: the one that
+// shares the longest run of trailing components with its path, at least its layer and weight
+// names. Keras's writers differ in how much of the path they store ("Conv1/kernel:0" in tf.keras
+// 2, the outer models' names too in Keras 3's legacy .h5), and a nested model lists its
+// weights in an order of its own (trainable first, BatchNormalization's statistics last; a
+// frozen model by layer), so matching by position would load wrong values silently.
+std::vector<size_t> match_by_name(const std::vector<std::pair<std::string, Variable>>& weights,
+                                  const std::vector<std::string>& file_names, const std::string& where) {
+  std::vector<std::vector<std::string>> file_parts;
+  for (const std::string& n : file_names) file_parts.push_back(name_parts(n));
+  std::vector<size_t> out;
+  std::vector<int> taken(file_names.size(), -1);
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const std::vector<std::string> parts = name_parts(weights[i].first);
+    const size_t needed = std::min(parts.size(), name_parts(weights[i].second.name()).size());
+    size_t best = 0, best_index = 0, ties = 0;
+    for (size_t f = 0; f < file_parts.size(); ++f) {
+      size_t common = 0;
+      while (common < parts.size() && common < file_parts[f].size() &&
+             parts[parts.size() - 1 - common] == file_parts[f][file_parts[f].size() - 1 - common])
+        ++common;
+      if (common > best) {
+        best = common;
+        best_index = f;
+        ties = 1;
+      } else if (common == best && common > 0) {
+        ++ties;
+      }
+    }
+    if (best < needed)
+      KILN_THROW(IOError, "[", where, "] has no weight named like '", weights[i].first, "' (",
+                 weights[i].second.name(), ") among its weight_names. Hint: load into the architecture that was saved.");
+    if (ties > 1)
+      KILN_THROW(IOError, "[", where, "] has several weights named like '", weights[i].first,
+                 "', so which one it is cannot be told. Hint: the file is damaged or was edited.");
+    if (taken[best_index] >= 0)
+      KILN_THROW(IOError, "[", where, "] weight '", file_names[best_index], "' would load both ",
+                 weights[static_cast<size_t>(taken[best_index])].first, " and ", weights[i].first,
+                 ". Hint: the file is damaged or was edited.");
+    taken[best_index] = static_cast<int>(i);
+    out.push_back(best_index);
+  }
+  return out;
+}
+
 // Keras's save_weights_to_hdf5_group.
 void write_weights(Hdf5Group& g, const Model& model) {
   std::vector<std::string> layer_names;
@@ -59,9 +128,12 @@ void write_weights(Hdf5Group& g, const Model& model) {
   std::sort(sorted.begin(), sorted.end(), [](const Layer* a, const Layer* b) { return a->name() < b->name(); });
   for (const Layer* layer : sorted) {
     Hdf5Group lg = g.create_group(layer->name());
-    std::vector<Variable> weights = internal::saved_weights(*layer);
+    std::vector<Variable> weights;
     std::vector<std::string> names;
-    for (const Variable& w : weights) names.push_back(w.name() + ":0");
+    for (const auto& [name, w] : saved_weight_names(*layer)) {
+      weights.push_back(w);
+      names.push_back(name + ":0");
+    }
     lg.write_keras_string_list("weight_names", names);
     for (size_t i = 0; i < weights.size(); ++i) lg.write_dataset(names[i], saved_value(weights[i]));
   }
@@ -163,13 +235,26 @@ void read_weights(const Hdf5Group& g, Model& model, const std::string& path, Loa
     }
     if (theano && layer->class_name() == "Conv2D" && !layer_values.empty())
       layer_values[0] = flip_spatial(layer_values[0]);
+    std::vector<std::string> value_names = f->weight_names;
+    if (const auto* nested = dynamic_cast<const ModelLayer*>(layer)) {  // by name: see match_by_name
+      const std::vector<size_t> order = match_by_name(nested->weight_paths(), f->weight_names, path + ":" + lg.path());
+      std::vector<HostTensor> ordered;
+      value_names.clear();
+      for (size_t k : order) {
+        ordered.push_back(layer_values[k]);
+        value_names.push_back(f->weight_names[k]);
+      }
+      layer_values = std::move(ordered);
+      weights.clear();
+      for (const auto& [name, w] : nested->weight_paths()) weights.push_back(w);
+    }
     bool shapes_match = true;
     for (size_t i = 0; i < weights.size(); ++i) shapes_match &= layer_values[i].dims() == weights[i].shape().dims();
     if (!shapes_match && skip("weight shapes differ")) continue;
     for (size_t i = 0; i < weights.size(); ++i) {
       vars.push_back(weights[i]);
       values.push_back(std::move(layer_values[i]));
-      where.push_back(str_cat(lg.path(), "/", f->weight_names[i]));
+      where.push_back(str_cat(lg.path(), "/", value_names[i]));
     }
   }
   internal::assign_checked(vars, values, path, where);
@@ -245,8 +330,18 @@ std::unique_ptr<Model> load_model_h5(const std::string& path, const LoadOptions&
   const Hdf5Group& root = file.root();
   if (!root.has_attribute("model_config")) throw_no_model_config(root, path);
   const std::string keras_version = keras_version_of(root);
+  std::string model_config = root.read_string_attribute("model_config");
+  // Keras 3's legacy .h5 writer serializes the model as its .keras files do (layers as
+  // {"module", "class_name", "config", "build_config"}, Functional nodes as {"args",
+  // "kwargs"}, DTypePolicy objects), so its config is read by the .keras reader, which also
+  // knows what Keras 3 means by a name (its hard_sigmoid is not Keras 2's).
+  if (keras_version.starts_with("3."))
+    model_config = internal::keras2_configs_from_keras3(model_config, path + ":model_config", keras_version,
+                                                        LoadOptions{.compile = false,
+                                                                    .custom_objects = options.custom_objects})
+                       .model_config;
   std::unique_ptr<Model> model = internal::model_from_config(
-      root.read_string_attribute("model_config"),
+      model_config,
       internal::ConfigSource{.path = path, .keras_version = keras_version, .custom_objects = &options.custom_objects});
   if (!root.has_group("model_weights"))
     KILN_THROW(IOError, "[", path, "] has no model_weights group. Hint: the file is damaged or truncated.");

@@ -2,11 +2,15 @@
 // whose "config" is a bare list of layers, build_input_shape (2.2.3+), InputLayer or
 // batch_input_shape on the first layer, Functional/Model graphs, dtype policies as objects.
 // A layer that fails to build is named, with the Keras version that wrote the file.
+#include <algorithm>
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
 #include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/models/functional.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/models/sequential.h"
 #include "kiln/keras/saving/saving.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -48,6 +52,32 @@ void check_keys(const json& j, const std::vector<ConfigKeys>& tables, const std:
   }
 }
 
+json normalize_model_config(const std::string& cls, json config, const ConfigSource& source, bool nested);
+
+// The boolean options of Keras's layer configs. Some writers (older Keras, converters, hand
+// edits) store them as 0 or 1 ("scale": 1 in a BatchNormalization), which Python's
+// truthiness and so Keras's from_config accept: they are read as false and true.
+constexpr std::string_view kBoolKeys[] = {
+    "trainable", "use_bias", "center", "scale", "return_sequences", "return_state", "go_backwards", "stateful",
+    "unroll", "time_major", "reset_after", "unit_forget_bias", "mask_zero", "keepdims", "sparse", "ragged",
+    "renorm", "normalize", "use_causal_mask", "zero_output_for_mask", "use_scale", "causal", "synchronized"};
+
+void coerce_bools(json& config) {
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    const std::string& key = it.key();
+    json& value = it.value();
+    if (value.is_object()) {
+      // Wrapped layers (Bidirectional's and TimeDistributed's "layer") carry their own options.
+      if (value.contains("class_name") && value.contains("config") && value["config"].is_object())
+        coerce_bools(value["config"]);
+      continue;
+    }
+    const bool listed = std::find(std::begin(kBoolKeys), std::end(kBoolKeys), key) != std::end(kBoolKeys);
+    if (listed && value.is_number_integer() && (value.get<int64_t>() == 0 || value.get<int64_t>() == 1))
+      value = value.get<int64_t>() == 1;
+  }
+}
+
 void normalize_layer(json& entry, size_t index, bool functional, const ConfigSource& source) {
   if (!entry.is_object() || !entry.contains("class_name") || !entry["class_name"].is_string())
     fail(source, str_cat("layer #", index, " is not {\"class_name\": ..., \"config\": {...}}: ",
@@ -61,16 +91,49 @@ void normalize_layer(json& entry, size_t index, bool functional, const ConfigSou
   if (!config.is_object())
     fail(source, str_cat("layer #", index, " (", cls, ") has config ", config.dump().substr(0, 200),
                          "; expected an object."));
-  const std::string name = config.value("name", entry.value("name", str_cat("#", index)));
-  if (is_model_class(cls))
-    fail(source, str_cat("layer '", name, "' is a nested ", cls, " model, which Kiln does not load yet. Hint: "
-                         "flatten the inner model's layers into the outer one, or build the model in C++ and call "
-                         "load_weights."));
+  if (is_model_class(cls)) {  // a nested model: its config is a model's, read as the top one is
+    config = normalize_model_config(cls, config, source, /*nested=*/true);
+    return;
+  }
+  coerce_bools(config);
   // "dtype" stays as written (a name, Keras 2's Policy object or Keras 3's DTypePolicy):
   // layer_from_config reads every form into the layer's policy.
   // Keras 3's InputLayer says batch_shape where Keras 2 said batch_input_shape.
   if (cls == "InputLayer" && config.contains("batch_shape") && !config.contains("batch_input_shape"))
     config["batch_input_shape"] = config["batch_shape"];
+}
+
+json normalize_model_config(const std::string& cls, json config, const ConfigSource& source, bool nested) {
+  if (cls == "Sequential" && config.is_array())  // Keras <= 2.2.2: the layer list itself
+    config = {{"name", "sequential"}, {"layers", config}};
+  if (!config.is_object() || !config.contains("layers") || !config["layers"].is_array())
+    fail(source, str_cat("the ", cls, " config has no \"layers\" list: ", config.dump().substr(0, 200),
+                         ". Hint: the file is damaged or not a Keras model."));
+  const bool functional = cls != "Sequential";
+  // A nested model may be frozen (transfer learning's base.trainable = False), which its
+  // ModelLayer honors; and Kiln's own Sequential writes the outer input on it as on any
+  // first layer (batch_input_shape), which is the nested Sequential's build_input_shape.
+  std::optional<bool> frozen;
+  if (nested && config.contains("trainable") && config["trainable"].is_boolean() && !config["trainable"].get<bool>()) {
+    frozen = true;
+    config.erase("trainable");
+  }
+  if (nested && config.contains("batch_input_shape")) {
+    if (!functional && !config.contains("build_input_shape")) config["build_input_shape"] = config["batch_input_shape"];
+    config.erase("batch_input_shape");
+  }
+  check_keys(config, {functional ? functional_config_keys() : sequential_config_keys()},
+             nested ? str_cat(cls, " '", config.value("name", ""), "'") : cls, source);
+  json& layers = config["layers"];
+  for (size_t i = 0; i < layers.size(); ++i) normalize_layer(layers[i], i, functional, source);
+  // Keras 2.2.3+ records a Sequential built by build(shape) as build_input_shape; Kiln builds
+  // from the first layer's batch_input_shape, as Keras 2's older files declare it.
+  if (cls == "Sequential" && config.contains("build_input_shape") && config["build_input_shape"].is_array() &&
+      !layers.empty() && layers[0]["class_name"] != "InputLayer" &&
+      !layers[0]["config"].contains("batch_input_shape"))
+    layers[0]["config"]["batch_input_shape"] = config["build_input_shape"];
+  if (frozen) config["trainable"] = false;
+  return config;
 }
 
 json normalize(json j, const ConfigSource& source) {
@@ -82,24 +145,29 @@ json normalize(json j, const ConfigSource& source) {
     fail(source, str_cat("describes a '", cls, "' model; Kiln loads Sequential, Functional and Model. Hint: rebuild "
                          "the model in C++ and use load_weights."));
   check_keys(j, {kTopKeys, serialized_object_keys()}, "the model entry", source);
-  json config = j.contains("config") ? j["config"] : json();
-  if (cls == "Sequential" && config.is_array())  // Keras <= 2.2.2: the layer list itself
-    config = {{"name", "sequential"}, {"layers", config}};
-  if (!config.is_object() || !config.contains("layers") || !config["layers"].is_array())
-    fail(source, str_cat("the ", cls, " config has no \"layers\" list: ", config.dump().substr(0, 200),
-                         ". Hint: the file is damaged or not a Keras model."));
-  const bool functional = cls != "Sequential";
-  check_keys(config, {functional ? functional_config_keys() : sequential_config_keys()}, cls, source);
-  json& layers = config["layers"];
-  for (size_t i = 0; i < layers.size(); ++i) normalize_layer(layers[i], i, functional, source);
-  // Keras 2.2.3+ records a Sequential built by build(shape) as build_input_shape; Kiln builds
-  // from the first layer's batch_input_shape, as Keras 2's older files declare it.
-  if (cls == "Sequential" && config.contains("build_input_shape") && config["build_input_shape"].is_array() &&
-      !layers.empty() && layers[0]["class_name"] != "InputLayer" &&
-      !layers[0]["config"].contains("batch_input_shape"))
-    layers[0]["config"]["batch_input_shape"] = config["build_input_shape"];
-  j["config"] = config;
+  j["config"] = normalize_model_config(cls, j.contains("config") ? j["config"] : json(), source, /*nested=*/false);
   return j;
+}
+
+// A nested model (normalized by normalize_model_config) as a layer of its outer model.
+LayerHandle nested_model(const std::string& cls, json config, const LayerFromConfig& make_layer) {
+  const bool frozen = config.contains("trainable") && !config["trainable"].get<bool>();
+  config.erase("trainable");
+  // The outer Sequential's build_input_shape lands here as the first layer's input.
+  if (config.contains("batch_input_shape")) {
+    json& layers = config["layers"];
+    if (cls == "Sequential" && !layers.empty() && layers[0]["class_name"] != "InputLayer" &&
+        !layers[0]["config"].contains("batch_input_shape"))
+      layers[0]["config"]["batch_input_shape"] = config["batch_input_shape"];
+    config.erase("batch_input_shape");
+  }
+  const json entry = {{"class_name", cls}, {"config", config}};
+  std::shared_ptr<Model> model;
+  if (cls == "Sequential") model = Sequential::from_json(entry.dump(), make_layer);
+  else model = Functional::from_json(entry.dump(), make_layer);
+  auto layer = std::make_shared<ModelLayer>(std::move(model));
+  if (frozen) layer->set_trainable(false);
+  return LayerHandle(std::shared_ptr<Layer>(std::move(layer)));
 }
 
 }  // namespace
@@ -131,18 +199,20 @@ std::unique_ptr<Model> model_from_config(const std::string& config_json, const C
                          "). Hint: the file is damaged or truncated."));
   j = normalize(std::move(j), source);
   const CustomObjects* custom = source.custom_objects;
-  const LayerFromConfig make_layer = [custom](const std::string& cls, const std::string& config) -> LayerHandle {
+  LayerFromConfig make_layer;
+  make_layer = [custom, &make_layer](const std::string& cls, const std::string& config) -> LayerHandle {
     const json c = json::parse(config, nullptr, /*allow_exceptions=*/false);
     const std::string name = c.is_object() ? c.value("name", "") : "";
     try {
       if (custom != nullptr)
         if (auto it = custom->find(cls); it != custom->end()) return it->second(config);
+      if (is_model_class(cls)) return nested_model(cls, c, make_layer);
       return layer_from_config(cls, config);
     } catch (const json::exception& e) {  // a factory that reads JSON itself
       KILN_THROW(ConfigError, "layer '", name, "' (", cls, "): malformed config (", e.what(), ").");
     } catch (const Error& e) {
       KILN_THROW(ConfigError, "layer '", name, "' (", cls, "): ", e.what(),
-                 std::string(e.what()).find("unknown layer class") != std::string::npos
+                 !is_model_class(cls) && std::string(e.what()).find("unknown layer class") != std::string::npos
                      ? " Or pass LoadOptions{.custom_objects = {{\"" + cls + "\", factory}}} to build it yourself."
                      : "");
     }

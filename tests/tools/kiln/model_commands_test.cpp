@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kiln/data/readers/npy_reader.h"
+#include "kiln/io/hdf5_file.h"
 #include "kiln/keras/keras.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/temp_dir.h"
@@ -53,6 +54,48 @@ TEST(KilnCliTest, InspectListsFormatVersionWeightsAndOptimizerState) {
        {"format: Keras 2 HDF5 (.h5)", "keras_version: 2.", "hidden (Dense)", "hidden/kernel f32[3,8]",
         "out/bias f32[2]", "optimizer: Adam", "50 parameters"})
     EXPECT_NE(out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << out;
+}
+
+// A tf.keras 2.9 file nesting a Sequential in a Sequential (as h5py writes it), whose inner
+// layer is `inner_class`.
+void write_nested_h5(const std::string& path, const std::string& inner_class) {
+  io::Hdf5File file = io::Hdf5File::create(path);
+  io::Hdf5Group& root = file.root();
+  root.write_string_attribute("keras_version", "2.9.0", io::StringKind::kVariableUtf8);
+  root.write_string_attribute("backend", "tensorflow", io::StringKind::kVariableUtf8);
+  root.write_string_attribute(
+      "model_config",
+      R"({"class_name": "Sequential", "config": {"name": "outer", "layers": [{"class_name": "Sequential",
+          "config": {"name": "inner", "layers": [{"class_name": ")" + inner_class + R"(",
+          "config": {"name": "head", "units": 2, "batch_input_shape": [null, 3]}}]}}]}})",
+      io::StringKind::kVariableAscii);
+  io::Hdf5Group weights = root.create_group("model_weights");
+  weights.write_keras_string_list("layer_names", {"inner"});
+  io::Hdf5Group inner = weights.create_group("inner");
+  inner.write_keras_string_list("weight_names", {"head/kernel:0", "head/bias:0"});
+  inner.write_dataset("head/kernel:0", HostTensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 6}));
+  inner.write_dataset("head/bias:0", HostTensor::from_vector<float>({2}, {0.5f, -0.5f}));
+  file.flush();
+}
+
+// inspect indents a nested model's layers under it, and shows a file Kiln cannot build from
+// the file itself: the reason (layer, class, Keras version), the layer tree and the weights.
+TEST(KilnCliTest, InspectShowsNestedModelsAndFilesKilnCannotLoad) {
+  kiln::testing::TempDir dir;
+  write_nested_h5(dir.file("nested.h5"), "Dense");
+  const auto [out, status] = run_kiln("inspect " + dir.file("nested.h5"));
+  ASSERT_EQ(status, 0) << out;
+  for (const std::string expected : {"keras_version: 2.9.0", "  inner (Sequential)\n    head (Dense)\n",
+                                     "      head/kernel f32[3,2]", "8 parameters"})
+    EXPECT_NE(out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << out;
+
+  write_nested_h5(dir.file("unknown.h5"), "Frobnicate");
+  const auto [bad, bad_status] = run_kiln("inspect " + dir.file("unknown.h5"));
+  ASSERT_EQ(bad_status, 0) << bad;
+  for (const std::string expected :
+       {"Kiln cannot load it", "written by Keras 2.9.0", "layer 'head' (Frobnicate)",
+        "  inner (Sequential)\n    head (Frobnicate)\n", "    head/kernel:0 f32[3,2]", "    head/bias:0 f32[2]"})
+    EXPECT_NE(bad.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << bad;
 }
 
 // Rows of 3 features and 2 targets, not all alike, so every weight matters to the predictions.

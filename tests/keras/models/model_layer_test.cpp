@@ -1,0 +1,87 @@
+// ModelLayer: a model used as a layer of another, as Keras nests them. Its weights, their
+// trainable/non-trainable split at every depth, its output and its paths.
+#include "kiln/keras/models/model_layer.h"
+
+#include <gtest/gtest.h>
+
+#include "kiln/keras/namespaces.h"
+#include "tests/testing/expect_error.h"
+
+namespace kiln::keras {
+namespace {
+
+std::vector<std::string> names(const std::vector<Variable>& vars) {
+  std::vector<std::string> out;
+  for (const Variable& v : vars) out.push_back(v.name());
+  return out;
+}
+
+// Sequential[Dense, BatchNormalization] with a declared input of 3 features.
+std::shared_ptr<Sequential> block(const std::string& name) {
+  return std::make_shared<Sequential>(
+      std::vector<LayerHandle>{Dense(4, {.input_shape = {3}, .name = name + "_dense"}),
+                               BatchNormalization({.name = name + "_bn"})},
+      SequentialOptions{.name = name});
+}
+
+TEST(ModelLayerTest, ListsTrainableWeightsBeforeNonTrainableAsKerasDoes) {
+  Sequential top({ModelLayer(block("base")), Dense(2, {.name = "head"})});
+  ASSERT_TRUE(top.built());
+  EXPECT_EQ(names(top.layers()[0]->trainable_weights()),
+            (std::vector<std::string>{"base_dense/kernel", "base_dense/bias", "base_bn/gamma", "base_bn/beta"}));
+  EXPECT_EQ(names(top.non_trainable_weights()),
+            (std::vector<std::string>{"base_bn/moving_mean", "base_bn/moving_variance"}));
+  const auto& nested = dynamic_cast<const ModelLayer&>(*top.layers()[0]);
+  EXPECT_EQ(nested.class_name(), "Sequential");
+  EXPECT_EQ(nested.weight_paths()[0].first, "base_dense/kernel");
+  EXPECT_EQ(top.count_params(), 3 * 4 + 4 + 4 * 4 + 4 * 2 + 2);
+}
+
+// A frozen model two levels down stays frozen inside a trainable one (Keras's rule: a layer's
+// trainable weights are empty when it, or a model holding it, is frozen).
+TEST(ModelLayerTest, FrozenInnerModelStaysFrozenInsideATrainableOne) {
+  auto inner = std::make_shared<ModelLayer>(block("inner"));
+  inner->set_trainable(false);
+  auto middle = std::make_shared<Sequential>(std::vector<LayerHandle>{LayerHandle(std::shared_ptr<Layer>(inner))},
+                                             SequentialOptions{.name = "middle"});
+  Sequential top({ModelLayer(middle), Dense(1, {.name = "head"})});
+  EXPECT_EQ(names(top.trainable_weights()), (std::vector<std::string>{"head/kernel", "head/bias"}));
+  EXPECT_EQ(top.non_trainable_weights().size(), 6u);
+  EXPECT_EQ(dynamic_cast<const ModelLayer&>(*top.layers()[0]).weight_paths()[0].first, "inner/inner_dense/kernel");
+}
+
+TEST(ModelLayerTest, CallsTheModelAndReportsItsOutputShape) {
+  auto base = block("base");
+  Sequential top({ModelLayer(base)});
+  const HostTensor x = HostTensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0, 0.5f});
+  const std::vector<float> nested = top.predict(x).to_vector<float>(), direct = base->predict(x).to_vector<float>();
+  ASSERT_EQ(nested.size(), direct.size());
+  for (size_t i = 0; i < nested.size(); ++i) EXPECT_NEAR(nested[i], direct[i], 1e-6) << i;
+  EXPECT_EQ(top.layers()[0]->compute_output_shape({3}), Dims{4});
+}
+
+// A nested layer's weight penalty is part of the outer model's loss, as Keras's model.losses.
+TEST(ModelLayerTest, NestedLayersRegularizersCountInTheOuterLoss) {
+  auto base = std::make_shared<Sequential>(
+      std::vector<LayerHandle>{Dense(2, {.kernel_regularizer = Regularizer{.l2 = 0.5}, .input_shape = {3}})});
+  Sequential top({ModelLayer(base)});
+  base->compile({.optimizer = SGD(), .loss = "mse"});
+  top.compile({.optimizer = SGD(), .loss = "mse"});
+  const HostTensor x = HostTensor::from_vector<float>({2, 3}, {1, 2, 3, -1, 0, 0.5f});
+  const HostTensor y = HostTensor::from_vector<float>({2, 2}, {0, 1, 1, 0});
+  const double direct = base->evaluate(x, y, 32, {.verbose = 0}).at("loss");
+  double penalty = 0;
+  for (float k : base->layers()[0]->weights()[0].host_value().to_vector<float>()) penalty += 0.5 * k * k;
+  EXPECT_GT(penalty, 0.01);
+  EXPECT_NEAR(top.evaluate(x, y, 32, {.verbose = 0}).at("loss"), direct, 1e-5);
+}
+
+TEST(ModelLayerTest, RefusesAModelWithSeveralOutputs) {
+  KerasTensor in = Input({3});
+  auto two = std::make_shared<Functional>(std::vector<KerasTensor>{in},
+                                          std::vector<KerasTensor>{Dense(1)(in), Dense(2)(in)});
+  KILN_EXPECT_ERROR(ModelLayer{two}, ValueError, "must take one input and give one output");
+}
+
+}  // namespace
+}  // namespace kiln::keras
