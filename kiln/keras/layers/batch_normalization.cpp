@@ -13,6 +13,14 @@
 
 namespace kiln::keras {
 
+namespace {
+thread_local int frozen_model_depth = 0;  // FrozenModelScopes alive on this thread
+}  // namespace
+
+FrozenModelScope::FrozenModelScope() { ++frozen_model_depth; }
+FrozenModelScope::~FrozenModelScope() { --frozen_model_depth; }
+bool FrozenModelScope::active() { return frozen_model_depth > 0; }
+
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer(options.name, options.input_shape, options.dtype), options_(std::move(options)) {
   const std::string at = options_.name.empty() ? "BatchNormalization" : options_.name;
@@ -60,7 +68,8 @@ Tensor BatchNormalization::call(const Tensor& input, bool training) {
   keep[static_cast<size_t>(axis)] = features;
   auto per_feature = [&](const Tensor& v) { return reshape(v, keep); };
 
-  if (!trainable()) training = false;  // Keras 2: a frozen BatchNormalization runs in inference mode
+  // Keras 2.1+ and 3: a frozen BatchNormalization (or one in a frozen model) runs in inference mode.
+  if (!trainable() || FrozenModelScope::active()) training = false;
   Tensor m, var;
   if (training) {
     m = mean(x, axes, /*keepdims=*/true);

@@ -38,6 +38,20 @@ inline BatchNormalizationOptions with_axis(int axis, BatchNormalizationOptions o
   return options;
 }
 
+/// While one is alive on this thread, BatchNormalization layers called run in inference mode:
+/// a frozen nested model (ModelLayer) calls its model under one, because Keras's
+/// `base.trainable = False` sets trainable on every layer inside it (Keras 3's setter walks the
+/// sublayers), and a frozen BatchNormalization normalizes with its moving statistics and never
+/// updates them, even inside fit. Other layers keep their training behaviour (Dropout drops).
+class FrozenModelScope {
+ public:
+  FrozenModelScope();
+  ~FrozenModelScope();
+  FrozenModelScope(const FrozenModelScope&) = delete;
+  FrozenModelScope& operator=(const FrozenModelScope&) = delete;
+  static bool active();
+};
+
 class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});

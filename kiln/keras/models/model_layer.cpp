@@ -1,6 +1,8 @@
 // ModelLayer: a nested model's weights, shapes, config and call, delegated to the model.
 #include "kiln/keras/models/model_layer.h"
 
+#include "kiln/keras/layers/batch_normalization.h"
+
 #include <map>
 
 #include <nlohmann/json.hpp>
@@ -96,6 +98,10 @@ void ModelLayer::build_weights(const Dims& input_shape) {
   for (const LayerHandle& l : model_->layers()) track_weights(*l);
 }
 
-Tensor ModelLayer::call(const Tensor& x, bool training) { return model_->call(x, training); }
+Tensor ModelLayer::call(const Tensor& x, bool training) {
+  if (trainable()) return model_->call(x, training);
+  FrozenModelScope frozen;  // its BatchNormalization layers normalize as in inference
+  return model_->call(x, training);
+}
 
 }  // namespace kiln::keras

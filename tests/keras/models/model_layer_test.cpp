@@ -76,6 +76,42 @@ TEST(ModelLayerTest, NestedLayersRegularizersCountInTheOuterLoss) {
   EXPECT_NEAR(top.evaluate(x, y, 32, {.verbose = 0}).at("loss"), direct, 1e-5);
 }
 
+std::vector<float> host(const Variable& v) { return v.host_value().to_vector<float>(); }
+
+// Keras's transfer-learning rule: a frozen base's BatchNormalization runs in inference mode
+// inside fit (its moving statistics stay), its weights stay, the head trains; unfrozen and
+// recompiled, the same fit moves the statistics.
+TEST(ModelLayerTest, AFrozenModelsBatchNormalizationRunsInInferenceModeDuringFit) {
+  auto base = block("base");
+  auto frozen = std::make_shared<ModelLayer>(base);
+  frozen->set_trainable(false);
+  Sequential top({LayerHandle(std::shared_ptr<Layer>(frozen)), Dense(1, {.name = "head"})});
+  top.compile({.optimizer = SGD({.learning_rate = 0.1}), .loss = "mse"});
+  std::vector<float> xs, ys;
+  for (int i = 0; i < 8; ++i) {
+    for (int j = 0; j < 3; ++j) xs.push_back(static_cast<float>((i * 3 + j) % 5) - 1.5f);
+    ys.push_back(static_cast<float>(i % 2));
+  }
+  const HostTensor x = HostTensor::from_vector<float>({8, 3}, xs), y = HostTensor::from_vector<float>({8, 1}, ys);
+  const auto& bn = dynamic_cast<const BatchNormalization&>(base->get_layer("base_bn"));
+  const Layer& dense = base->get_layer("base_dense");
+  const std::vector<float> mean0 = host(bn.moving_mean()), var0 = host(bn.moving_variance());
+  const std::vector<float> kernel0 = host(dense.weights()[0]), gamma0 = host(bn.gamma());
+  const std::vector<float> head0 = host(top.layers()[1]->weights()[0]);
+  top.fit(x, y, {.batch_size = 4, .epochs = 2, .verbose = 0});
+  EXPECT_EQ(host(bn.moving_mean()), mean0);
+  EXPECT_EQ(host(bn.moving_variance()), var0);
+  EXPECT_EQ(host(dense.weights()[0]), kernel0);
+  EXPECT_EQ(host(bn.gamma()), gamma0);
+  EXPECT_NE(host(top.layers()[1]->weights()[0]), head0);
+
+  frozen->set_trainable(true);
+  top.compile({.optimizer = SGD({.learning_rate = 0.01}), .loss = "mse"});  // Keras: recompile after unfreezing
+  top.fit(x, y, {.batch_size = 4, .epochs = 1, .verbose = 0});
+  EXPECT_NE(host(bn.moving_mean()), mean0);
+  EXPECT_NE(host(dense.weights()[0]), kernel0);
+}
+
 TEST(ModelLayerTest, RefusesAModelWithSeveralOutputs) {
   KerasTensor in = Input({3});
   auto two = std::make_shared<Functional>(std::vector<KerasTensor>{in},
