@@ -422,13 +422,11 @@ class StageBuilder {
       const LoopInstr& in = st.code[i];
       const std::optional<DType> dtype = stored_dtype(in.op);
       if (!dtype || readers[static_cast<size_t>(in.dst)] != 0) continue;
-      bool only_stores = false;
-      for (const LoopResult& r : st.results) {
-        if (r.reg != in.dst) continue;
-        only_stores = r.dtype == *dtype;
-        if (!only_stores) break;
-      }
-      if (!only_stores) continue;
+      auto stores_it = [&](const LoopResult& r) { return r.reg == in.dst; };
+      const bool stored = std::any_of(st.results.begin(), st.results.end(), stores_it);
+      const bool all_its_dtype = std::all_of(st.results.begin(), st.results.end(),
+                                             [&](const LoopResult& r) { return !stores_it(r) || r.dtype == *dtype; });
+      if (!stored || !all_its_dtype) continue;
       for (LoopResult& r : st.results)
         if (r.reg == in.dst) r.reg = in.a;
       st.code.erase(st.code.begin() + static_cast<std::ptrdiff_t>(i));

@@ -22,8 +22,11 @@ KerasTensor image_input(const Dims& shape, const std::optional<KerasTensor>& inp
 KerasTensor pooled(const std::string& model, const KerasTensor& x, const std::string& pooling,
                    const std::string& avg_name = "", const std::string& max_name = "");
 
-/// Dense(classes, classifier_activation, name="predictions"); the activation checked as Keras's
-/// validate_activation does ("softmax" or none; "" and "linear" are none).
+/// The top's activation checked as Keras's validate_activation does: "softmax", or "" for none
+/// ("linear" is none too); a ValueError naming `model` otherwise.
+std::string classifier_activation(const std::string& model, const std::string& activation);
+
+/// Dense(classes, classifier_activation, name="predictions").
 KerasTensor predictions(const std::string& model, const KerasTensor& x, int64_t classes,
                         const std::string& classifier_activation);
 

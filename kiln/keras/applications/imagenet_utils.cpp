@@ -36,14 +36,17 @@ KerasTensor pooled(const std::string& model, const KerasTensor& x, const std::st
   KILN_THROW(ValueError, "[", model, "] pooling must be \"\" (none), \"avg\" or \"max\"; got \"", pooling, "\".");
 }
 
+std::string classifier_activation(const std::string& model, const std::string& activation) {
+  if (activation == "" || activation == "linear") return "";
+  if (activation == "softmax") return activation;
+  KILN_THROW(ValueError, "[", model, "] classifier_activation must be \"softmax\" or \"\" (logits), as Keras's "
+             "validate_activation allows for ImageNet weights; got \"", activation, "\".");
+}
+
 KerasTensor predictions(const std::string& model, const KerasTensor& x, int64_t classes,
-                        const std::string& classifier_activation) {
+                        const std::string& activation) {
   if (classes < 1) KILN_THROW(ValueError, "[", model, "] classes must be >= 1; got ", classes, ".");
-  const std::string activation = classifier_activation == "linear" ? "" : classifier_activation;
-  if (activation != "" && activation != "softmax")
-    KILN_THROW(ValueError, "[", model, "] classifier_activation must be \"softmax\" or \"\" (logits), as Keras's "
-               "validate_activation allows for ImageNet weights; got \"", classifier_activation, "\".");
-  return Dense(classes, {.activation = activation, .name = "predictions"})(x);
+  return Dense(classes, {.activation = classifier_activation(model, activation), .name = "predictions"})(x);
 }
 
 Functional finish(const KerasTensor& input, const KerasTensor& x, const std::string& name,
@@ -68,15 +71,13 @@ HostTensor preprocess_input(const HostTensor& images, const std::string& mode) {
   // ImageNet's statistics, as imagenet_utils.py has them.
   constexpr float kTorchMean[3] = {0.485f, 0.456f, 0.406f}, kTorchStd[3] = {0.229f, 0.224f, 0.225f};
   constexpr float kCaffeMeanBgr[3] = {103.939f, 116.779f, 123.68f};
-  for (int64_t p = 0; p < pixels; ++p) {
-    const float* px = in + 3 * p;
-    float* po = o + 3 * p;
-    for (int c = 0; c < 3; ++c) {
-      if (mode == "tf") po[c] = px[c] / 127.5f - 1.0f;
-      else if (mode == "torch") po[c] = (px[c] / 255.0f - kTorchMean[c]) / kTorchStd[c];
-      else po[c] = px[2 - c] - kCaffeMeanBgr[c];  // BGR, zero-centred
-    }
-  }
+  auto each_pixel = [&](auto channel) {
+    for (int64_t p = 0; p < pixels; ++p)
+      for (int c = 0; c < 3; ++c) o[3 * p + c] = channel(in + 3 * p, c);
+  };
+  if (mode == "tf") each_pixel([](const float* px, int c) { return px[c] / 127.5f - 1.0f; });
+  else if (mode == "torch") each_pixel([&](const float* px, int c) { return (px[c] / 255.0f - kTorchMean[c]) / kTorchStd[c]; });
+  else each_pixel([&](const float* px, int c) { return px[2 - c] - kCaffeMeanBgr[c]; });  // BGR, zero-centred
   return out;
 }
 

@@ -1,5 +1,6 @@
 // MobileNet (v1) and MobileNetV2 as keras/src/applications/mobilenet.py and mobilenet_v2.py build
 // them, with their layer names.
+#include <algorithm>
 #include <cstdio>
 
 #include "kiln/core/check.h"
@@ -109,10 +110,7 @@ Functional MobileNet(MobileNetOptions o) {
     x = Dropout(o.dropout, {.name = "dropout"})(x);
     x = Conv2D(o.classes, 1, {.padding = "same", .name = "conv_preds"})(x);
     x = Reshape({o.classes}, {.name = "reshape_2"})(x);
-    const std::string activation = o.classifier_activation == "linear" ? "" : o.classifier_activation;
-    if (activation != "" && activation != "softmax")
-      KILN_THROW(ValueError, "[MobileNet] classifier_activation must be \"softmax\" or \"\" (logits); got \"",
-                 o.classifier_activation, "\".");
+    const std::string activation = internal::classifier_activation("MobileNet", o.classifier_activation);
     x = Activation(activation.empty() ? "linear" : activation, {.name = "predictions"})(x);
   } else {
     x = internal::pooled("MobileNet", x, o.pooling);

@@ -62,7 +62,9 @@ KerasTensor stack_v2(KerasTensor x, int64_t filters, int blocks, int64_t stride1
 }
 
 // resnet.py's ResNet(): the stem, the four stacks (blocks per stack), the top. `preact`: V2.
-Functional build_resnet(const std::string& model, const int (&blocks)[4], bool preact, const ApplicationOptions& o) {
+// `model` names it in errors, `keras_name` is the model's name in Keras ("resnet50v2").
+Functional build_resnet(const std::string& model, const std::string& keras_name, const int (&blocks)[4], bool preact,
+                        const ApplicationOptions& o) {
   const Dims shape = internal::image_shape(model, o.input_shape, o.input_tensor);
   const KerasTensor input = internal::image_input(shape, o.input_tensor);
   KerasTensor x = ZeroPadding2D(3, {.name = "conv1_pad"})(input);
@@ -85,18 +87,16 @@ Functional build_resnet(const std::string& model, const int (&blocks)[4], bool p
   } else {
     x = internal::pooled(model, x, o.pooling, "avg_pool", "max_pool");
   }
-  std::string name = model;
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return internal::finish(input, x, name, o.weights);
+  return internal::finish(input, x, keras_name, o.weights);
 }
 
 }  // namespace
 
-Functional ResNet50(ApplicationOptions o) { return build_resnet("ResNet50", {3, 4, 6, 3}, false, o); }
-Functional ResNet101(ApplicationOptions o) { return build_resnet("ResNet101", {3, 4, 23, 3}, false, o); }
-Functional ResNet152(ApplicationOptions o) { return build_resnet("ResNet152", {3, 8, 36, 3}, false, o); }
-Functional ResNet50V2(ApplicationOptions o) { return build_resnet("ResNet50V2", {3, 4, 6, 3}, true, o); }
-Functional ResNet101V2(ApplicationOptions o) { return build_resnet("ResNet101V2", {3, 4, 23, 3}, true, o); }
-Functional ResNet152V2(ApplicationOptions o) { return build_resnet("ResNet152V2", {3, 8, 36, 3}, true, o); }
+Functional ResNet50(ApplicationOptions o) { return build_resnet("ResNet50", "resnet50", {3, 4, 6, 3}, false, o); }
+Functional ResNet101(ApplicationOptions o) { return build_resnet("ResNet101", "resnet101", {3, 4, 23, 3}, false, o); }
+Functional ResNet152(ApplicationOptions o) { return build_resnet("ResNet152", "resnet152", {3, 8, 36, 3}, false, o); }
+Functional ResNet50V2(ApplicationOptions o) { return build_resnet("ResNet50V2", "resnet50v2", {3, 4, 6, 3}, true, o); }
+Functional ResNet101V2(ApplicationOptions o) { return build_resnet("ResNet101V2", "resnet101v2", {3, 4, 23, 3}, true, o); }
+Functional ResNet152V2(ApplicationOptions o) { return build_resnet("ResNet152V2", "resnet152v2", {3, 8, 36, 3}, true, o); }
 
 }  // namespace kiln::keras::applications

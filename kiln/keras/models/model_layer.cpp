@@ -1,13 +1,12 @@
 // ModelLayer: a nested model's weights, shapes, config and call, delegated to the model.
 #include "kiln/keras/models/model_layer.h"
 
-#include "kiln/keras/layers/batch_normalization.h"
-
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/layers/batch_normalization.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"

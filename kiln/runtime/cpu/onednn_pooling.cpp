@@ -174,50 +174,39 @@ KILN_NO_UNROLL_AND_JAM void max_pool_grad(const T* x_t, const T* dy_t, T* dx_t, 
 }
 
 // A 16-bit max pool where oneDNN has no 16-bit pooling: each y is its window's first maximum,
-// copied (a maximum is one of its inputs, so no rounding: the bits of x, a NaN quieted as
-// every 16-bit rounding quiets it), read straight from the 16-bit storage. The widened path instead widened all of x and rounded y back, a tile at
-// a time, which on the convnet's first pooling moved 3.4M elements more per step.
+// read straight from the 16-bit storage. A maximum is one of its inputs, so its f32 value holds
+// a 16-bit value exactly and converting it back is exact (a NaN comes back quieted, as every
+// 16-bit rounding quiets it): the reference's bits. The widened path it replaces widened all of
+// x and rounded y back, a tile at a time (3.4M values more per step on the convnet's first pool).
 template <typename T>
 KILN_NO_UNROLL_AND_JAM void max_pool_16bit(const T* x_t, T* y_t, const Shape& xs, const Shape& ys,
                                            const ir::Window& w) {
   using S = Storage<T>;
-  constexpr uint16_t kInf = std::is_same_v<T, BF16> ? 0x7f80 : 0x7c00;    // above it: NaN
-  constexpr uint16_t kQuiet = std::is_same_v<T, BF16> ? 0x0040 : 0x0200;  // the quiet bit
   const S* x = reinterpret_cast<const S*>(x_t);
   S* y = reinterpret_cast<S*>(y_t);
   const MaxWindows g(xs, ys, w);
 #pragma omp parallel if (g.n_count > 1)
   {
     std::vector<float> best(static_cast<size_t>(g.c_count));
-    std::vector<int32_t> tap(static_cast<size_t>(g.c_count));
     std::vector<int64_t> tap_at(static_cast<size_t>(g.kh_count * g.kw_count));
     float* b = best.data();
-    int32_t* which = tap.data();
 #pragma omp for schedule(static)
     for (int64_t n = 0; n < g.n_count; ++n) {
       const S* xn = x + n * g.h * g.wd * g.c_count;
       for (int64_t oh = 0; oh < g.oh_count; ++oh)
         for (int64_t ow = 0; ow < g.ow_count; ++ow) {
-          const int32_t taps = g.taps(oh, ow, tap_at.data());
+          g.first_max<T>(xn, tap_at.data(), g.taps(oh, ow, tap_at.data()), b, /*which=*/nullptr);
           S* yo = y + ((n * g.oh_count + oh) * g.ow_count + ow) * g.c_count;
-          if constexpr (std::is_same_v<T, BF16>) {  // an f32 holding a bf16: its top half
-            g.first_max<T>(xn, tap_at.data(), taps, b, nullptr);
+          if constexpr (std::is_same_v<T, BF16>) {  // an exact bf16 in f32: its top half, NaN quieted
 #pragma omp simd
             for (int64_t c = 0; c < g.c_count; ++c) {
               uint32_t u;
               std::memcpy(&u, &b[c], 4);
-              yo[c] = static_cast<S>((u >> 16) | ((u & 0x7fffffffu) > 0x7f800000u ? kQuiet : 0));
+              yo[c] = static_cast<S>((u >> 16) | ((u & 0x7fffffffu) > 0x7f800000u ? 0x0040u : 0u));
             }
-            continue;
+          } else {
+            for (int64_t c = 0; c < g.c_count; ++c) yo[c] = f32_to_f16_bits(b[c]);
           }
-          g.first_max<T>(xn, tap_at.data(), taps, b, which);
-          for (int32_t t = 0; t < taps; ++t) {  // the chosen tap's bits, by masks (see max_pool_grad)
-            const S* xt = xn + tap_at[static_cast<size_t>(t)];
-            for (int64_t c = 0; c < g.c_count; ++c)
-              yo[c] = static_cast<S>((t == 0 ? 0 : yo[c]) | (xt[c] & static_cast<uint16_t>(-static_cast<int32_t>(which[c] == t))));
-          }
-          for (int64_t c = 0; c < g.c_count; ++c)
-            yo[c] = static_cast<S>(yo[c] | (static_cast<uint16_t>(yo[c] & 0x7fff) > kInf ? kQuiet : 0));
         }
     }
   }
