@@ -9,6 +9,7 @@
 
 #include "kiln/trace/function.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/traced_map.h"
 #include "tests/testing/expect_error.h"
 
 namespace kiln {
@@ -71,6 +72,20 @@ TEST(ImageOpsTest, SeparableResizeAndProjectiveTransform) {
     return projective_transform(x[0], x[1], {.fill_mode = "constant"});
   });
   EXPECT_EQ(f({small().value(), half.value()})[0].to_vector<float>(), (std::vector<float>{0.5, 1.5, 2.5, 2, 4.5, 5.5}));
+}
+
+// In a traced Dataset::map, per element and through map_and_batch (flip's gather runs the
+// batch row by row, with the same values).
+TEST(ImageOpsTest, RunInATracedDatasetMap) {
+  const HostTensor images = HostTensor::from_vector<float>({2, 1, 3, 1}, {1, 2, 3, 4, 5, 6});
+  auto augment = [](Tensor image) { return adjust_brightness(flip_left_right(image), Tensor::scalar(10)); };
+  data::Iterator one = data::Dataset::from_tensor_slices({images}).map(augment).iterator();
+  auto first = one.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ((*first)[0].to_vector<float>(), (std::vector<float>{13, 12, 11}));
+  auto batch = data::Dataset::from_tensor_slices({images}).map(augment, {.num_parallel_calls = 2}).batch(2).iterator().next();
+  ASSERT_TRUE(batch);
+  EXPECT_EQ((*batch)[0].to_vector<float>(), (std::vector<float>{13, 12, 11, 16, 15, 14}));
 }
 
 }  // namespace
