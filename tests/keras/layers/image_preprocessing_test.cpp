@@ -64,6 +64,14 @@ TEST(ResizingTest, IsTfImageResizeInsideTheStep) {
   KILN_EXPECT_ERROR(Resizing(0, 2), ValueError, "height and width must be at least 1");
 }
 
+TEST(ResizingTest, GradientFlowsThroughTheMatmuls) {
+  for (const char* method : {"bilinear", "bicubic", "area"}) {
+    SCOPED_TRACE(method);
+    Resizing r(3, 5, {.interpolation = method, .dtype = "float64"});
+    EXPECT_TRUE(testing::check_layer_gradients(r, random_f64({2, 4, 6, 2}, 3), false, testing::f64_grad_options()));
+  }
+}
+
 TEST(CenterCropTest, CutsTheCentreOrResizesASmallerImage) {
   // 4x5 -> 2x2: rows 1-2, columns 1-2 (int(3 / 2) = 1).
   EXPECT_EQ(values(CenterCrop(2, 2)(Tensor(ramp({1, 4, 5, 1})))), (std::vector<float>{7, 8, 12, 13}));

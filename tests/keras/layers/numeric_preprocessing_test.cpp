@@ -56,6 +56,11 @@ TEST(NormalizationTest, FixedStatisticsAndInvert) {
   EXPECT_EQ(images.weights()[1].read().dims(), (Dims{2}));
 }
 
+TEST(NormalizationTest, GradientIsOneOverTheStddev) {
+  Normalization n({.mean = std::vector<double>{1, -1, 0}, .variance = std::vector<double>{4, 0.25, 9}, .dtype = "float64"});
+  EXPECT_TRUE(testing::check_layer_gradients(n, random_f64({2, 3}, 2), false, testing::f64_grad_options()));
+}
+
 TEST(NormalizationTest, ConfigsAndSavedWeights) {
   Normalization n({.axis = std::vector<int>{-1}, .invert = false});
   n.set_name("normalization");
