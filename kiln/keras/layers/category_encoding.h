@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "kiln/data/dataset.h"
 #include "kiln/keras/layers/layer.h"
 
 namespace kiln::keras {
@@ -40,12 +41,11 @@ class CategoryEncoding : public Layer {
 };
 
 struct DiscretizationOptions {
-  /// Sorted boundaries: value x goes to the number of boundaries <= x (tf.raw_ops.Bucketize).
+  /// Sorted boundaries: value x goes to the number of boundaries <= x (np.digitize).
   std::optional<std::vector<double>> bin_boundaries = std::nullopt;
-  /// Keras's adapt() learns num_bins - 1 quantile boundaries; Kiln does not build adapt, so
-  /// num_bins is accepted only beside bin_boundaries (as a saved, adapted layer's config has).
+  /// Instead: adapt() learns num_bins - 1 approximate quantiles (Keras 3's summary algorithm).
   std::optional<int64_t> num_bins = std::nullopt;
-  double epsilon = 0.01;  // adapt's quantile error (kept for the config)
+  double epsilon = 0.01;  // adapt's quantile summary resolution
   /// "int" (i64 bucket ids), "one_hot", "multi_hot" or "count" (f32, as CategoryEncoding).
   std::string output_mode = "int";
   bool sparse = false;
@@ -57,6 +57,13 @@ struct DiscretizationOptions {
 class Discretization : public Layer {
  public:
   explicit Discretization(DiscretizationOptions options = {});
+  /// Learns the boundaries from every value of `data` (one batch), or of each element of
+  /// `dataset` (first component) in turn, or its first `steps`: Keras 3's summarize /
+  /// merge_summaries / get_bin_boundaries, so the boundaries are Keras 3's approximate
+  /// quantiles. ValueError without num_bins.
+  void adapt(const HostTensor& data);
+  void adapt(const data::Dataset& dataset, std::optional<int64_t> steps = std::nullopt);
+  const std::optional<std::vector<double>>& bin_boundaries() const { return self_as<Discretization>().options_.bin_boundaries; }
   static Discretization from_config(const std::string& config_json);
   std::string class_name() const override { return "Discretization"; }
   Dims compute_output_shape(const Dims& input_shape) const override;

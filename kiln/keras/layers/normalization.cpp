@@ -124,6 +124,9 @@ void Normalization::adapt(const HostTensor& data) {
 }
 
 void Normalization::adapt(const data::Dataset& dataset, std::optional<int64_t> steps) {
+  // A layer shared into a model forwards to the model's copy (layer.h); adapt that one.
+  auto& shared = const_cast<Normalization&>(self_as<Normalization>());
+  if (&shared != this) return shared.adapt(dataset, steps);
   if (options_.mean)
     KILN_THROW(ValueError, "[", name().empty() ? "Normalization" : name(), "] cannot adapt: mean and variance were ",
                "given (Keras refuses this too).");

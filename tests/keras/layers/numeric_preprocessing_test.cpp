@@ -32,6 +32,11 @@ TEST(NormalizationTest, AdaptLearnsMeanAndVarianceOfTheKeptAxis) {
   again.adapt(data::Dataset::from_tensor_slices({x}).batch(2));
   EXPECT_EQ(values(again(Tensor(x))), y);
   EXPECT_EQ(again.weights()[0].read().to_vector<float>(), (std::vector<float>{3, 5}));
+  // Adapting a layer after it joined a model adapts the model's layer (Keras's usual order).
+  Normalization later;
+  Sequential model({InputLayer({.shape = {2}}), later});
+  later.adapt(x);
+  EXPECT_EQ(model.predict(x).to_vector<float>(), y);
   // axis None: one mean and variance; a constant input divides by epsilon, not zero.
   Normalization all({.axis = std::nullopt});
   all.adapt(x);
@@ -93,12 +98,35 @@ TEST(DiscretizationTest, BucketsByBoundariesAndEncodes) {
                             R"("name":"discretization","num_bins":null,"output_mode":"int","sparse":false,)"
                             R"("trainable":true})");
   testing::expect_config_round_trip(d);
-  KILN_EXPECT_ERROR(Discretization({.num_bins = 4}), ValueError, "pass bin_boundaries");
+  KILN_EXPECT_ERROR(Discretization(DiscretizationOptions{}), ValueError, "pass bin_boundaries, or num_bins");
   // Keras 3's config of an adapted layer (its dtype policy names int64).
   LayerHandle k = layer_from_config("Discretization", R"({"name": "d", "trainable": true, "dtype": {"module":
       "keras", "class_name": "DTypePolicy", "config": {"name": "int64"}, "registered_name": null},
       "bin_boundaries": [0.5], "num_bins": 2, "epsilon": 0.01, "output_mode": "int", "sparse": false})");
   EXPECT_EQ((*k)(Tensor::from_vector<float>({2, 1}, {0, 1})).to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+}
+
+// Keras 3's adapt on 1..100, num_bins 4, epsilon 0.01: summarize keeps values[1::1] (2..100,
+// weight 1 each: its start is int(100 * 0.01)); get_bin_boundaries interpolates the cumulative
+// fractions 0.25, 0.5, 0.75 at positions 24.75, 49.5, 74.25 of 99: 25.75, 50.5, 75.25.
+TEST(DiscretizationTest, AdaptFollowsKeras3sQuantileSummary) {
+  std::vector<float> v(100);
+  for (int i = 0; i < 100; ++i) v[i] = static_cast<float>(100 - i);  // any order
+  const HostTensor data = HostTensor::from_vector<float>({100, 1}, v);
+  Discretization d({.num_bins = 4});
+  KILN_EXPECT_ERROR(d(Tensor(data)), ValueError, "call adapt() first");
+  d.adapt(data);
+  EXPECT_EQ(*d.bin_boundaries(), (std::vector<double>{25.75, 50.5, 75.25}));
+  EXPECT_EQ(d(Tensor::from_vector<float>({3, 1}, {25, 26, 100})).to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 3}));
+  // In batches the merged summary gives the same boundaries here (each batch's summary holds
+  // all its values: 25 * 0.01 < 1).
+  Discretization batched({.num_bins = 4});
+  batched.adapt(data::Dataset::from_tensor_slices({data}).batch(25));
+  ASSERT_TRUE(batched.bin_boundaries());
+  EXPECT_EQ(batched.bin_boundaries()->size(), 3u);
+  // The adapted boundaries travel in the config, as Keras's do.
+  testing::expect_config_round_trip(d);
+  KILN_EXPECT_ERROR(Discretization({.bin_boundaries = std::vector<double>{1}}).adapt(data), ValueError, "pass num_bins");
 }
 
 TEST(CategoryEncodingTest, MultiHotCountAndOneHot) {
