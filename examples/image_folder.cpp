@@ -1,6 +1,7 @@
 // A convnet trained on a folder of image files, as keras.io's "Image classification from
-// scratch" does it: image_dataset_from_directory with an 80/20 split (subset "both"), Rescaling
-// inside the model so the saved model takes raw pixels, fit, save as .keras, evaluate. Then
+// scratch" does it: image_dataset_from_directory with an 80/20 split (subset "both"),
+// augmentation layers and Rescaling inside the model so the saved model takes raw pixels, fit,
+// save as .keras, evaluate. Then
 //   kiln eval <model.keras> --image-folder <folder> --validation-split 0.2 --seed 1337
 // evaluates the saved model on the same validation files.
 //
@@ -37,9 +38,13 @@ int main(int argc, char** argv) try {
   for (const std::string& c : train_ds.class_names) std::printf(" %s", c.c_str());
   std::printf("\n");
 
-  // 2. The model takes pixels in [0, 255]: Rescaling maps them to [0, 1] inside it.
+  // 2. The model takes pixels in [0, 255]: small random turns and shifts in training (digits
+  // are not flipped; the layers pass images through in evaluate and predict), then Rescaling
+  // maps them to [0, 1] inside it.
   Sequential model({
       InputLayer({.shape = {28, 28, 1}}),
+      layers::RandomRotation(0.03, {.fill_mode = "constant", .seed = 1}),
+      layers::RandomTranslation(0.05, 0.05, {.fill_mode = "constant", .seed = 2}),
       layers::Rescaling(1.0 / 255),
       Conv2D(16, {3, 3}, {.activation = "relu"}),
       MaxPooling2D({.pool_size = {2, 2}}),

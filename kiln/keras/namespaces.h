@@ -33,6 +33,12 @@
 #include "kiln/keras/layers/multi_head_attention.h"
 #include "kiln/keras/layers/pooling2d.h"
 #include "kiln/keras/layers/rescaling.h"
+#include "kiln/keras/layers/category_encoding.h"
+#include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/image_preprocessing.h"
+#include "kiln/keras/layers/normalization.h"
+#include "kiln/keras/layers/random_affine_layers.h"
+#include "kiln/keras/layers/random_image_layers.h"
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/losses/losses.h"
 #include "kiln/keras/metrics/accuracy.h"
@@ -76,6 +82,19 @@ using keras::LayerNormalization;
 using keras::MaxPooling2D;
 using keras::MultiHeadAttention;
 using keras::Rescaling;
+using keras::CategoryEncoding;
+using keras::CenterCrop;
+using keras::Discretization;
+using keras::Hashing;
+using keras::Normalization;
+using keras::RandomBrightness;
+using keras::RandomContrast;
+using keras::RandomCrop;
+using keras::RandomFlip;
+using keras::RandomRotation;
+using keras::RandomTranslation;
+using keras::RandomZoom;
+using keras::Resizing;
 using keras::Reshape;
 }  // namespace layers
 

@@ -1,6 +1,7 @@
 // Crops, pads and flips: byte copies of pixel runs, so every dtype goes through unchanged.
 #include "kiln/data/image/image_geometry.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -56,6 +57,19 @@ HostTensor central_crop(const HostTensor& image, double central_fraction) {
   const auto start_h = static_cast<int64_t>((static_cast<double>(in.height) - in.height * central_fraction) / 2);
   const auto start_w = static_cast<int64_t>((static_cast<double>(in.width) - in.width * central_fraction) / 2);
   return crop_to_bounding_box(image, start_h, start_w, in.height - 2 * start_h, in.width - 2 * start_w);
+}
+
+CropWindow aspect_ratio_crop_window(int64_t height, int64_t width, int64_t target_height, int64_t target_width) {
+  if (height < 1 || width < 1 || target_height < 1 || target_width < 1)
+    KILN_THROW(ValueError, "[aspect_ratio_crop_window] sizes must be at least 1, received a ", height, "x", width,
+               " image and a ", target_height, "x", target_width, " target.");
+  // Keras's int(float(...)) truncations, in double as Python computes them.
+  const int64_t crop_h = std::max<int64_t>(
+      1, std::min(height, static_cast<int64_t>(static_cast<double>(width * target_height) / target_width)));
+  const int64_t crop_w = std::max<int64_t>(
+      1, std::min(width, static_cast<int64_t>(static_cast<double>(height * target_width) / target_height)));
+  return {static_cast<int64_t>(static_cast<double>(height - crop_h) / 2),
+          static_cast<int64_t>(static_cast<double>(width - crop_w) / 2), crop_h, crop_w};
 }
 
 HostTensor resize_with_pad(const HostTensor& image, int64_t target_height, int64_t target_width,

@@ -22,6 +22,14 @@ HostTensor pad_to_bounding_box(const HostTensor& image, int64_t offset_height, i
 /// The central `central_fraction` (in (0, 1]) of each side, as TF: the border
 /// int((side - side * fraction) / 2) is cut from both ends.
 HostTensor central_crop(const HostTensor& image, double central_fraction);
+/// A window of an image: rows [top, top + height), columns [left, left + width).
+struct CropWindow {
+  int64_t top = 0, left = 0, height = 0, width = 0;
+};
+/// Keras's smart_resize window (crop_to_aspect_ratio): the largest centred window of a
+/// height x width image with the target's aspect ratio, sides truncated, at least 1x1.
+CropWindow aspect_ratio_crop_window(int64_t height, int64_t width, int64_t target_height, int64_t target_width);
+
 /// Resizes to fit inside the target keeping the aspect ratio (side / max(ratio_h, ratio_w),
 /// floored), then pads with zeros, centred (TF's resize_with_pad). The result is f32
 /// (the input's dtype for "nearest"), like resize's.

@@ -360,4 +360,19 @@ HostTensor resize(const HostTensor& images, int64_t height, int64_t width, const
   return out;
 }
 
+HostTensor resize_weights(int64_t in_size, int64_t out_size, const ResizeOptions& options) {
+  if (options.preserve_aspect_ratio)
+    KILN_THROW(ValueError, "[resize_weights] the weights of one axis cannot preserve the aspect ratio; pass "
+               "preserve_aspect_ratio=false.");
+  if (in_size < 1) KILN_THROW(ValueError, "[resize_weights] in_size must be at least 1, received ", in_size, ".");
+  // The identity as an in_size x 1 image of in_size channels: channel j is the unit impulse at
+  // row j, so output row i, channel j is the weight of input j in output i. A 1 -> 1 width is
+  // the identity for every method.
+  HostTensor identity = HostTensor::zeros(Shape(DType::kF32, {in_size, 1, in_size}));
+  float* d = identity.data<float>().data();
+  for (int64_t j = 0; j < in_size; ++j) d[j * in_size + j] = 1.0f;
+  ResizeOptions axis = options;
+  return resize(identity, out_size, 1, axis).reshape({out_size, in_size});
+}
+
 }  // namespace kiln::data

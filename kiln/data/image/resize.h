@@ -29,4 +29,11 @@ struct ResizeOptions {
 /// ValueError for a size below 1 or an unknown method.
 HostTensor resize(const HostTensor& images, int64_t height, int64_t width, const ResizeOptions& options = {});
 
+/// The weights resize gives one axis, as an f32 [out_size, in_size] matrix W: every method is
+/// separable and linear, so resize(image) = W_h * image * W_w^T per channel (up to f32
+/// rounding: the kernels sum in another order). Made by resizing the identity, so it is
+/// resize's own arithmetic (the Resizing layer's traced matmuls use it). "nearest" gives one 1
+/// per row. Throws like resize; preserve_aspect_ratio must be false (ValueError).
+HostTensor resize_weights(int64_t in_size, int64_t out_size, const ResizeOptions& options = {});
+
 }  // namespace kiln::data

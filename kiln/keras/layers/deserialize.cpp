@@ -28,6 +28,12 @@
 #include "kiln/keras/layers/reshape.h"
 #include "kiln/keras/layers/reshaping.h"
 #include "kiln/keras/layers/rescaling.h"
+#include "kiln/keras/layers/category_encoding.h"
+#include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/image_preprocessing.h"
+#include "kiln/keras/layers/normalization.h"
+#include "kiln/keras/layers/random_affine_layers.h"
+#include "kiln/keras/layers/random_image_layers.h"
 #include "kiln/keras/layers/wrappers.h"
 
 namespace kiln::keras {
@@ -83,6 +89,19 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "Bidirectional") return Bidirectional::from_config(config_json);
   if (class_name == "TimeDistributed") return TimeDistributed::from_config(config_json);
   if (class_name == "Rescaling") return Rescaling::from_config(config_json);
+  if (class_name == "CategoryEncoding") return CategoryEncoding::from_config(config_json);
+  if (class_name == "CenterCrop") return CenterCrop::from_config(config_json);
+  if (class_name == "Discretization") return Discretization::from_config(config_json);
+  if (class_name == "Hashing") return Hashing::from_config(config_json);
+  if (class_name == "Normalization") return Normalization::from_config(config_json);
+  if (class_name == "RandomBrightness") return RandomBrightness::from_config(config_json);
+  if (class_name == "RandomContrast") return RandomContrast::from_config(config_json);
+  if (class_name == "RandomCrop") return RandomCrop::from_config(config_json);
+  if (class_name == "RandomFlip") return RandomFlip::from_config(config_json);
+  if (class_name == "RandomRotation") return RandomRotation::from_config(config_json);
+  if (class_name == "RandomTranslation") return RandomTranslation::from_config(config_json);
+  if (class_name == "RandomZoom") return RandomZoom::from_config(config_json);
+  if (class_name == "Resizing") return Resizing::from_config(config_json);
   KILN_THROW(ConfigError, "[layer_from_config] unknown layer class '", class_name,
              "'. Hint: Kiln knows Dense, Flatten, Activation, Dropout, Reshape, InputLayer, Conv2D, ",
              "MaxPooling2D, AveragePooling2D, GlobalAveragePooling2D, BatchNormalization, Add, Concatenate, ",
@@ -90,7 +109,9 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
              "RepeatVector, MaxPooling1D, AveragePooling1D, GlobalMaxPooling1D, GlobalMaxPooling2D, ReLU, LeakyReLU, ",
              "PReLU, Softmax, SpatialDropout2D, GaussianNoise, Multiply, Subtract, Average, Maximum, Minimum, Dot, ",
              "Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SimpleRNN, LSTM, GRU, Masking, ",
-             "Bidirectional, TimeDistributed and Rescaling.");
+             "Bidirectional, TimeDistributed, Rescaling, Resizing, CenterCrop, RandomFlip, RandomCrop, RandomContrast, ",
+             "RandomBrightness, RandomRotation, RandomZoom, RandomTranslation, Normalization, Discretization, ",
+             "CategoryEncoding and Hashing.");
 }
 
 }  // namespace
@@ -100,7 +121,9 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
   // The policy every layer's config carries ("dtype"); an InputLayer's is its input's dtype.
   if (class_name != "InputLayer") {
     const nlohmann::json j = internal::parse(config_json, "layer_from_config");
-    if (j.contains("dtype")) layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
+    // Discretization's and Hashing's "int64" is their output dtype, not a policy.
+    if (j.contains("dtype") && !internal::names_integer_dtype(config_json))
+      layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
   }
   return layer;
 }

@@ -110,6 +110,25 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"Bidirectional", {"layer", "merge_mode", "backward_layer"}},
       {"TimeDistributed", {"layer"}},
       {"Rescaling", {"scale", "offset"}},
+      // Preprocessing layers: data_format and bounding_box_format go on to the layers' own
+      // tables, which take channels_last and no boxes.
+      {"Resizing", {"height", "width", "interpolation", "crop_to_aspect_ratio", "pad_to_aspect_ratio", "fill_mode",
+                    "fill_value", "antialias", "data_format", "bounding_box_format"}},
+      {"CenterCrop", {"height", "width", "data_format", "bounding_box_format"}},
+      {"RandomFlip", {"mode", "seed", "data_format", "bounding_box_format"}},
+      {"RandomCrop", {"height", "width", "seed", "data_format", "bounding_box_format"}},
+      {"RandomContrast", {"factor", "value_range", "seed", "data_format", "bounding_box_format"}},
+      {"RandomBrightness", {"factor", "value_range", "seed", "data_format", "bounding_box_format"}},
+      {"RandomRotation", {"factor", "fill_mode", "fill_value", "interpolation", "seed", "data_format",
+                          "bounding_box_format"}},
+      {"RandomZoom", {"height_factor", "width_factor", "fill_mode", "fill_value", "interpolation", "seed",
+                      "data_format", "bounding_box_format"}},
+      {"RandomTranslation", {"height_factor", "width_factor", "fill_mode", "fill_value", "interpolation", "seed",
+                             "data_format", "bounding_box_format"}},
+      {"Normalization", {"axis", "mean", "variance", "invert"}},
+      {"Discretization", {"bin_boundaries", "num_bins", "epsilon", "output_mode", "sparse"}},
+      {"CategoryEncoding", {"num_tokens", "output_mode", "sparse"}},
+      {"Hashing", {"num_bins", "salt", "mask_value", "output_mode", "sparse"}},
   };
   return kKeys;
 }

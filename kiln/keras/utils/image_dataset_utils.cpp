@@ -34,15 +34,9 @@ HostTensor load_image(const std::string& path, const LoadSpec& spec) {
   const data::ResizeOptions resize{.method = spec.interpolation};
   if (spec.pad_to_aspect_ratio) return data::resize_with_pad(image, spec.height, spec.width, resize);
   if (spec.crop_to_aspect_ratio) {
-    // smart_resize: the largest window of the target's aspect ratio, centred, sides truncated.
-    const int64_t h = image.dims()[0], w = image.dims()[1];
-    const int64_t crop_h = std::min(h, static_cast<int64_t>(static_cast<double>(w * spec.height) / spec.width));
-    const int64_t crop_w = std::min(w, static_cast<int64_t>(static_cast<double>(h * spec.width) / spec.height));
-    const auto top = static_cast<int64_t>(static_cast<double>(h - crop_h) / 2);
-    const auto left = static_cast<int64_t>(static_cast<double>(w - crop_w) / 2);
-    return data::resize(data::crop_to_bounding_box(image, top, left, std::max<int64_t>(crop_h, 1),
-                                                   std::max<int64_t>(crop_w, 1)),
-                        spec.height, spec.width, resize);
+    const data::CropWindow c = data::aspect_ratio_crop_window(image.dims()[0], image.dims()[1], spec.height, spec.width);
+    return data::resize(data::crop_to_bounding_box(image, c.top, c.left, c.height, c.width), spec.height, spec.width,
+                        resize);
   }
   return data::resize(image, spec.height, spec.width, resize);
 }

@@ -19,7 +19,7 @@
 namespace kiln::data::testing {
 
 /// One manifest line: `png FILE EXPECTED [CHANNELS]`,
-/// `jpeg FILE EXPECTED CHANNELS DCT_METHOD RATIO` or `resize SOURCE EXPECTED METHOD HEIGHT WIDTH`.
+/// `jpeg FILE EXPECTED CHANNELS DCT_METHOD RATIO` or `resize SOURCE EXPECTED METHOD HEIGHT WIDTH` (or resize_tf).
 struct ImageCase {
   std::string kind, file, expected;
   int channels = 0;
@@ -85,7 +85,7 @@ class ImageFixtures {
       std::istringstream fields(line);
       ImageCase c;
       fields >> c.kind >> c.file >> c.expected;
-      if (c.kind == "resize") {
+      if (c.kind == "resize" || c.kind == "resize_tf") {
         fields >> c.method >> c.height >> c.width;
       } else {
         if (!(fields >> c.channels)) c.channels = 0;

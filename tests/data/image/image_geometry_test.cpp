@@ -43,6 +43,16 @@ TEST(ImageGeometryTest, CentralCropCutsTensorFlowsBorder) {
 // 2x4 into 4x4: ratio max(4/4, 2/4) = 1, so no resize; (4 - 2) / 2 = 1 zero row above and below.
 // 4x2 into 3x3: ratio max(2/3, 4/3) = 4/3: resized to floor(3) x floor(1.5) = 3x1, padding
 // (3 - 1.5) / 2 = 0.75 -> 0 columns left.
+// Keras's smart_resize window: 6x7 to 4:5 keeps int(7 * 4 / 5) = 5 rows, all 7 columns, top
+// int(1 / 2) = 0; 10x4 to 1:1 keeps the middle 4 rows (top 3).
+TEST(ImageGeometryTest, AspectRatioCropWindowIsKerasSmartResize) {
+  const CropWindow a = aspect_ratio_crop_window(6, 7, 4, 5);
+  EXPECT_EQ((std::vector<int64_t>{a.top, a.left, a.height, a.width}), (std::vector<int64_t>{0, 0, 5, 7}));
+  const CropWindow b = aspect_ratio_crop_window(10, 4, 8, 8);
+  EXPECT_EQ((std::vector<int64_t>{b.top, b.left, b.height, b.width}), (std::vector<int64_t>{3, 0, 4, 4}));
+  KILN_EXPECT_ERROR(aspect_ratio_crop_window(0, 4, 2, 2), ValueError, "at least 1");
+}
+
 TEST(ImageGeometryTest, ResizeWithPadFitsThenCentres) {
   const HostTensor out = resize_with_pad(coords(2, 4), 4, 4, {.method = "nearest"});
   EXPECT_EQ(values(out), (std::vector<int32_t>{0, 0, 0, 0, 0, 1, 2, 3, 10, 11, 12, 13, 0, 0, 0, 0}));

@@ -145,6 +145,48 @@ TEST(ResizeTest, AntialiasedKernelsMatchPilsFloatResampling) {
   std::printf("antialiased resize vs PIL: %d cases, max |diff| %g\n", compared, static_cast<double>(worst));
 }
 
+// The same without antialias against numpy (the fixture script's tf_axis_weights: TF 2's
+// half-pixel definitions in double): bilinear, nearest, area, and bicubic (TF samples Keys'
+// kernel from a 1024-entry table, hence its looser bound).
+TEST(ResizeTest, NonAntialiasedMethodsMatchNumpysHalfPixelDefinitions) {
+  KILN_IMAGE_FIXTURES(fx);
+  int compared = 0;
+  for (const auto& c : fx->cases("resize_tf")) {
+    SCOPED_TRACE(c.expected);
+    const HostTensor expected = read_npy(fx->file(c.expected));
+    const HostTensor got = resize(read_npy(fx->file(c.file)), c.height, c.width, {.method = c.method});
+    ASSERT_EQ(got.shape(), expected.shape());
+    const auto g = got.to_vector<float>(), e = expected.to_vector<float>();
+    const float tol = c.method == "bicubic" ? 2e-3f : 1e-5f;  // values in [0, 1)
+    for (size_t i = 0; i < g.size(); ++i) EXPECT_NEAR(g[i], e[i], tol) << i;
+    ++compared;
+  }
+  EXPECT_EQ(compared, 16);
+}
+
+// resize_weights is resize's own arithmetic as a matrix: W_h * image * W_w^T is resize's
+// result for every method, and each row of a method that interpolates sums to 1.
+TEST(ResizeTest, WeightsReproduceResizeAsTwoMatrixProducts) {
+  const HostTensor img = HostTensor::from_vector<float>({3, 4, 1}, {0, 1, 4, 9, 16, 25, 36, 49, 64, 81, 100, 121});
+  for (const char* method : {"bilinear", "nearest", "bicubic", "area", "lanczos5", "gaussian"}) {
+    SCOPED_TRACE(method);
+    const HostTensor wy = resize_weights(3, 5, {.method = method}), wx = resize_weights(4, 2, {.method = method});
+    ASSERT_EQ(wy.dims(), (Dims{5, 3}));
+    const auto y = wy.to_vector<float>(), x = wx.to_vector<float>(), v = img.to_vector<float>();
+    std::vector<float> want(10);
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 2; ++j) {
+        double sum = 0;
+        for (int r = 0; r < 3; ++r)
+          for (int c = 0; c < 4; ++c) sum += double{y[i * 3 + r]} * v[r * 4 + c] * x[j * 4 + c];
+        want[i * 2 + j] = static_cast<float>(sum);
+      }
+    expect_near_all(resize(img, 5, 2, {.method = method}), want, 1e-3f);
+    for (int i = 0; i < 5; ++i) EXPECT_NEAR(y[i * 3] + y[i * 3 + 1] + y[i * 3 + 2], 1.0f, 1e-6f);
+  }
+  KILN_EXPECT_ERROR(resize_weights(3, 2, {.preserve_aspect_ratio = true}), ValueError, "preserve_aspect_ratio=false");
+}
+
 TEST(ResizeTest, RejectsBadArguments) {
   const HostTensor img = HostTensor::zeros(Shape(DType::kF32, {2, 2, 1}));
   KILN_EXPECT_ERROR(resize(img, 0, 4), ValueError, "height=0");
