@@ -355,16 +355,9 @@ class StageBuilder {
       *op = LoopOp::kSelect;
       return true;
     }
-    // The integer forms of the table's rows whose float-register math differs.
-    if (!is_floating(out)) {
-      std::optional<LoopOp> form;
-      if (opc == Opcode::kMul && out == DType::kI32) form = LoopOp::kMulI32;
-      if (opc == Opcode::kDiv) form = out == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt;
-      if (opc == Opcode::kMod) form = LoopOp::kModInt;
-      if (form) {
-        *op = *form;
-        return true;
-      }
+    if (std::optional<LoopOp> form = integer_form(opc, out)) {
+      *op = *form;
+      return true;
     }
     // Every other row of the table is the LoopOp of its name.
 #define KILN_UNARY(N, ...)     \

@@ -66,6 +66,17 @@ enum class LoopOp : uint8_t {
 #undef KILN_REGISTER_OP_ENUM
 };
 
+/// The register op that computes the table's row `op` on integers of dtype `t` held in float
+/// registers, where the row's own math would differ (x / 0, a product past 2^53, x mod 0), or
+/// nullopt: the row's LoopOp then computes integers too.
+inline std::optional<LoopOp> integer_form(ir::Opcode op, DType t) {
+  if (is_floating(t)) return std::nullopt;
+  if (op == ir::Opcode::kMul && t == DType::kI32) return LoopOp::kMulI32;
+  if (op == ir::Opcode::kDiv) return t == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt;
+  if (op == ir::Opcode::kMod) return LoopOp::kModInt;
+  return std::nullopt;
+}
+
 /// An op's columns: its register operands, whether it computes a new value, and its exactness.
 struct LoopOpInfo {
   int arity;
