@@ -94,7 +94,9 @@ struct IrValueArith {
   V floor(V x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, x); }
   V ceil(V x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, x); }
   V trunc(V x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, x); }
-  V round_even(V x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, x); }
+  // rint in the default rounding mode, which Kiln never changes: halves to even, as
+  // ScalarArith's nearbyint. (LLVM 15's NVPTX backend has no llvm.roundeven; rint is cvt.rni.)
+  V round_even(V x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::rint, x); }
   V exp(V x) { return transcendental("exp", x); }
   V log(V x) { return transcendental("log", x); }
   V tanh(V x) { return transcendental("tanh", x); }
