@@ -57,11 +57,12 @@ HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTen
       return inst.attrs().literal.clone();
     case Opcode::kIota:
       return ref::eval_iota(inst);
-    case Opcode::kNeg: case Opcode::kAbs: case Opcode::kSign: case Opcode::kExp: case Opcode::kLog:
-    case Opcode::kLog1p: case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kSqrt:
-    case Opcode::kRsqrt: case Opcode::kErf: case Opcode::kAdd: case Opcode::kSub: case Opcode::kMul:
-    case Opcode::kDiv: case Opcode::kPow: case Opcode::kMax: case Opcode::kMin: case Opcode::kCompare:
-    case Opcode::kSelect:
+#define KILN_UNARY(N, ...) case Opcode::k##N:
+#define KILN_BINARY(N, ...) case Opcode::k##N:
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+    case Opcode::kCompare: case Opcode::kSelect:
       return ref::eval_elementwise(inst, args);
     case Opcode::kConvert:
       return ref::eval_convert(inst, args[0]);

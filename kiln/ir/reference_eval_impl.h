@@ -11,6 +11,7 @@
 #include "kiln/core/check.h"
 #include "kiln/core/dtype_dispatch.h"
 #include "kiln/core/host_tensor.h"
+#include "kiln/core/scalar_arith.h"
 #include "kiln/ir/instruction.h"
 
 namespace kiln::ir::ref {
@@ -77,35 +78,11 @@ decltype(auto) visit_accumulation(DType dtype, Fn&& fn) {
   });
 }
 
-template <typename T>
-inline constexpr bool kIsFloat = std::is_floating_point_v<T>;
-
-/// a + b; integers wrap (two's complement), bool is logical or.
-template <typename T>
-T wrapping_add(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return a || b;
-  else if constexpr (kIsFloat<T>) return a + b;
-  else return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) +
-                             static_cast<std::make_unsigned_t<T>>(b));
-}
-
-/// a - b; integers wrap.
-template <typename T>
-T wrapping_sub(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return a != b;
-  else if constexpr (kIsFloat<T>) return a - b;
-  else return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) -
-                             static_cast<std::make_unsigned_t<T>>(b));
-}
-
-/// a * b; integers wrap, bool is logical and.
-template <typename T>
-T wrapping_mul(T a, T b) {
-  if constexpr (std::is_same_v<T, bool>) return a && b;
-  else if constexpr (kIsFloat<T>) return a * b;
-  else return static_cast<T>(static_cast<std::make_unsigned_t<T>>(a) *
-                             static_cast<std::make_unsigned_t<T>>(b));
-}
+// The integer semantics shared with the elementwise table's arithmetic (core/scalar_arith.h).
+using arith::kIsFloat;
+using arith::wrapping_add;
+using arith::wrapping_mul;
+using arith::wrapping_sub;
 
 template <typename T>
 bool is_nan(T v) {

@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/ir/computation.h"
+#include "kiln/ir/elementwise.h"
 
 namespace kiln::ir {
 namespace {
@@ -43,7 +44,7 @@ struct Ctx {
 
 bool is_index_type(DType t) { return t == DType::kI32 || t == DType::kI64; }
 
-Shape elementwise(const Ctx& c) {
+Shape elementwise_shape(const Ctx& c) {
   const Shape& a = c.in(0);
   for (size_t i = 1; i < c.operands.size(); ++i) {
     const Shape& b = c.in(i);
@@ -55,34 +56,25 @@ Shape elementwise(const Ctx& c) {
       c.dtype_error(str_cat("operands must have equal dtypes: received ", c.in(first), " and ", b,
                             ". Hint: insert convert()."));
   }
-  switch (c.op) {
-    case Opcode::kCompare:
-      return a.with_dtype(DType::kBool);
-    case Opcode::kSelect:
-      if (a.dtype() != DType::kBool)
-        c.dtype_error(str_cat("predicate must be bool, received ", a, "."));
-      return c.in(1);
-    case Opcode::kConvert: {
-      const Shape& d = c.need_declared();
-      if (d.dims() != a.dims())
-        c.shape_error(str_cat("convert keeps dims: ", a, " cannot become ", d, "."));
-      return d;
-    }
-    case Opcode::kExp: case Opcode::kLog: case Opcode::kLog1p: case Opcode::kTanh:
-    case Opcode::kLogistic: case Opcode::kSqrt: case Opcode::kRsqrt: case Opcode::kErf:
-    case Opcode::kPow: case Opcode::kDiv:
-      if (c.op != Opcode::kDiv && !is_floating(a.dtype()))
-        c.dtype_error(str_cat("needs a floating-point operand, received ", a,
-                              ". Hint: convert to f32 first."));
-      return a;
-    case Opcode::kSub: case Opcode::kAdd: case Opcode::kMul: case Opcode::kMax: case Opcode::kMin:
-    case Opcode::kNeg: case Opcode::kAbs: case Opcode::kSign:
-      if (a.dtype() == DType::kBool && c.op != Opcode::kMax && c.op != Opcode::kMin)
-        c.dtype_error(str_cat("does not take bool operands, received ", a, "."));
-      return a;
-    default:
-      return a;
+  if (c.op == Opcode::kCompare) return a.with_dtype(DType::kBool);
+  if (c.op == Opcode::kSelect) {
+    if (a.dtype() != DType::kBool) c.dtype_error(str_cat("predicate must be bool, received ", a, "."));
+    return c.in(1);
   }
+  if (c.op == Opcode::kConvert) {
+    const Shape& d = c.need_declared();
+    if (d.dims() != a.dims()) c.shape_error(str_cat("convert keeps dims: ", a, " cannot become ", d, "."));
+    return d;
+  }
+  // A row of the elementwise table: its dtypes column decides.
+  const elementwise::RowInfo* row = elementwise::find_row(c.op);
+  KILN_CHECK(row != nullptr, opcode_name(c.op), " is not elementwise");
+  if (!elementwise::accepts(row->dtypes, a.dtype())) {
+    if (row->dtypes == elementwise::DTypes::kFloat)
+      c.dtype_error(str_cat("needs a floating-point operand, received ", a, ". Hint: convert to f32 first."));
+    c.dtype_error(str_cat("does not take bool operands, received ", a, "."));
+  }
+  return a;
 }
 
 Shape broadcast_in_dim(const Ctx& c) {
@@ -451,12 +443,13 @@ Shape infer_shape(Opcode op, std::span<const Shape> operands, const Attrs& attrs
         c.shape_error(str_cat("iota needs one axis in [0, ", d.rank() - 1, "] for ", d, "."));
       return d;
     }
-    case Opcode::kNeg: case Opcode::kAbs: case Opcode::kSign: case Opcode::kExp: case Opcode::kLog:
-    case Opcode::kLog1p: case Opcode::kTanh: case Opcode::kLogistic: case Opcode::kSqrt:
-    case Opcode::kRsqrt: case Opcode::kErf: case Opcode::kConvert: case Opcode::kAdd:
-    case Opcode::kSub: case Opcode::kMul: case Opcode::kDiv: case Opcode::kPow: case Opcode::kMax:
-    case Opcode::kMin: case Opcode::kCompare: case Opcode::kSelect:
-      return elementwise(c);
+#define KILN_UNARY(N, ...) case Opcode::k##N:
+#define KILN_BINARY(N, ...) case Opcode::k##N:
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+    case Opcode::kConvert: case Opcode::kCompare: case Opcode::kSelect:
+      return elementwise_shape(c);
     case Opcode::kBroadcastInDim: return broadcast_in_dim(c);
     case Opcode::kReshape: return reshape(c);
     case Opcode::kTranspose: return transpose(c);

@@ -124,6 +124,22 @@ std::vector<OpCase> make_cases() {
   add(elementwise(rng, "sqrt", Opcode::kSqrt, kFloats, 1, {.lo = 0.1, .hi = 4}));
   add(elementwise(rng, "rsqrt", Opcode::kRsqrt, kFloats, 1, {.lo = 0.1, .hi = 4}));
   add(elementwise(rng, "erf", Opcode::kErf, kFloats, 1, {.lo = -2, .hi = 2}));
+  add(elementwise(rng, "expm1", Opcode::kExpm1, kFloats, 1, {.lo = -2, .hi = 2}));
+  add(elementwise(rng, "sin", Opcode::kSin, kFloats, 1, {.lo = -4, .hi = 4}));
+  add(elementwise(rng, "cos", Opcode::kCos, kFloats, 1, {.lo = -4, .hi = 4}));
+  add(elementwise(rng, "floor", Opcode::kFloor, kFloats, 1, {.lo = -3, .hi = 3}));
+  add(elementwise(rng, "ceil", Opcode::kCeil, kFloats, 1, {.lo = -3, .hi = 3}));
+  add(elementwise(rng, "round", Opcode::kRound, kFloats, 1, {.lo = -3, .hi = 3}));
+  {
+    // Integers halved: every other value a tie, which goes to the even neighbour.
+    OpCase c = elementwise(rng, "round(halves)", Opcode::kRound, kFloats, 1, {.int_lo = -8, .int_hi = 8});
+    c.integer_valued = true;
+    c.values_only = true;
+    c.build = [](ir::Builder& b, const std::vector<ir::Instruction*>& ps, const Variant&, DType) {
+      return b.unary(Opcode::kRound, b.binary(Opcode::kMul, ps[0], b.full(ps[0]->shape(), 0.5)));
+    };
+    add(c);
+  }
   {
     OpCase c = elementwise(rng, "convert(to f32)", Opcode::kConvert, kAll, 1, {.lo = -4, .hi = 4});
     c.declared_dtype = DType::kF32;
@@ -173,6 +189,28 @@ std::vector<OpCase> make_cases() {
     OpCase c = elementwise(rng, str_cat(text, "(i32 wrap-around)"), op, {DType::kI32}, arity,
                            {.int_lo = std::numeric_limits<int32_t>::min(),
                             .int_hi = int64_t{std::numeric_limits<int32_t>::max()} + 1});
+    c.values_only = true;
+    add(c);
+  }
+  add(elementwise(rng, "atan2", Opcode::kAtan2, kFloats, 2, {.lo = -2, .hi = 2}));
+  {
+    // Positive divisors here, negative ones (the result takes their sign) in the next row.
+    OpCase c = elementwise(rng, "mod", Opcode::kMod, kNumeric, 2, {.lo = -4, .hi = 4, .int_lo = -20, .int_hi = 20});
+    for (Variant& v : c.variants) v.operands[1] = {.dims = v.operands[1].dims, .lo = 0.5, .hi = 2, .int_lo = 1, .int_hi = 8};
+    add(c);
+  }
+  {
+    OpCase c = elementwise(rng, "mod(negative divisor)", Opcode::kMod, {DType::kF32, DType::kF64, DType::kBF16,
+                                                                         DType::kF16, DType::kI32, DType::kI64}, 2,
+                           {.lo = -4, .hi = 4, .int_lo = -20, .int_hi = 20});
+    for (Variant& v : c.variants) v.operands[1] = {.dims = v.operands[1].dims, .lo = -2, .hi = -0.5, .int_lo = -8, .int_hi = 0};
+    c.values_only = true;
+    add(c);
+  }
+  {
+    // Integer x mod 0 is x (and never undefined behaviour), as XLA's remainder.
+    OpCase c = elementwise(rng, "mod(integer by 0 or -1)", Opcode::kMod, {DType::kI32, DType::kI64, DType::kU8}, 2);
+    for (Variant& v : c.variants) v.operands[1] = {.dims = v.operands[1].dims, .int_lo = -1, .int_hi = 1};
     c.values_only = true;
     add(c);
   }

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "kiln/ir/elementwise.h"
 #include "kiln/ir/reference_eval.h"
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
@@ -116,6 +117,29 @@ TEST(OpConformanceTest, EveryOpHasAVjpRuleOrIsListedAsNonDifferentiable) {
     EXPECT_NE(trace::find_vjp(op), nullptr)
         << ir::opcode_name(op) << " has no VJP rule (kiln/trace/vjp/) and is not listed in "
         << "kNonDifferentiable: a gradient through it would be an error";
+  }
+}
+
+// The elementwise table (ir/elementwise.def) generates everything about a row but its VJP and
+// its conformance row, which are written by hand: a row without either fails here.
+TEST(OpConformanceTest, EveryElementwiseRowHasAVjpAndARow) {
+  std::map<Opcode, std::set<DType>> checked;  // the dtypes each row's main conformance case runs
+  for (const OpCase& c : op_cases())
+    if (!c.values_only) checked[c.op].insert(c.dtypes.begin(), c.dtypes.end());
+  ASSERT_GT(std::size(ir::elementwise::kRows), 20u);
+  for (const ir::elementwise::RowInfo& row : ir::elementwise::kRows) {
+    EXPECT_NE(trace::find_vjp(row.opcode), nullptr)
+        << row.name << " is a row of ir/elementwise.def without a VJP in kiln/trace/vjp/elementwise_vjp.cpp";
+    EXPECT_EQ(kNonDifferentiable.count(row.opcode), 0u) << row.name << ": elementwise rows are differentiable";
+    auto it = checked.find(row.opcode);
+    if (it == checked.end()) {
+      ADD_FAILURE() << row.name << " is a row of ir/elementwise.def without a case in tests/conformance/op_cases.cpp";
+      continue;
+    }
+    // The row's main case runs every dtype the row accepts (shape inference rejects the rest).
+    for (DType t : {DType::kF32, DType::kF64, DType::kBF16, DType::kF16, DType::kI32, DType::kI64, DType::kU8, DType::kBool})
+      EXPECT_EQ(it->second.count(t) > 0, ir::elementwise::accepts(row.dtypes, t))
+          << row.name << " " << t << ": its conformance case and its dtypes column disagree";
   }
 }
 

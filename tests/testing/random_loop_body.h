@@ -113,7 +113,7 @@ class RandomBody {
   Instruction* op(std::vector<HostTensor>& args) {
     Instruction* x = any();
     Instruction* y = any();
-    switch (pick(24)) {
+    switch (pick(30)) {
       case 0: return b_.unary(Opcode::kNeg, x);
       case 1: return b_.unary(Opcode::kSign, x);
       case 2: return b_.unary(Opcode::kExp, b_.unary(Opcode::kTanh, x));
@@ -145,6 +145,27 @@ class RandomBody {
       case 20: return b_.convert(b_.convert(x, DType::kBool), DType::kF32);
       case 21: return b_.convert(b_.convert(x, DType::kF64), DType::kF32);
       case 22: return b_.unary(Opcode::kAbs, b_.binary(Opcode::kSub, x, leaf(args)));
+      case 23: return b_.unary(Opcode::kExpm1, x);
+      case 24: return b_.unary(pick(2) == 0 ? Opcode::kSin : Opcode::kCos, b_.binary(Opcode::kMul, x, y));
+      // The discontinuous ops read leaves (exact data), so a GPU's libm (make_ptx_cases) cannot
+      // move a value across one of their steps.
+      case 25: {  // * 2.5 puts some values on halves, where round's ties go to even
+        static const Opcode kRounding[] = {Opcode::kFloor, Opcode::kCeil, Opcode::kRound};
+        Instruction* l = leaf(args);
+        return b_.unary(kRounding[pick(3)], b_.binary(Opcode::kMul, l, b_.full(l->shape(), 2.5)));
+      }
+      case 26: return b_.binary(Opcode::kAtan2, x, y);
+      case 27: {  // divisors of either sign, away from 0
+        Instruction* d = positive(leaf(args));
+        return b_.binary(Opcode::kMod, leaf(args), pick(2) == 0 ? d : b_.unary(Opcode::kNeg, d));
+      }
+      case 28: {  // integer mod in the registers, by 0 and by divisors of either sign
+        Instruction* l = leaf(args);
+        Instruction* m = leaf(args);
+        Instruction* i = b_.convert(b_.binary(Opcode::kMul, l, b_.full(l->shape(), 9.0)), DType::kI32);
+        Instruction* j = b_.convert(b_.binary(Opcode::kMul, m, b_.full(m->shape(), 4.0)), DType::kI32);
+        return b_.convert(b_.binary(Opcode::kMod, i, j), DType::kF32);
+      }
       default: return b_.unary(Opcode::kTanh, b_.binary(Opcode::kMul, x, y));
     }
   }

@@ -42,6 +42,25 @@ TEST(OpsTest, ComparisonsAndWhere) {
   KILN_EXPECT_ERROR(where(x, x, x), DTypeError, "condition must be bool");
 }
 
+// keras.ops / tf.math names over the elementwise table, against NumPy 1.24's values.
+TEST(OpsTest, FloorDivideModAndSquareMatchNumPy) {
+  Tensor a = f32({8}, {7, -7, 7, -7, 6, -6, 5.5f, -5.5f});
+  Tensor b = f32({8}, {2, 2, -2, -2, 3, 3, 2, 2});
+  // np.floor_divide(a, b), np.mod(a, b)
+  EXPECT_EQ(floor_divide(a, b).to_vector<float>(), (std::vector<float>{3, -4, -4, 3, 2, -2, 2, -3}));
+  EXPECT_EQ(mod(a, b).to_vector<float>(), (std::vector<float>{1, 1, -1, -1, 0, 0, 1.5f, 0.5f}));
+  Tensor i = Tensor::from_vector<int32_t>({9}, {7, -7, 7, -7, 6, -6, 0, -9, 5});
+  Tensor j = Tensor::from_vector<int32_t>({9}, {2, 2, -2, -2, 3, -3, 5, 4, 0});
+  // NumPy's but the last: x // 0 is x / 0 = -1 (all bits set), not NumPy's 0 with a warning.
+  EXPECT_EQ(floor_divide(i, j).to_vector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 2, 2, 0, -3, -1}));
+  EXPECT_EQ(mod(i, j).to_vector<int32_t>(), (std::vector<int32_t>{1, 1, -1, -1, 0, 0, 0, 3, 5}));
+  EXPECT_EQ(square(f32({3}, {-3, 0.5f, 2})).to_vector<float>(), (std::vector<float>{9, 0.25f, 4}));
+  EXPECT_EQ(square(Tensor::from_vector<int32_t>({2}, {-4, 46341})).to_vector<int32_t>(),
+            (std::vector<int32_t>{16, -2147479015}));  // np.square(np.int32(46341)) wraps too
+  EXPECT_EQ(round(f32({4}, {0.5f, 1.5f, 2.5f, -2.5f})).to_vector<float>(), (std::vector<float>{0, 2, 2, -2}));
+  KILN_EXPECT_ERROR(sin(i), DTypeError, "needs a floating-point operand");
+}
+
 TEST(OpsTest, ReductionsKeepdimsMeanAndArgmax) {
   Tensor x = f32({2, 3}, {1, 5, 3, 4, 2, 6});
   EXPECT_EQ(reduce_sum(x).to_vector<float>(), (std::vector<float>{21}));

@@ -264,141 +264,112 @@ class StageBuilder {
     // a op b in the registers' type
     auto arith = [&](LoopOp op, double a, double b) {
       auto f = [&](auto x, auto y) -> double {
-        switch (op) {
-          case LoopOp::kAdd: return x + y;
-          case LoopOp::kSub: return x - y;
-          case LoopOp::kMul: return x * y;
-          case LoopOp::kMax: return x > y ? x : y;
-          default: return x < y ? x : y;  // kMin
-        }
+        if (op == LoopOp::kAdd) return x + y;
+        if (op == LoopOp::kSub) return x - y;
+        if (op == LoopOp::kMul) return x * y;
+        if (op == LoopOp::kMax) return x > y ? x : y;
+        return x < y ? x : y;  // kMin
       };
       return p_.use_double ? f(a, b) : f(static_cast<float>(a), static_cast<float>(b));
     };
-    switch (in.op) {
-      case LoopOp::kSplat: return finish({p_.use_double ? in.value : static_cast<double>(static_cast<float>(in.value))});
-      case LoopOp::kLoad:
-        if (load_dtype == DType::kBool) return Values{0, 1};
-        return std::nullopt;
-      case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe: case LoopOp::kGt: case LoopOp::kGe:
-      case LoopOp::kToBool:
-        return Values{0, 1};
-      case LoopOp::kRoundBF16: case LoopOp::kRoundF16: case LoopOp::kRoundF32:
-        if (const Values* a = of(in.a)) return finish(rounded(in.op, *a));
-        return std::nullopt;
-      case LoopOp::kCopy:
-        if (const Values* a = of(in.a)) return *a;
-        return std::nullopt;
-      case LoopOp::kNeg: case LoopOp::kAbs:
-        if (const Values* a = of(in.a)) {
-          Values r;
-          for (double x : *a) r.push_back(in.op == LoopOp::kNeg ? -x : std::fabs(x));
-          return finish(r);
-        }
-        return std::nullopt;
-      case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kMax: case LoopOp::kMin: {
-        const Values* a = of(in.a);
-        const Values scalar{in.value};
-        const Values* b = in.b_is_scalar ? &scalar : of(in.b);
-        if (a == nullptr || b == nullptr) return std::nullopt;
-        Values r;
-        for (double x : *a)
-          for (double y : *b) r.push_back(arith(in.op, x, y));
-        return finish(r);
-      }
-      case LoopOp::kSelect: {
-        const Values* b = of(in.b);
-        const Values* c = of(in.c);
-        if (b == nullptr || c == nullptr) return std::nullopt;
-        Values r = *b;
-        r.insert(r.end(), c->begin(), c->end());
-        return finish(r);
-      }
-      default:
-        return std::nullopt;
+    const LoopOp op = in.op;
+    if (op == LoopOp::kSplat) return finish({p_.use_double ? in.value : static_cast<double>(static_cast<float>(in.value))});
+    if (op == LoopOp::kLoad) return load_dtype == DType::kBool ? std::optional<Values>(Values{0, 1}) : std::nullopt;
+    if (op == LoopOp::kEq || op == LoopOp::kNe || op == LoopOp::kLt || op == LoopOp::kLe || op == LoopOp::kGt ||
+        op == LoopOp::kGe || op == LoopOp::kToBool)
+      return Values{0, 1};
+    const Values* a = of(in.a);
+    if (is_rounding(op)) return a ? finish(rounded(op, *a)) : std::nullopt;
+    if (op == LoopOp::kCopy) return a ? std::optional<Values>(*a) : std::nullopt;
+    if (op == LoopOp::kNeg || op == LoopOp::kAbs) {
+      if (a == nullptr) return std::nullopt;
+      Values r;
+      for (double x : *a) r.push_back(op == LoopOp::kNeg ? -x : std::fabs(x));
+      return finish(r);
     }
+    if (op == LoopOp::kAdd || op == LoopOp::kSub || op == LoopOp::kMul || op == LoopOp::kMax || op == LoopOp::kMin) {
+      const Values scalar{in.value};
+      const Values* b = in.b_is_scalar ? &scalar : of(in.b);
+      if (a == nullptr || b == nullptr) return std::nullopt;
+      Values r;
+      for (double x : *a)
+        for (double y : *b) r.push_back(arith(op, x, y));
+      return finish(r);
+    }
+    if (op == LoopOp::kSelect) {
+      const Values* b = of(in.b);
+      const Values* c = of(in.c);
+      if (b == nullptr || c == nullptr) return std::nullopt;
+      Values r = *b;
+      r.insert(r.end(), c->begin(), c->end());
+      return finish(r);
+    }
+    return std::nullopt;  // any other op: its values can be anything
   }
 
   // Ops whose result is one of their 16-bit operands, or exactly representable from them (a
-  // sign flip): nothing to round.
+  // sign flip, a floor): nothing to round.
   static bool exact_on_16bit(LoopOp op) {
-    switch (op) {
-      case LoopOp::kRoundBF16: case LoopOp::kRoundF16: case LoopOp::kNeg: case LoopOp::kAbs: case LoopOp::kMax:
-      case LoopOp::kMin: case LoopOp::kSign:
-        return true;
-      default:
-        return false;
-    }
+    return loop_op_info(op).exactness == ir::elementwise::Exactness::kRepresentable;
   }
 
   // Ops whose f32 result a double register must round: those that compute a new value (not
   // loads, constants, selects or comparisons, whose values are already f32 or 0/1).
-  static bool rounds_to_f32(LoopOp op) {
-    switch (op) {
-      case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: case LoopOp::kSelect: case LoopOp::kCopy:
-      case LoopOp::kRoundF32: case LoopOp::kToBool: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt:
-      case LoopOp::kLe: case LoopOp::kGt: case LoopOp::kGe:
-        return false;
-      default:
-        return true;
-    }
-  }
+  static bool rounds_to_f32(LoopOp op) { return loop_op_info(op).computes; }
 
-  // i32 ops whose exact result can leave the i32 range (-(-2^31) and |-2^31| included); the
-  // others stay in range or, like kMulI32, wrap themselves.
+  // i32 ops whose exact result can leave the i32 range (-(-2^31), |-2^31| and -2^31 / -1
+  // included); the others stay in range or, like kMulI32, wrap themselves.
   static bool may_leave_i32(LoopOp op) {
-    return op == LoopOp::kAdd || op == LoopOp::kSub || op == LoopOp::kNeg || op == LoopOp::kAbs;
+    return op == LoopOp::kAdd || op == LoopOp::kSub || op == LoopOp::kNeg || op == LoopOp::kAbs ||
+           op == LoopOp::kDivInt;
   }
 
   static bool select_op(const ir::Instruction* inst, LoopOp* op) {
     using ir::Opcode;
     const DType out = inst->dtype();
-    switch (inst->opcode()) {
-      case Opcode::kNeg: *op = LoopOp::kNeg; return true;
-      case Opcode::kAbs: *op = LoopOp::kAbs; return true;
-      case Opcode::kSign: *op = LoopOp::kSign; return true;
-      case Opcode::kExp: *op = LoopOp::kExp; return true;
-      case Opcode::kLog: *op = LoopOp::kLog; return true;
-      case Opcode::kLog1p: *op = LoopOp::kLog1p; return true;
-      case Opcode::kTanh: *op = LoopOp::kTanh; return true;
-      case Opcode::kLogistic: *op = LoopOp::kLogistic; return true;
-      case Opcode::kSqrt: *op = LoopOp::kSqrt; return true;
-      case Opcode::kRsqrt: *op = LoopOp::kRsqrt; return true;
-      case Opcode::kErf: *op = LoopOp::kErf; return true;
-      case Opcode::kConvert:
-        // Round to what the target type can hold, so later ops see the converted value.
-        switch (out) {
-          case DType::kBool: *op = LoopOp::kToBool; return true;
-          case DType::kBF16: *op = LoopOp::kRoundBF16; return true;
-          case DType::kF16: *op = LoopOp::kRoundF16; return true;
-          case DType::kF32: *op = LoopOp::kRoundF32; return true;
-          case DType::kF64: *op = LoopOp::kCopy; return true;
-          case DType::kI32: case DType::kI64: case DType::kU8: *op = LoopOp::kTrunc; return true;
-        }
-        return false;
-      case Opcode::kAdd: *op = LoopOp::kAdd; return true;
-      case Opcode::kSub: *op = LoopOp::kSub; return true;
-      case Opcode::kMul: *op = out == DType::kI32 ? LoopOp::kMulI32 : LoopOp::kMul; return true;
-      // Integer division truncates; x / 0 has all bits set (-1, or 255 for u8), as in XLA.
-      case Opcode::kDiv:
-        *op = is_floating(out) ? LoopOp::kDiv : (out == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt);
-        return true;
-      case Opcode::kPow: *op = LoopOp::kPow; return true;
-      case Opcode::kMax: *op = LoopOp::kMax; return true;
-      case Opcode::kMin: *op = LoopOp::kMin; return true;
-      case Opcode::kSelect: *op = LoopOp::kSelect; return true;
-      case Opcode::kCompare:
-        switch (inst->attrs().comparison) {
-          case ir::Comparison::kEq: *op = LoopOp::kEq; return true;
-          case ir::Comparison::kNe: *op = LoopOp::kNe; return true;
-          case ir::Comparison::kLt: *op = LoopOp::kLt; return true;
-          case ir::Comparison::kLe: *op = LoopOp::kLe; return true;
-          case ir::Comparison::kGt: *op = LoopOp::kGt; return true;
-          case ir::Comparison::kGe: *op = LoopOp::kGe; return true;
-        }
-        return false;
-      default:
-        return false;
+    const Opcode opc = inst->opcode();
+    if (opc == Opcode::kConvert) {
+      // Round to what the target type can hold, so later ops see the converted value.
+      switch (out) {
+        case DType::kBool: *op = LoopOp::kToBool; return true;
+        case DType::kBF16: *op = LoopOp::kRoundBF16; return true;
+        case DType::kF16: *op = LoopOp::kRoundF16; return true;
+        case DType::kF32: *op = LoopOp::kRoundF32; return true;
+        case DType::kF64: *op = LoopOp::kCopy; return true;
+        case DType::kI32: case DType::kI64: case DType::kU8: *op = LoopOp::kTrunc; return true;
+      }
+      return false;
     }
+    if (opc == Opcode::kCompare) {
+      switch (inst->attrs().comparison) {
+        case ir::Comparison::kEq: *op = LoopOp::kEq; return true;
+        case ir::Comparison::kNe: *op = LoopOp::kNe; return true;
+        case ir::Comparison::kLt: *op = LoopOp::kLt; return true;
+        case ir::Comparison::kLe: *op = LoopOp::kLe; return true;
+        case ir::Comparison::kGt: *op = LoopOp::kGt; return true;
+        case ir::Comparison::kGe: *op = LoopOp::kGe; return true;
+      }
+      return false;
+    }
+    if (opc == Opcode::kSelect) {
+      *op = LoopOp::kSelect;
+      return true;
+    }
+    if (std::optional<LoopOp> form = integer_form(opc, out)) {
+      *op = *form;
+      return true;
+    }
+    // Every other row of the table is the LoopOp of its name.
+#define KILN_UNARY(N, ...)     \
+  if (opc == Opcode::k##N) {   \
+    *op = LoopOp::k##N;        \
+    return true;               \
+  }
+#define KILN_BINARY(N, ...) KILN_UNARY(N)
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+    return false;
   }
 
   // Storing a value to its dtype rounds it as a rounding op does (to nearest even, NaN
@@ -476,18 +447,7 @@ class StageBuilder {
 
 }  // namespace
 
-int loop_operand_count(const LoopInstr& in) {
-  if (in.b_is_scalar) return 1;
-  switch (in.op) {
-    case LoopOp::kLoad: case LoopOp::kSplat: case LoopOp::kIota: return 0;
-    case LoopOp::kSelect: return 3;
-    case LoopOp::kAdd: case LoopOp::kSub: case LoopOp::kMul: case LoopOp::kDiv: case LoopOp::kDivInt: case LoopOp::kDivUnsigned:
-    case LoopOp::kPow: case LoopOp::kMulI32:
-    case LoopOp::kMax: case LoopOp::kMin: case LoopOp::kEq: case LoopOp::kNe: case LoopOp::kLt: case LoopOp::kLe:
-    case LoopOp::kGt: case LoopOp::kGe: return 2;
-    default: return 1;
-  }
-}
+int loop_operand_count(const LoopInstr& in) { return in.b_is_scalar ? 1 : loop_op_info(in.op).arity; }
 
 std::optional<LoopIr> LoopIr::build(const ir::Instruction& root) { return build(std::vector{&root}); }
 

@@ -17,22 +17,104 @@
 
 #include "kiln/core/host_tensor.h"
 #include "kiln/core/shape.h"
+#include "kiln/ir/elementwise.h"
 #include "kiln/ir/instruction.h"
 
 namespace kiln::codegen {
 
+// The ops of the registers beside the elementwise table's rows (ir/elementwise.def):
+// conversions, comparisons and select on 0/1 values, and the integer forms of the table's ops
+// (integers live in float registers, exactly below 2^24, or 2^53 in double registers).
+// X(Name, arity, computes, exactness, math of a, b, c over an arithmetic m, as the table's)
+//   computes: the result is a new value, which a double register rounds to f32 for an f32
+//             result (not so for copies, 0/1 masks and values already rounded).
+#define KILN_REGISTER_OPS(X)                                                                      \
+  X(Copy, 1, false, kRepresentable, a)                                                            \
+  X(Trunc, 1, true, kRepresentable, m.trunc(a))                                                   \
+  X(ToBool, 1, false, kRepresentable, m.from_mask(m.ne(a, m.c(0))))                               \
+  X(RoundF32, 1, false, kRounded, m.round_f32(a))                                                 \
+  X(RoundBF16, 1, true, kRepresentable, m.round_bf16(a))                                          \
+  X(RoundF16, 1, true, kRepresentable, m.round_f16(a))                                            \
+  X(Eq, 2, false, kRepresentable, m.from_mask(m.eq(a, b)))                                        \
+  X(Ne, 2, false, kRepresentable, m.from_mask(m.ne(a, b)))                                        \
+  X(Lt, 2, false, kRepresentable, m.from_mask(m.lt(a, b)))                                        \
+  X(Le, 2, false, kRepresentable, m.from_mask(m.le(a, b)))                                        \
+  X(Gt, 2, false, kRepresentable, m.from_mask(m.gt(a, b)))                                        \
+  X(Ge, 2, false, kRepresentable, m.from_mask(m.ge(a, b)))                                        \
+  X(Select, 3, false, kRepresentable, m.select(m.ne(a, m.c(0)), b, c))                            \
+  /* i32 arithmetic wraps modulo 2^32 as the IR defines: WrapI32 wraps an exact integer; */        \
+  /* MulI32 multiplies in 64-bit integers (a double product beyond 2^53 would round first). */     \
+  X(WrapI32, 1, true, kRounded, m.wrap_i32(a))                                                    \
+  X(MulI32, 2, true, kRounded, m.mul_i32(a, b))                                                   \
+  /* Integer division truncates; x / 0 has all bits set: -1, or 255 for u8. */                    \
+  X(DivInt, 2, true, kRounded, m.select(m.eq(b, m.c(0)), m.c(-1), m.trunc(m.div(a, b))))          \
+  X(DivUnsigned, 2, true, kRounded, m.select(m.eq(b, m.c(0)), m.c(255), m.trunc(m.div(a, b))))    \
+  /* The table's mod with x mod 0 = x and no -0 (+ 0 makes -0 +0). */                             \
+  X(ModInt, 2, true, kLibm, m.select(m.eq(b, m.c(0)), a, m.add(ir::elementwise::Mod::apply(m, a, b), m.c(0))))
+
+/// A loop register program's ops: loads, constants and iota, every row of the elementwise
+/// table (same names as their opcodes) and the register ops above.
 enum class LoopOp : uint8_t {
   kLoad, kSplat, kIota,
-  kNeg, kAbs, kSign, kExp, kLog, kLog1p, kTanh, kLogistic, kSqrt, kRsqrt, kErf,
-  kCopy, kTrunc, kToBool, kRoundF32, kRoundBF16, kRoundF16,
-  kAdd, kSub, kMul, kDiv, kDivInt, kDivUnsigned, kPow, kMax, kMin,
-  kEq, kNe, kLt, kLe, kGt, kGe,
-  kSelect,
-  // i32 arithmetic wraps modulo 2^32 as the IR defines: kWrapI32 wraps an exact integer in a
-  // double register; kMulI32 multiplies in 64-bit integers (a double product of two i32s
-  // beyond 2^53 would round before it wraps).
-  kWrapI32, kMulI32,
+#define KILN_UNARY(N, ...) k##N,
+#define KILN_BINARY(N, ...) k##N,
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+#define KILN_REGISTER_OP_ENUM(N, ...) k##N,
+  KILN_REGISTER_OPS(KILN_REGISTER_OP_ENUM)
+#undef KILN_REGISTER_OP_ENUM
 };
+
+/// The register op that computes the table's row `op` on integers of dtype `t` held in float
+/// registers, where the row's own math would differ (x / 0, a product past 2^53, x mod 0), or
+/// nullopt: the row's LoopOp then computes integers too.
+inline std::optional<LoopOp> integer_form(ir::Opcode op, DType t) {
+  if (is_floating(t)) return std::nullopt;
+  if (op == ir::Opcode::kMul && t == DType::kI32) return LoopOp::kMulI32;
+  if (op == ir::Opcode::kDiv) return t == DType::kU8 ? LoopOp::kDivUnsigned : LoopOp::kDivInt;
+  if (op == ir::Opcode::kMod) return LoopOp::kModInt;
+  return std::nullopt;
+}
+
+/// An op's columns: its register operands, whether it computes a new value, and its exactness.
+struct LoopOpInfo {
+  int arity;
+  bool computes;
+  ir::elementwise::Exactness exactness;
+};
+
+inline constexpr LoopOpInfo kLoopOpInfo[] = {
+    {0, false, ir::elementwise::Exactness::kRounded},  // load: the value in memory
+    {0, false, ir::elementwise::Exactness::kRounded},  // splat
+    {0, false, ir::elementwise::Exactness::kRounded},  // iota
+#define KILN_UNARY(N, ...) {1, true, ir::elementwise::N::kInfo.exactness},
+#define KILN_BINARY(N, ...) {2, true, ir::elementwise::N::kInfo.exactness},
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+#define KILN_REGISTER_OP_INFO(N, arity, computes, exactness, math) {arity, computes, ir::elementwise::Exactness::exactness},
+    KILN_REGISTER_OPS(KILN_REGISTER_OP_INFO)
+#undef KILN_REGISTER_OP_INFO
+};
+
+inline const LoopOpInfo& loop_op_info(LoopOp op) { return kLoopOpInfo[static_cast<size_t>(op)]; }
+
+/// The register ops' math: register_ops::Name::apply(m, a, b, c) (operands past the arity
+/// unused).
+namespace register_ops {
+#define KILN_REGISTER_OP_STRUCT(N, arity, computes, exactness, math)                                  \
+  struct N {                                                                                          \
+    template <class M>                                                                                \
+    static typename M::V apply(M& m, typename M::V a, [[maybe_unused]] typename M::V b,               \
+                               [[maybe_unused]] typename M::V c) {                                    \
+      static_cast<void>(m);                                                                           \
+      return math;                                                                                    \
+    }                                                                                                 \
+  };
+KILN_REGISTER_OPS(KILN_REGISTER_OP_STRUCT)
+#undef KILN_REGISTER_OP_STRUCT
+}  // namespace register_ops
 
 /// Where a load reads: a body parameter, an earlier stage's result, or a constant literal.
 struct LoopLoad {

@@ -1,6 +1,6 @@
 // StageEmitter: one LoopStage's per-element LLVM IR (loads, the register program, stores),
-// over a collapsed index space (Space), and IrArith, core/float_math.h's recipes over IR
-// values. Shared by the loop kernels (llvm_emitter.cpp) and the GPU reduction kernels
+// over a collapsed index space (Space); the ops' math is the elementwise table's and the
+// register ops', over IrValueArith (ir_value_arith_impl.h). Shared by the loop kernels (llvm_emitter.cpp) and the GPU reduction kernels
 // (gpu_reduction_kernels.cpp), so both load, compute and store exactly as a loop stage does.
 // Internal: includes LLVM headers.
 #pragma once
@@ -12,9 +12,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "kiln/compiler/codegen/ir_value_arith_impl.h"
 #include "kiln/compiler/codegen/llvm_emitter_impl.h"
 #include "kiln/core/check.h"
-#include "kiln/core/float_math.h"
 #include "kiln/core/str_cat.h"
 
 namespace kiln::codegen {
@@ -53,46 +53,6 @@ inline Space collapse(const LoopStage& st) {
   }
   return s;
 }
-
-// core/float_math.h's arithmetic over IR values of `w` f64 lanes: each call is the one IEEE
-// operation the scalar arithmetic does, so generated code matches the interpreter bit for bit.
-struct IrArith {
-  using D = Value*;
-  using I = Value*;
-  using B = Value*;
-  IRBuilder<>& b;
-  Type* d;  // <w x double>
-  Type* i;  // <w x i64>
-
-  IrArith(IRBuilder<>& builder, int w)
-      : b(builder), d(lanes(Type::getDoubleTy(builder.getContext()), w)), i(lanes(Type::getInt64Ty(builder.getContext()), w)) {}
-  static Type* lanes(Type* t, int w) {
-    return w == 1 ? t : static_cast<Type*>(llvm::FixedVectorType::get(t, static_cast<unsigned>(w)));
-  }
-  D c(double v) { return llvm::ConstantFP::get(d, v); }
-  Value* ic(uint64_t v) { return llvm::ConstantInt::get(i, v); }
-  D add(D x, D y) { return b.CreateFAdd(x, y); }
-  D sub(D x, D y) { return b.CreateFSub(x, y); }
-  D mul(D x, D y) { return b.CreateFMul(x, y); }
-  D div(D x, D y) { return b.CreateFDiv(x, y); }
-  D fma(D x, D y, D z) { return b.CreateIntrinsic(llvm::Intrinsic::fma, {d}, {x, y, z}); }
-  D abs(D x) { return b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x); }
-  D copysign(D x, D y) { return b.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, x, y); }
-  B lt(D x, D y) { return b.CreateFCmpOLT(x, y); }
-  B gt(D x, D y) { return b.CreateFCmpOGT(x, y); }
-  B eq(D x, D y) { return b.CreateFCmpOEQ(x, y); }
-  B is_nan(D x) { return b.CreateFCmpUNO(x, x); }
-  D select(B m, D x, D y) { return b.CreateSelect(m, x, y); }
-  I bits(D x) { return b.CreateBitCast(x, i); }
-  D from_bits(I x) { return b.CreateBitCast(x, d); }
-  I iadd(I x, uint64_t y) { return b.CreateAdd(x, ic(y)); }
-  I isub(I x, I y) { return b.CreateSub(x, y); }
-  I iand(I x, uint64_t y) { return b.CreateAnd(x, ic(y)); }
-  I ior(I x, uint64_t y) { return b.CreateOr(x, ic(y)); }
-  I shl(I x, int n) { return b.CreateShl(x, ic(static_cast<uint64_t>(n))); }
-  I shr(I x, int n) { return b.CreateLShr(x, ic(static_cast<uint64_t>(n))); }
-  D u2d(I x) { return b.CreateUIToFP(x, d); }
-};
 
 class StageEmitter {
  public:
@@ -251,44 +211,17 @@ class StageEmitter {
     return to_register(raw, dt);
   }
 
-  Value* as_float(Value* v) {  // register -> f32 (exact for f32 registers)
-    Type* f = Type::getFloatTy(b_.getContext());
-    return reg_ == f ? v : b_.CreateFPTrunc(v, vec(f, width_of(v)));
-  }
-  Value* from_float(Value* v) {
-    return reg_->isFloatTy() ? v : b_.CreateFPExt(v, vec(reg_, width_of(v)));
-  }
-  static int width_of(Value* v) {
-    if (auto* vt = llvm::dyn_cast<llvm::FixedVectorType>(v->getType())) return static_cast<int>(vt->getNumElements());
-    return 1;
-  }
+  // The arithmetic over `w` lanes of registers (ir_value_arith_impl.h).
+  IrValueArith arith(int w) { return IrValueArith{b_, reg_, w, target_}; }
   Type* int_vec(unsigned bits, int w) { return vec(Type::getIntNTy(b_.getContext(), bits), w); }
-
-  // half.h's f32_to_bf16_bits: NaN keeps its top payload, quieted; else round to nearest even.
-  // The choice is made on the 32-bit words and shifted once, and NaN is one unordered compare:
-  // two instructions fewer per vector than testing the bits, for the same 16 bits.
-  Value* bf16_bits(Value* f) {
-    const int w = width_of(f);
-    auto u32 = [&](uint32_t x) { return llvm::ConstantInt::get(int_vec(32, w), x); };
-    Value* u = b_.CreateBitCast(f, int_vec(32, w));
-    Value* nan = b_.CreateFCmpUNO(f, f);
-    Value* quiet = b_.CreateOr(u, u32(0x00400000u));  // after the shift: | 0x40
-    Value* lsb = b_.CreateAnd(b_.CreateLShr(u, u32(16)), u32(1));
-    Value* rounded = b_.CreateAdd(u, b_.CreateAdd(lsb, u32(0x7fffu)));
-    return b_.CreateTrunc(b_.CreateLShr(b_.CreateSelect(nan, quiet, rounded), u32(16)), int_vec(16, w));
-  }
-  Value* bf16_to_float(Value* bits) {
-    const int w = width_of(bits);
-    Value* u = b_.CreateShl(b_.CreateZExt(bits, int_vec(32, w)), llvm::ConstantInt::get(int_vec(32, w), 16));
-    return b_.CreateBitCast(u, vec(Type::getFloatTy(b_.getContext()), w));
-  }
 
   Value* to_register(Value* raw, DType dt) {
     const int w = width_of(raw);
     Type* r = vec(reg_, w);
+    IrValueArith m = arith(w);
     switch (dt) {
       case DType::kF32: case DType::kF64: return b_.CreateFPCast(raw, r);
-      case DType::kBF16: return from_float(bf16_to_float(raw));
+      case DType::kBF16: return m.from_float(m.bf16_to_float(raw));
       case DType::kF16: return b_.CreateFPExt(raw, r);
       case DType::kI32: case DType::kI64: return b_.CreateSIToFP(raw, r);
       case DType::kU8: return b_.CreateUIToFP(raw, r);
@@ -299,11 +232,12 @@ class StageEmitter {
 
   void store_as(Value* out, DType dt, Value* index, Value* v, int w) {
     llvm::LLVMContext& c = b_.getContext();
+    IrValueArith a = arith(w);
     Value* m = nullptr;
     switch (dt) {
       case DType::kF32: case DType::kF64: m = b_.CreateFPCast(v, vec(mem_type(dt), w)); break;
-      case DType::kBF16: m = bf16_bits(as_float(v)); break;
-      case DType::kF16: m = b_.CreateFPTrunc(as_float(v), vec(Type::getHalfTy(c), w)); break;
+      case DType::kBF16: m = a.bf16_bits(a.as_float(v)); break;
+      case DType::kF16: m = b_.CreateFPTrunc(a.as_float(v), vec(Type::getHalfTy(c), w)); break;
       case DType::kI32: case DType::kI64: m = b_.CreateFPToSI(v, vec(mem_type(dt), w)); break;
       // As GCC converts to uint8_t: through int32, then the low byte.
       case DType::kU8: m = b_.CreateTrunc(b_.CreateFPToSI(v, int_vec(32, w)), int_vec(8, w)); break;
@@ -312,55 +246,9 @@ class StageEmitter {
     b_.CreateAlignedStore(m, b_.CreateGEP(mem_type(dt), out, index), llvm::Align(size_of(dt)));
   }
 
-  // A libm function of one or two register values, lane by lane (the interpreter calls the
-  // same scalar functions, so the results are identical).
-  Value* call_math(const char* name, Value* a, Value* bv = nullptr) {
-    const bool f64 = reg_->isDoubleTy();
-    std::string fn = name;
-    if (target_ == KernelTarget::kNvptx) fn = "__nv_" + fn + (f64 ? "" : "f");
-    else if (!f64) fn += "f";
-    llvm::Module* m = b_.GetInsertBlock()->getModule();
-    std::vector<Type*> params(bv == nullptr ? 1 : 2, reg_);
-    llvm::FunctionCallee callee = m->getOrInsertFunction(fn, llvm::FunctionType::get(reg_, params, false));
-    if (auto* f = llvm::dyn_cast<llvm::Function>(callee.getCallee())) {
-      f->setDoesNotThrow();
-      f->setOnlyAccessesArgMemory();  // pure, given -fno-math-errno semantics
-    }
-    const int w = width_of(a);
-    if (w == 1) return bv == nullptr ? b_.CreateCall(callee, {a}) : b_.CreateCall(callee, {a, bv});
-    Value* r = llvm::PoisonValue::get(vec(reg_, w));
-    for (int l = 0; l < w; ++l) {
-      Value* x = b_.CreateExtractElement(a, static_cast<uint64_t>(l));
-      Value* y = bv == nullptr ? nullptr : b_.CreateExtractElement(bv, static_cast<uint64_t>(l));
-      Value* e = y == nullptr ? b_.CreateCall(callee, {x}) : b_.CreateCall(callee, {x, y});
-      r = b_.CreateInsertElement(r, e, static_cast<uint64_t>(l));
-    }
-    return r;
-  }
-
-  // f32 registers on the CPU run core/float_math.h's recipes, as the interpreter does; f64
-  // registers and the GPU's libdevice keep their libm functions.
-  bool f32_recipes() const { return target_ == KernelTarget::kCpu && reg_->isFloatTy(); }
-  // exp, log or tanh of `a`: the recipe on f32 CPU registers, else the libm/libdevice function.
-  Value* transcendental(LoopOp op, Value* a) {
-    const char* libm = op == LoopOp::kExp ? "exp" : op == LoopOp::kLog ? "log" : "tanh";
-    if (!f32_recipes()) return call_math(libm, a);
-    IrArith m(b_, width_of(a));
-    Value* x = b_.CreateFPExt(a, m.d);
-    Value* r = op == LoopOp::kExp   ? float_math::exp_f32_recipe(m, x)
-               : op == LoopOp::kLog ? float_math::log_f32_recipe(m, x)
-                                    : float_math::tanh_f32_recipe(m, x);
-    return b_.CreateFPTrunc(r, a->getType());
-  }
-
-  Value* bool_value(Value* cond) { return b_.CreateUIToFP(cond, vec(reg_, width_of(cond))); }
-  // An i64 integer's low 32 bits as a signed i32, back in a register.
-  Value* wrap_i32(Value* v, int w) {
-    return b_.CreateSIToFP(b_.CreateTrunc(v, vec(Type::getInt32Ty(b_.getContext()), w)), vec(reg_, w));
-  }
-
   Value* op(const LoopInstr& in, const std::vector<Value*>& srcs, const Row& row, Value* row_flat, Value* j, int w,
             Value* a, Value* bv, Value* c) {
+    IrValueArith m = arith(w);
     switch (in.op) {
       case LoopOp::kLoad: return load(srcs, row, static_cast<size_t>(in.load), j, w);
       case LoopOp::kSplat: return fconst(in.value, w);
@@ -375,47 +263,15 @@ class StageEmitter {
                                  llvm::ConstantInt::get(vec(i64_, w), static_cast<uint64_t>(in.mod)));
         return b_.CreateSIToFP(q, vec(reg_, w));
       }
-      case LoopOp::kNeg: return b_.CreateFNeg(a);
-      case LoopOp::kAbs: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a);
-      case LoopOp::kSign: {
-        Value* zero = fconst(0, w);
-        return b_.CreateSelect(b_.CreateFCmpOGT(a, zero), fconst(1, w),
-                               b_.CreateSelect(b_.CreateFCmpOLT(a, zero), fconst(-1, w), a));
-      }
-      case LoopOp::kExp: case LoopOp::kLog: case LoopOp::kTanh: return transcendental(in.op, a);
-      case LoopOp::kLog1p: return call_math("log1p", a);
-      case LoopOp::kErf: return call_math("erf", a);
-      case LoopOp::kPow: return call_math("pow", a, bv);
-      case LoopOp::kLogistic: return b_.CreateFDiv(fconst(1, w), b_.CreateFAdd(fconst(1, w), transcendental(LoopOp::kExp, b_.CreateFNeg(a))));
-      case LoopOp::kSqrt: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a);
-      case LoopOp::kRsqrt: return b_.CreateFDiv(fconst(1, w), b_.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a));
-      case LoopOp::kCopy: return a;
-      case LoopOp::kTrunc: return b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, a);
-      case LoopOp::kToBool: return bool_value(b_.CreateFCmpUNE(a, fconst(0, w)));
-      case LoopOp::kRoundF32: return from_float(as_float(a));
-      case LoopOp::kRoundBF16: return from_float(bf16_to_float(bf16_bits(as_float(a))));
-      case LoopOp::kRoundF16:
-        return b_.CreateFPExt(b_.CreateFPTrunc(as_float(a), vec(Type::getHalfTy(b_.getContext()), w)), vec(reg_, w));
-      case LoopOp::kAdd: return b_.CreateFAdd(a, bv);
-      case LoopOp::kSub: return b_.CreateFSub(a, bv);
-      case LoopOp::kMul: return b_.CreateFMul(a, bv);
-      case LoopOp::kDiv: return b_.CreateFDiv(a, bv);
-      case LoopOp::kDivInt: case LoopOp::kDivUnsigned:  // x / 0 has all bits set: -1, or 255 for u8
-        return b_.CreateSelect(b_.CreateFCmpOEQ(bv, fconst(0, w)), fconst(in.op == LoopOp::kDivInt ? -1 : 255, w),
-                               b_.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, b_.CreateFDiv(a, bv)));
-      // NaN propagates, as in XLA (and the interpreter: a > b || a != a ? a : b).
-      case LoopOp::kMax: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOGT(a, bv), b_.CreateFCmpUNO(a, a)), a, bv);
-      case LoopOp::kMin: return b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOLT(a, bv), b_.CreateFCmpUNO(a, a)), a, bv);
-      case LoopOp::kEq: return bool_value(b_.CreateFCmpOEQ(a, bv));
-      case LoopOp::kNe: return bool_value(b_.CreateFCmpUNE(a, bv));
-      case LoopOp::kLt: return bool_value(b_.CreateFCmpOLT(a, bv));
-      case LoopOp::kLe: return bool_value(b_.CreateFCmpOLE(a, bv));
-      case LoopOp::kGt: return bool_value(b_.CreateFCmpOGT(a, bv));
-      case LoopOp::kGe: return bool_value(b_.CreateFCmpOGE(a, bv));
-      case LoopOp::kSelect: return b_.CreateSelect(b_.CreateFCmpUNE(a, fconst(0, w)), bv, c);
-      case LoopOp::kWrapI32: return wrap_i32(b_.CreateFPToSI(a, vec(i64_, w)), w);
-      case LoopOp::kMulI32:
-        return wrap_i32(b_.CreateMul(b_.CreateFPToSI(a, vec(i64_, w)), b_.CreateFPToSI(bv, vec(i64_, w))), w);
+      // The elementwise table's rows and the register ops: their math over IR values.
+#define KILN_UNARY(N, ...) case LoopOp::k##N: return ir::elementwise::N::apply(m, a);
+#define KILN_BINARY(N, ...) case LoopOp::k##N: return ir::elementwise::N::apply(m, a, bv);
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
+#define KILN_REGISTER_OP_CASE(N, ...) case LoopOp::k##N: return register_ops::N::apply(m, a, bv, c);
+      KILN_REGISTER_OPS(KILN_REGISTER_OP_CASE)
+#undef KILN_REGISTER_OP_CASE
     }
     KILN_CHECK(false, "unknown loop op");
     return nullptr;

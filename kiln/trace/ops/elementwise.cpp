@@ -55,28 +55,29 @@ Tensor like(const Tensor& t, double v) { return Tensor::scalar(v, t.dtype()); }
 
 }  // namespace
 
-Tensor neg(const Tensor& x) { return unary(Opcode::kNeg, x); }
-Tensor abs(const Tensor& x) { return unary(Opcode::kAbs, x); }
-Tensor sign(const Tensor& x) { return unary(Opcode::kSign, x); }
-Tensor exp(const Tensor& x) { return unary(Opcode::kExp, x); }
-Tensor log(const Tensor& x) { return unary(Opcode::kLog, x); }
-Tensor log1p(const Tensor& x) { return unary(Opcode::kLog1p, x); }
-Tensor tanh(const Tensor& x) { return unary(Opcode::kTanh, x); }
-Tensor sigmoid(const Tensor& x) { return unary(Opcode::kLogistic, x); }
-Tensor sqrt(const Tensor& x) { return unary(Opcode::kSqrt, x); }
-Tensor rsqrt(const Tensor& x) { return unary(Opcode::kRsqrt, x); }
-Tensor erf(const Tensor& x) { return unary(Opcode::kErf, x); }
+#define KILN_UNARY(N, text, fn, ...) \
+  Tensor fn(const Tensor& x) { return unary(Opcode::k##N, x); }
+#define KILN_BINARY(N, text, fn, ...) \
+  Tensor fn(const Tensor& a, const Tensor& b) { return binary(Opcode::k##N, a, b); }
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
 
-Tensor add(const Tensor& a, const Tensor& b) { return binary(Opcode::kAdd, a, b); }
-Tensor sub(const Tensor& a, const Tensor& b) { return binary(Opcode::kSub, a, b); }
-Tensor mul(const Tensor& a, const Tensor& b) { return binary(Opcode::kMul, a, b); }
-Tensor div(const Tensor& a, const Tensor& b) { return binary(Opcode::kDiv, a, b); }
-Tensor pow(const Tensor& a, const Tensor& b) { return binary(Opcode::kPow, a, b); }
 Tensor pow(const Tensor& a, double exponent) { return pow(a, like(a, exponent)); }
-Tensor maximum(const Tensor& a, const Tensor& b) { return binary(Opcode::kMax, a, b); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return binary(Opcode::kMin, a, b); }
 Tensor maximum(const Tensor& a, double b) { return maximum(a, like(a, b)); }
 Tensor minimum(const Tensor& a, double b) { return minimum(a, like(a, b)); }
+Tensor square(const Tensor& x) { return mul(x, x); }
+
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  auto [x, y] = trace::broadcast_pair(a, b, "floor_divide");
+  if (is_floating(x.dtype())) return floor(div(x, y));
+  // Truncated quotient, one less where the division was inexact and the signs differ: the
+  // floored remainder (mod) is then nonzero with the divisor's sign, so its sign differs from
+  // x's. (x mod 0 is x, so x // 0 stays x / 0 = -1.)
+  Tensor r = mod(x, y);
+  Tensor inexact_across_zero = where(not_equal(r, like(r, 0.0)), not_equal(less(r, 0.0), less(x, 0.0)), 0.0);
+  return sub(div(x, y), cast(inexact_across_zero, x.dtype()));
+}
 
 Tensor equal(const Tensor& a, const Tensor& b) { return compare(ir::Comparison::kEq, a, b); }
 Tensor not_equal(const Tensor& a, const Tensor& b) { return compare(ir::Comparison::kNe, a, b); }

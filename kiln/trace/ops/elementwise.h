@@ -1,38 +1,34 @@
 // Elementwise ops on Tensors: unary math, binary arithmetic with NumPy-style broadcasting and
 // dtype promotion, comparisons (bool results), select and dtype conversion. Each maps to one
-// IR op (plus broadcast_in_dim/convert where operands differ).
+// IR op (plus broadcast_in_dim/convert where operands differ), except square and
+// floor_divide, which are compositions.
 #pragma once
 
 #include "kiln/trace/tensor.h"
 
 namespace kiln {
 
-/// -x, |x|, sign(x) in {-1, 0, 1}.
-Tensor neg(const Tensor& x);
-Tensor abs(const Tensor& x);
-Tensor sign(const Tensor& x);
-/// Floating-point math (DTypeError on integer inputs; cast first).
-Tensor exp(const Tensor& x);
-Tensor log(const Tensor& x);
-Tensor log1p(const Tensor& x);
-Tensor tanh(const Tensor& x);
-/// 1 / (1 + exp(-x)) (the IR's `logistic`).
-Tensor sigmoid(const Tensor& x);
-Tensor sqrt(const Tensor& x);
-Tensor rsqrt(const Tensor& x);
-Tensor erf(const Tensor& x);
+/// One function per row of the elementwise table (ir/elementwise.def, where each op's math and
+/// dtypes are described): neg, abs, sign, exp, log, log1p, tanh, sigmoid (the IR's
+/// `logistic`), sqrt, rsqrt, erf, expm1, sin, cos, floor, ceil, round (halves to even), and the
+/// binary add, sub, mul, div, pow, maximum, minimum, atan2, mod (the divisor's sign, as
+/// TensorFlow's floormod). Floating-point rows throw a DTypeError on integer inputs (cast
+/// first). Binary ops broadcast both operands to a common shape (NumPy rules) and promote
+/// dtypes.
+#define KILN_UNARY(N, text, fn, ...) Tensor fn(const Tensor& x);
+#define KILN_BINARY(N, text, fn, ...) Tensor fn(const Tensor& a, const Tensor& b);
+#include "kiln/ir/elementwise.def"
+#undef KILN_UNARY
+#undef KILN_BINARY
 
-/// Binary ops broadcast both operands to a common shape (NumPy rules) and promote dtypes.
-Tensor add(const Tensor& a, const Tensor& b);
-Tensor sub(const Tensor& a, const Tensor& b);
-Tensor mul(const Tensor& a, const Tensor& b);
-Tensor div(const Tensor& a, const Tensor& b);
-Tensor pow(const Tensor& a, const Tensor& b);
 Tensor pow(const Tensor& a, double exponent);
-Tensor maximum(const Tensor& a, const Tensor& b);
-Tensor minimum(const Tensor& a, const Tensor& b);
 Tensor maximum(const Tensor& a, double b);
 Tensor minimum(const Tensor& a, double b);
+/// x * x.
+Tensor square(const Tensor& x);
+/// floor(a / b): TensorFlow's floordiv (NumPy's floor_divide). Integers round toward -inf
+/// (x // 0 is -1, as div defines x / 0); floats divide in their dtype, then take the floor.
+Tensor floor_divide(const Tensor& a, const Tensor& b);
 
 /// Comparisons return bool tensors.
 Tensor equal(const Tensor& a, const Tensor& b);

@@ -48,6 +48,16 @@ const VjpEntry kTable[] = {
      [](const VjpArgs& a) -> Grads {
        return {a.g() * (2.0 / std::sqrt(std::numbers::pi)) * exp(-(a.x() * a.x()))};
      }},
+    // d/dx expm1(x) = e^x = expm1(x) + 1
+    {Opcode::kExpm1, [](const VjpArgs& a) -> Grads { return {a.g() * (a.y() + 1.0)}; }},
+    // d/dx sin(x) = cos(x)
+    {Opcode::kSin, [](const VjpArgs& a) -> Grads { return {a.g() * cos(a.x())}; }},
+    // d/dx cos(x) = -sin(x)
+    {Opcode::kCos, [](const VjpArgs& a) -> Grads { return {-(a.g() * sin(a.x()))}; }},
+    // floor, ceil, round: piecewise constant, so 0 (as Keras's and JAX's gradients)
+    {Opcode::kFloor, [](const VjpArgs& a) -> Grads { return {zeros_like(a.x())}; }},
+    {Opcode::kCeil, [](const VjpArgs& a) -> Grads { return {zeros_like(a.x())}; }},
+    {Opcode::kRound, [](const VjpArgs& a) -> Grads { return {zeros_like(a.x())}; }},
     // d/dx convert(x) = convert back (integer operands get none)
     {Opcode::kConvert,
      [](const VjpArgs& a) -> Grads {
@@ -85,6 +95,17 @@ const VjpEntry kTable[] = {
     {Opcode::kMax, [](const VjpArgs& a) -> Grads { return extremum(a, /*for_max=*/true); }},
     // d/da min(a, b) = [a < b] + 0.5 [a == b], d/db = the rest
     {Opcode::kMin, [](const VjpArgs& a) -> Grads { return extremum(a, /*for_max=*/false); }},
+    // d/da atan2(a, b) = b / (a^2 + b^2), d/db = -a / (a^2 + b^2)
+    {Opcode::kAtan2,
+     [](const VjpArgs& a) -> Grads {
+       Tensor scale = a.g() / (a.x(0) * a.x(0) + a.x(1) * a.x(1));
+       return {a.needs[0] ? scale * a.x(1) : Tensor(), a.needs[1] ? -(scale * a.x(0)) : Tensor()};
+     }},
+    // mod(a, b) = a - floor(a / b) b: d/da = 1, d/db = -floor(a / b)
+    {Opcode::kMod,
+     [](const VjpArgs& a) -> Grads {
+       return {a.g(), a.needs[1] ? -(a.g() * floor(a.x(0) / a.x(1))) : Tensor()};
+     }},
     // compare: piecewise constant, no gradient
     {Opcode::kCompare, nullptr},
     // d/dt select(p, t, f) = [p], d/df = [!p]; p gets none

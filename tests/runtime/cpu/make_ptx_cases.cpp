@@ -28,16 +28,12 @@ void write(const std::string& path, const void* data, size_t bytes) {
   out.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));
 }
 
+// Whether every op is exact on every device: the elementwise table's exactness column
+// (ir/elementwise.def) and the register ops' (loop_ir.h) say which call libm.
 bool exact_only(const codegen::LoopIr& ir) {
   for (const codegen::LoopStage& st : ir.stages)
     for (const codegen::LoopInstr& in : st.code)
-      switch (in.op) {
-        case codegen::LoopOp::kExp: case codegen::LoopOp::kLog: case codegen::LoopOp::kLog1p:
-        case codegen::LoopOp::kTanh: case codegen::LoopOp::kLogistic: case codegen::LoopOp::kErf:
-        case codegen::LoopOp::kPow:
-          return false;
-        default: break;
-      }
+      if (codegen::loop_op_info(in.op).exactness == ir::elementwise::Exactness::kLibm) return false;
   return true;
 }
 
