@@ -63,8 +63,29 @@ struct MobileNetV2Options {
   std::string name = "";  // "" = Keras's "mobilenetv2_{alpha:.2f}_{rows}"
 };
 
+/// keras.applications.MobileNetV3Small / MobileNetV3Large(input_shape, alpha, minimalistic,
+/// include_top, weights, ...). The model rescales [0, 255] pixels itself when
+/// include_preprocessing (Keras's default), so mobilenet_v3's preprocess_input is the identity.
+struct MobileNetV3Options {
+  Dims input_shape = {};
+  double alpha = 1.0;
+  /// No squeeze-and-excite, 3x3 kernels and ReLU everywhere (Keras's "minimalistic" models).
+  bool minimalistic = false;
+  bool include_top = true;
+  std::optional<std::string> weights = std::nullopt;
+  std::optional<KerasTensor> input_tensor = std::nullopt;
+  int64_t classes = 1000;
+  std::string pooling = "";
+  double dropout_rate = 0.2;  // before the top's logits convolution
+  std::string classifier_activation = "softmax";
+  bool include_preprocessing = true;  // Rescaling(1 / 127.5, offset -1) first
+  std::string name = "";  // "" = "MobileNetV3Small" / "MobileNetV3Large", as Keras
+};
+
 Functional MobileNet(MobileNetOptions options = {});
 Functional MobileNetV2(MobileNetV2Options options = {});
+Functional MobileNetV3Small(MobileNetV3Options options = {});
+Functional MobileNetV3Large(MobileNetV3Options options = {});
 Functional ResNet50(ApplicationOptions options = {});
 Functional ResNet101(ApplicationOptions options = {});
 Functional ResNet152(ApplicationOptions options = {});
@@ -89,7 +110,8 @@ std::vector<std::vector<Prediction>> decode_predictions(const HostTensor& preds,
                                                         int top = 5);
 
 /// keras.applications.imagenet_utils.preprocess_input's modes, on a float32 batch of RGB images
-/// (..., 3) in [0, 255]: "tf" scales to [-1, 1]; "torch" scales to [0, 1] and normalizes by
+/// (..., 3) in [0, 255]: "none" returns them unchanged (the models that rescale themselves:
+/// mobilenet_v3, efficientnet); "tf" scales to [-1, 1]; "torch" scales to [0, 1] and normalizes by
 /// ImageNet's mean and std per channel; "caffe" flips RGB to BGR and subtracts ImageNet's BGR
 /// mean. Each family's own preprocess_input below names its mode, as Keras's modules do.
 HostTensor preprocess_input(const HostTensor& images, const std::string& mode);
@@ -106,6 +128,7 @@ namespace resnet { inline constexpr Preprocess preprocess_input{"caffe"}; }
 namespace resnet_v2 { inline constexpr Preprocess preprocess_input{"tf"}; }
 namespace vgg16 { inline constexpr Preprocess preprocess_input{"caffe"}; }
 namespace densenet { inline constexpr Preprocess preprocess_input{"torch"}; }
+namespace mobilenet_v3 { inline constexpr Preprocess preprocess_input{"none"}; }
 // clang-format on
 
 }  // namespace kiln::keras::applications

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "kiln/keras/applications/applications.h"
+#include "kiln/keras/layers/reshaping.h"
 
 namespace kiln::keras::applications::internal {
 
@@ -29,6 +30,17 @@ std::string classifier_activation(const std::string& model, const std::string& a
 /// Dense(classes, classifier_activation, name="predictions").
 KerasTensor predictions(const std::string& model, const KerasTensor& x, int64_t classes,
                         const std::string& classifier_activation);
+
+/// mobilenet's _make_divisible / mobilenet_v3's _depth: `v` rounded to a multiple of `divisor`
+/// (at least `divisor`), never more than 10% below `v`.
+int64_t make_divisible(double v, int64_t divisor = 8);
+
+/// imagenet_utils.correct_pad: the ZeroPadding2D before a stride-2 "valid" convolution of
+/// `kernel_size` that makes it see TensorFlow's "same" padding of `x`.
+Edges2D correct_pad(const KerasTensor& x, int64_t kernel_size);
+
+/// "mobilenet_1.00_224": the name Keras gives `family` at width `alpha` (f"{alpha:0.2f}").
+std::string default_name(const char* family, double alpha, int64_t rows);
 
 /// The model from `input` to `x`, named `name`, with `weights` loaded (Keras's load_weights: by
 /// the layers' order; an IOError or ValueError naming the file when it does not fit).

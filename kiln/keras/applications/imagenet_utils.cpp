@@ -1,6 +1,7 @@
 // imagenet_utils.py's parts: input shapes, the top, weights, preprocess_input and
 // decode_predictions.
 #include <algorithm>
+#include <cstdio>
 #include <fstream>
 #include <numeric>
 
@@ -49,6 +50,24 @@ KerasTensor predictions(const std::string& model, const KerasTensor& x, int64_t 
   return Dense(classes, {.activation = classifier_activation(model, activation), .name = "predictions"})(x);
 }
 
+int64_t make_divisible(double v, int64_t divisor) {
+  int64_t rounded = std::max<int64_t>(divisor, static_cast<int64_t>(v + static_cast<double>(divisor) / 2) / divisor * divisor);
+  if (static_cast<double>(rounded) < 0.9 * v) rounded += divisor;  // never more than 10% down
+  return rounded;
+}
+
+Edges2D correct_pad(const KerasTensor& x, int64_t kernel_size) {
+  const Dims& d = x.shape();
+  const int64_t adjust_rows = 1 - d[0] % 2, adjust_cols = 1 - d[1] % 2, half = kernel_size / 2;
+  return Edges2D({half - adjust_rows, half}, {half - adjust_cols, half});
+}
+
+std::string default_name(const char* family, double alpha, int64_t rows) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%s_%0.2f_%lld", family, alpha, static_cast<long long>(rows));
+  return text;
+}
+
 Functional finish(const KerasTensor& input, const KerasTensor& x, const std::string& name,
                   const std::optional<std::string>& weights) {
   Functional model({input}, x, {.name = name});
@@ -62,8 +81,10 @@ HostTensor preprocess_input(const HostTensor& images, const std::string& mode) {
   const Shape& s = images.shape();
   if (s.dtype() != DType::kF32 || s.rank() < 1 || s.dims().back() != 3)
     KILN_THROW(ValueError, "[preprocess_input] expects float32 RGB images (..., 3) in [0, 255]; got ", s, ".");
-  if (mode != "tf" && mode != "torch" && mode != "caffe")
-    KILN_THROW(ValueError, "[preprocess_input] mode must be \"tf\", \"torch\" or \"caffe\"; got \"", mode, "\".");
+  if (mode != "tf" && mode != "torch" && mode != "caffe" && mode != "none")
+    KILN_THROW(ValueError, "[preprocess_input] mode must be \"tf\", \"torch\", \"caffe\" or \"none\"; got \"", mode,
+               "\".");
+  if (mode == "none") return images.clone();  // Keras's placeholder: the model rescales itself
   HostTensor out(s);
   const float* in = static_cast<const float*>(images.raw_data());
   float* o = static_cast<float*>(out.raw_data());

@@ -1,8 +1,5 @@
 // MobileNet (v1) and MobileNetV2 as keras/src/applications/mobilenet.py and mobilenet_v2.py build
 // them, with their layer names.
-#include <algorithm>
-#include <cstdio>
-
 #include "kiln/core/check.h"
 #include "kiln/core/str_cat.h"
 #include "kiln/keras/applications/applications_impl.h"
@@ -20,14 +17,10 @@
 namespace kiln::keras::applications {
 namespace {
 
+using internal::correct_pad;
+using internal::default_name;
 using internal::finish;
-
-// "mobilenet_1.00_224": Python's f"{alpha:0.2f}".
-std::string default_name(const char* family, double alpha, int64_t rows) {
-  char text[64];
-  std::snprintf(text, sizeof text, "%s_%0.2f_%lld", family, alpha, static_cast<long long>(rows));
-  return text;
-}
+using internal::make_divisible;
 
 KerasTensor relu6(const KerasTensor& x, const std::string& name) { return ReLU({.max_value = 6.0, .name = name})(x); }
 
@@ -51,20 +44,6 @@ KerasTensor bn_v2(const KerasTensor& x, const std::string& name) {
   return BatchNormalization({.momentum = 0.999, .epsilon = 1e-3, .name = name})(x);
 }
 
-int64_t make_divisible(double v, int64_t divisor = 8) {
-  int64_t rounded = std::max<int64_t>(divisor, static_cast<int64_t>(v + static_cast<double>(divisor) / 2) / divisor * divisor);
-  if (static_cast<double>(rounded) < 0.9 * v) rounded += divisor;  // never more than 10% down
-  return rounded;
-}
-
-// imagenet_utils.correct_pad for a 3x3 kernel: ((1 - rows % 2 ... )) so a stride-2 "valid"
-// convolution sees TensorFlow's "same" padding.
-Edges2D correct_pad(const KerasTensor& x) {
-  const Dims& d = x.shape();
-  const int64_t adjust_rows = 1 - d[0] % 2, adjust_cols = 1 - d[1] % 2;
-  return Edges2D({1 - adjust_rows, 1}, {1 - adjust_cols, 1});
-}
-
 KerasTensor inverted_res_block(const KerasTensor& in, int64_t expansion, int64_t stride, double alpha, int64_t filters,
                                int block_id) {
   const int64_t in_channels = in.shape().back();
@@ -77,7 +56,7 @@ KerasTensor inverted_res_block(const KerasTensor& in, int64_t expansion, int64_t
   } else {
     prefix = "expanded_conv_";
   }
-  if (stride == 2) x = ZeroPadding2D(correct_pad(x), {.name = prefix + "pad"})(x);
+  if (stride == 2) x = ZeroPadding2D(correct_pad(x, 3), {.name = prefix + "pad"})(x);
   x = DepthwiseConv2D(3, {.strides = {stride, stride}, .padding = stride == 1 ? "same" : "valid", .use_bias = false,
                           .name = prefix + "depthwise"})(x);
   x = relu6(bn_v2(x, prefix + "depthwise_BN"), prefix + "depthwise_relu");

@@ -41,11 +41,20 @@ Dims ElementwiseMerge::compute_output_shape_multi(const std::vector<Dims>& input
   check_list(*this, input_shapes.size(), {});
   if (takes_two() && input_shapes.size() != 2)
     KILN_THROW(ValueError, "[", name(), "] ", class_name(), " expects exactly 2 inputs, received ", input_shapes.size(), ".");
-  for (const Dims& d : input_shapes)
-    if (d != input_shapes[0])
-      KILN_THROW(ShapeError, "[", name(), "] ", class_name(), " expects inputs of one shape, received ",
-                 shapes_text(input_shapes), ".");
-  return input_shapes[0];
+  // Keras's _compute_elemwise_op_output_shape: equal dims, or 1 against any (squeeze-and-excite
+  // multiplies (h, w, c) by (1, 1, c)).
+  Dims out = input_shapes[0];
+  for (const Dims& d : input_shapes) {
+    bool fits = d.size() == out.size();
+    for (size_t i = 0; fits && i < d.size(); ++i) {
+      if (out[i] == 1) out[i] = d[i];
+      else fits = d[i] == 1 || d[i] == out[i];
+    }
+    if (!fits)
+      KILN_THROW(ShapeError, "[", name(), "] ", class_name(), " expects inputs of one shape (or dims of 1 that ",
+                 "broadcast, as Keras's), received ", shapes_text(input_shapes), ".");
+  }
+  return out;
 }
 
 void ElementwiseMerge::build_weights_multi(const std::vector<Dims>& input_shapes) {

@@ -30,6 +30,8 @@ TEST(ApplicationsTest, ParameterCountsEqualKerasPublishedOnes) {
       {"MobileNet no top", [] { return MobileNet({.include_top = false}); }, 3228864},
       {"MobileNetV2", [] { return MobileNetV2(); }, 3538984},
       {"MobileNetV2 no top", [] { return MobileNetV2({.include_top = false}); }, 2257984},
+      {"MobileNetV3Small", [] { return MobileNetV3Small(); }, 2554968},
+      {"MobileNetV3Large", [] { return MobileNetV3Large(); }, 5507432},
       {"ResNet50", [] { return ResNet50(); }, 25636712},
       {"ResNet50 no top", [] { return ResNet50({.include_top = false}); }, 23587712},
       {"ResNet101", [] { return ResNet101(); }, 44707176},
@@ -56,6 +58,33 @@ std::vector<std::string> layer_names(const Functional& model) {
 
 bool has(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// Keras's summaries of MobileNetV3Small and Large: the weight count and the non-trainable part
+// (BatchNormalization's moving statistics) besides the total; and the names of the
+// squeeze-and-excite blocks, which Keras 3 spells with underscores.
+TEST(ApplicationsTest, MobileNetV3MatchesKerasSummaryAndNames) {
+  auto non_trainable = [](const Functional& m) {
+    int64_t n = 0;
+    for (const Variable& v : m.non_trainable_weights()) n += v.shape().num_elements();
+    return n;
+  };
+  const Functional small = MobileNetV3Small();
+  EXPECT_EQ(small.name(), "MobileNetV3Small");
+  EXPECT_EQ(small.weights().size(), 210u);
+  EXPECT_EQ(non_trainable(small), 12112);
+  const Functional large = MobileNetV3Large();
+  EXPECT_EQ(large.weights().size(), 266u);
+  EXPECT_EQ(non_trainable(large), 24400);
+  const std::vector<std::string> names = layer_names(small);
+  for (const char* n : {"conv", "conv_bn", "expanded_conv_depthwise_pad", "expanded_conv_squeeze_excite_conv",
+                        "expanded_conv_squeeze_excite_mul", "expanded_conv_1_expand", "expanded_conv_10_add",
+                        "conv_1", "conv_1_bn", "conv_2", "logits", "predictions"})
+    EXPECT_TRUE(has(names, n)) << n;
+  EXPECT_FALSE(has(layer_names(MobileNetV3Small({.minimalistic = true})), "expanded_conv_squeeze_excite_conv"));
+  const Functional no_top = MobileNetV3Large({.input_shape = {96, 96, 3}, .include_top = false, .pooling = "avg"});
+  EXPECT_EQ(no_top.output().shape(), (Dims{960}));
+  EXPECT_TRUE(has(layer_names(no_top), "avg_pool"));
 }
 
 TEST(ApplicationsTest, LayersAndModelsCarryKerasNames) {

@@ -32,6 +32,16 @@ TEST(MergeTest, ElementwiseMergesCombineTheirInputs) {
   KILN_EXPECT_ERROR(one(a), ValueError, "[avg] Average expects a list of at least 2 inputs, received 1");
 }
 
+// Keras broadcasts dims of 1 (a squeeze-and-excite block scales (h, w, c) by (1, 1, c)).
+TEST(MergeTest, DimsOfOneBroadcastAsKerasDoes) {
+  const Tensor x = t({1, 2, 2}, {1, 2, 3, 4}), scale = t({1, 1, 2}, {10, -1});
+  Multiply mul;
+  EXPECT_EQ(mul({x, scale}).to_vector<float>(), (std::vector<float>{10, -2, 30, -4}));
+  EXPECT_EQ(mul.compute_output_shape_multi({{1, 2}, {2, 2}}), (Dims{2, 2}));
+  EXPECT_EQ(Add()({scale, x}).to_vector<float>(), (std::vector<float>{11, 1, 13, 3}));
+  KILN_EXPECT_ERROR(mul.compute_output_shape_multi({{2, 2}, {3, 2}}), ShapeError, "received [2,2], [3,2]");
+}
+
 TEST(DotTest, ContractsTheChosenAxesPerExample) {
   // (2, 3) . (2, 3) along axis 1: one dot product per example, kept as (batch, 1).
   Tensor y = Dot(1)({t({2, 3}, {1, 2, 3, 4, 5, 6}), t({2, 3}, {1, 0, -1, 2, 2, 2})});

@@ -197,7 +197,8 @@ TEST(FunctionalTest, GraphErrorsNameWhatIsWrong) {
   built(Tensor(HostTensor(Shape(DType::kF32, {1, 4}))));
   KILN_EXPECT_ERROR(built(a), ValueError, "a built layer that no model holds yet cannot join a functional graph");
   KILN_EXPECT_ERROR(Add()({a}), ValueError, "Add expects a list of at least 2 inputs, received 1");
-  KILN_EXPECT_ERROR(Add()({a, Input({5})}), ShapeError, "Add expects inputs of one shape, received [4], [5]");
+  KILN_EXPECT_ERROR(Add()({a, Input({5})}), ShapeError,
+                    "Add expects inputs of one shape (or dims of 1 that broadcast, as Keras's), received [4], [5]");
   KILN_EXPECT_ERROR(Concatenate()({Input({2, 3}), Input({3, 3})}), ShapeError, "equal in every other dim");
   KILN_EXPECT_ERROR(Functional({a, b}, Dense(2, {.name = "d"})(Dense(2, {.name = "d"})(y))), ValueError,
                     "two layers are named 'd'");
