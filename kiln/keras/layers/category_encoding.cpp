@@ -45,11 +45,15 @@ bool names_integer_dtype(const std::string& config_json) {
   const nlohmann::json j = nlohmann::json::parse(config_json, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("dtype")) return false;
   const nlohmann::json* d = &j["dtype"];
-  if (d->is_object() && d->contains("config") && (*d)["config"].is_object() && (*d)["config"].contains("name"))
+  // Keras 3's {"class_name": "DTypePolicy", "config": {"name": "int64"}} (a quantized policy's
+  // "int8_from_float32" is not a dtype and stays an error of the policy reader).
+  if (d->is_object() && d->value("class_name", "") == "DTypePolicy" && d->contains("config") &&
+      (*d)["config"].is_object() && (*d)["config"].contains("name"))
     d = &(*d)["config"]["name"];
   if (!d->is_string()) return false;
-  const std::string s = d->get<std::string>();
-  return s.starts_with("int") || s.starts_with("uint");
+  for (const char* name : {"int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"})
+    if (d->get<std::string>() == name) return true;
+  return false;
 }
 
 }  // namespace internal

@@ -82,7 +82,7 @@ Dims encoded_shape(const std::string& layer, const Dims& input_shape, int64_t de
 /// Integer ids [batch, ...] encoded as one_hot / multi_hot / count over `depth`, in `dtype`.
 Tensor encode_categories(const Tensor& ids, int64_t depth, const std::string& mode, DType dtype);
 /// Whether a config's "dtype" names an integer dtype ("int64", or Keras 3's DTypePolicy of
-/// one): the output dtype of Discretization and Hashing, not a layer policy.
+/// one): for Discretization and Hashing, their output dtype rather than a layer policy.
 bool names_integer_dtype(const std::string& config_json);
 }  // namespace internal
 

@@ -122,7 +122,8 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
   if (class_name != "InputLayer") {
     const nlohmann::json j = internal::parse(config_json, "layer_from_config");
     // Discretization's and Hashing's "int64" is their output dtype, not a policy.
-    if (j.contains("dtype") && !internal::names_integer_dtype(config_json))
+    const bool int_output = class_name == "Discretization" || class_name == "Hashing";
+    if (j.contains("dtype") && !(int_output && internal::names_integer_dtype(config_json)))
       layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
   }
   return layer;

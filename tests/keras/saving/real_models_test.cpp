@@ -167,7 +167,7 @@ TEST_F(RealModelsTest, WeightSizedByANoneDimensionIsAnErrorNamingTheLayer) {
 TEST_F(RealModelsTest, InspectShowsANestedKerasArchiveKilnCannotLoad) {
   const io::ZipReader zip = io::ZipReader::open(file("nested_keras3_archive"));
   std::string config = zip.read("config.json");
-  const std::string from = "\"class_name\": \"ReLU\"", to = "\"class_name\": \"RandomFlip\"";
+  const std::string from = "\"class_name\": \"ReLU\"", to = "\"class_name\": \"RandomShear\"";
   ASSERT_NE(config.find(from), std::string::npos);
   config.replace(config.find(from), from.size(), to);
   kiln::testing::TempDir dir;
@@ -177,7 +177,7 @@ TEST_F(RealModelsTest, InspectShowsANestedKerasArchiveKilnCannotLoad) {
   const auto [out, status] = kiln::testing::run_kiln("inspect " + path);
   ASSERT_EQ(status, 0) << out;
   for (const std::string expected :
-       {"keras_version: 3.5.0", "Kiln cannot load it", "layer 'Conv1_relu' is a RandomFlip",
+       {"keras_version: 3.5.0", "Kiln cannot load it", "layer 'Conv1_relu' is a RandomShear",
         "  sequential_1 (Sequential)\n", "    functional_base (Functional)\n      input_1 (InputLayer)\n",
         "      Conv1 (Conv2D)\n        vars/0 f32[3,3,3,4]\n", "    dense_Dense2 (Dense)\n      vars/0 f32[5,3]\n"})
     EXPECT_NE(out.find(expected), std::string::npos) << "missing '" << expected << "' in\n" << out;
