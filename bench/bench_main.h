@@ -175,14 +175,31 @@ inline double json_number(const std::string& json, std::string_view key) {
   return at == std::string::npos ? 0.0 : std::atof(json.c_str() + at + quoted.size());
 }
 
-/// Runs the PyTorch peer (`peers`/pytorch/bench_torch.py, ../shared/peers/README.md's command:
-/// 2 threads, OpenBLAS single-threaded, the OPENBLAS_CORETYPE/L2_SIZE overrides unset) for
-/// `workload` ("w1", "w2", ...) and returns the figure `key` of its JSON; 0 when unavailable.
+/// The string after `"key": "` in a JSON text up to the next quote, or `absent` when the key is
+/// absent (the peers' BLAS kind: "openblas").
+inline std::string json_string(const std::string& json, std::string_view key, const std::string& absent) {
+  std::string quoted = "\"";
+  quoted.append(key).append("\": \"");
+  const size_t at = json.find(quoted);
+  if (at == std::string::npos) return absent;
+  const size_t begin = at + quoted.size();
+  return json.substr(begin, json.find('"', begin) - begin);
+}
+
+/// Runs a PyTorch peer script under Debian's python as ../shared/peers/README.md says (2
+/// threads, OpenBLAS single-threaded, the OPENBLAS_CORETYPE/L2_SIZE overrides unset) with
+/// `args`, and returns its stdout (its JSON); empty when it cannot run.
+inline std::string run_pytorch_script(const std::string& script, const std::string& args) {
+  return run_command("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 "
+                     "/usr/bin/python3 " + script + " " + args + " 2>/dev/null");
+}
+
+/// Runs the PyTorch peer (`peers`/pytorch/bench_torch.py) for `workload` ("w1", "w2", ...) and
+/// returns the figure `key` of its JSON; 0 when unavailable.
 inline double pytorch_peer(const std::string& peers, const std::string& workload, const std::string& key,
                            const std::string& extra_args = "") {
-  return json_number(run_command("env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 "
-                                 "OMP_NUM_THREADS=2 /usr/bin/python3 " + peers + "/pytorch/bench_torch.py --workload " +
-                                 workload + " --threads 2 " + extra_args + " 2>/dev/null"),
+  return json_number(run_pytorch_script(peers + "/pytorch/bench_torch.py", "--workload " + workload + " --threads 2 " +
+                                                                              extra_args),
                      key);
 }
 

@@ -16,13 +16,11 @@ pytorch_peer does.
 import argparse
 import json
 import os
-import statistics
-import sys
-import time
-
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import torch_peer
 
 
 class TextLstm(nn.Module):
@@ -51,15 +49,7 @@ def main():
     ap.add_argument("--peers", default=os.path.join(os.path.dirname(__file__), "../../shared/peers"))
     args = ap.parse_args()
 
-    torch.set_num_threads(args.threads)
-    torch.manual_seed(0)
-    res = {"framework": "pytorch-python-eager", "torch": torch.__version__, "threads": torch.get_num_threads()}
-    sys.path.insert(0, os.path.join(args.peers, "pytorch"))
-    try:
-        from bench_torch import blas_probe
-        blas_probe(res)
-    except ImportError as e:
-        res["blas"] = {"kind": "unknown", "error": str(e)}
+    res = torch_peer.start(args.threads, args.peers)
 
     model = TextLstm(args.vocab, args.embed, args.units)
     opt = torch.optim.Adam(model.parameters(), lr=args.lr, betas=(0.9, 0.999), eps=1e-7)
@@ -76,15 +66,9 @@ def main():
         opt.step()
         return float(loss), float(accuracy)
 
-    for _ in range(args.warmup):
-        step()
-    ms = []
-    for _ in range(args.steps):
-        t0 = time.perf_counter()
-        step()
-        ms.append((time.perf_counter() - t0) * 1e3)
     res.update({"vocab": args.vocab, "seq_len": args.seq_len, "embed": args.embed, "units": args.units,
-                "batch": args.batch, "steps": args.steps, "ms_per_step_median": statistics.median(ms)})
+                "batch": args.batch, "steps": args.steps,
+                "ms_per_step_median": torch_peer.median_ms(step, args.warmup, args.steps)})
     print(json.dumps(res))
 
 

@@ -6,14 +6,13 @@
 // step (trace and compile). The peer is bench/torch_lstm_step.py, 2 threads each.
 //
 //   build/bench/train_step_lstm [--steps N] [--no-peer] [peers dir (default ../shared/peers)]
-#include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench/bench_main.h"
+#include "bench/fit_step_time.h"
 #include "examples/text_lstm.h"
 
 namespace {
@@ -24,11 +23,6 @@ namespace lm = kiln::examples::text_lstm;
 
 constexpr int64_t kBatch = 32;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 // Median ms per fit step over `steps` steps after one warm-up step.
 double kiln_ms_per_step(const examples::Corpus& corpus, const lm::TextLstmConfig& cfg, int64_t steps) {
   std::unique_ptr<Functional> model = lm::build_model(static_cast<int64_t>(corpus.vocab.size()), cfg);
@@ -36,15 +30,7 @@ double kiln_ms_per_step(const examples::Corpus& corpus, const lm::TextLstmConfig
                   .loss = SparseCategoricalCrossentropy({.from_logits = true}), .metrics = {"accuracy"}});
   data::Dataset train = examples::windows(corpus.ids, 0, corpus.ids.size(), cfg.seq_len, 3)
                             .shuffle(4096, /*seed=*/1).repeat().batch(kBatch, /*drop_remainder=*/true);
-  std::vector<double> ms;
-  std::chrono::steady_clock::time_point begin;
-  auto timer = std::make_shared<LambdaCallback>(LambdaCallbackOptions{
-      .on_train_batch_begin = [&](int64_t, const Logs&) { begin = std::chrono::steady_clock::now(); },
-      .on_train_batch_end = [&](int64_t batch, const Logs&) {
-        if (batch > 0) ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
-      }});
-  model->fit(train, {.epochs = 1, .steps_per_epoch = steps + 1, .callbacks = {timer}, .verbose = 0});
-  return median(ms);
+  return bench::median_fit_step_ms(*model, train, steps);
 }
 
 }  // namespace
@@ -67,15 +53,13 @@ int main(int argc, char** argv) try {
       .add("seq_len", cfg.seq_len).add("embed", cfg.embed_dim).add("units", cfg.units).add("batch", kBatch)
       .add("steps", steps).add("kiln_ms_per_step", kiln_ms);
   if (peer) {
-    const std::string json = bench::run_command(str_cat(
-        "env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=2 /usr/bin/python3 ",
-        KILN_TORCH_LSTM_STEP " --threads 2 --vocab ", corpus.vocab.size(), " --seq-len ",
-        cfg.seq_len, " --embed ", cfg.embed_dim, " --units ", cfg.units, " --batch ", kBatch, " --lr 1e-2 --steps ",
-        steps, " --peers ", peers, " 2>/dev/null"));
+    const std::string json = bench::run_pytorch_script(
+        KILN_TORCH_LSTM_STEP, str_cat("--threads 2 --vocab ", corpus.vocab.size(), " --seq-len ", cfg.seq_len, " --embed ",
+                                      cfg.embed_dim, " --units ", cfg.units, " --batch ", kBatch,
+                                      " --lr 1e-2 --steps ", steps, " --peers ", peers));
     const double torch_ms = bench::json_number(json, "ms_per_step_median");
-    const size_t kind = json.find("\"kind\": \"");
     line.add("pytorch_ms_per_step", torch_ms)
-        .add("pytorch_blas", kind == std::string::npos ? "unavailable" : json.substr(kind + 9, json.find('"', kind + 9) - kind - 9))
+        .add("pytorch_blas", bench::json_string(json, "kind", "unavailable"))
         .add("kiln_over_pytorch_speed", kiln_ms > 0 && torch_ms > 0 ? torch_ms / kiln_ms : 0.0);
   }
   line.print();

@@ -7,14 +7,8 @@
 #   image_folder_example_test.sh <mnist_images> <image_folder> <kiln>
 set -euo pipefail
 images="$1" example="$2" kiln="$3"
-mnist="${KILN_DATA:-$HOME/.cache/kiln}/mnist"
-if [ ! -f "$mnist/train-images-idx3-ubyte" ]; then
-  echo "MNIST is absent from $mnist (scripts/fetch_mnist.sh): skipped"
-  exit 77
-fi
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAILED: $*" >&2; exit 1; }
+# shellcheck source=tests/e2e/mnist_folder_test_lib.sh
+source "$(dirname "$0")/mnist_folder_test_lib.sh"
 
 "$images" "$tmp/digits" 100
 "$example" "$tmp/digits" 4 "$tmp/model.keras" | tee "$tmp/train.log"

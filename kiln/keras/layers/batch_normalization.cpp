@@ -14,18 +14,16 @@
 namespace kiln::keras {
 
 namespace {
-thread_local int frozen_model_depth = 0;  // FrozenModelScopes alive on this thread
+void check_momentum(const std::string& at, double momentum) {
+  if (!(momentum >= 0 && momentum <= 1))
+    KILN_THROW(ValueError, "[", at, "] expected momentum in [0, 1], received momentum=", momentum, ".");
+}
 }  // namespace
-
-FrozenModelScope::FrozenModelScope() { ++frozen_model_depth; }
-FrozenModelScope::~FrozenModelScope() { --frozen_model_depth; }
-bool FrozenModelScope::active() { return frozen_model_depth > 0; }
 
 BatchNormalization::BatchNormalization(BatchNormalizationOptions options)
     : Layer(options.name, options.input_shape, options.dtype), options_(std::move(options)) {
   const std::string at = options_.name.empty() ? "BatchNormalization" : options_.name;
-  if (!(options_.momentum >= 0 && options_.momentum <= 1))
-    KILN_THROW(ValueError, "[", at, "] expected momentum in [0, 1], received momentum=", options_.momentum, ".");
+  check_momentum(at, options_.momentum);
   if (!(options_.epsilon > 0))
     KILN_THROW(ValueError, "[", at, "] expected epsilon > 0, received epsilon=", options_.epsilon, ".");
 }
@@ -68,8 +66,9 @@ Tensor BatchNormalization::call(const Tensor& input, bool training) {
   keep[static_cast<size_t>(axis)] = features;
   auto per_feature = [&](const Tensor& v) { return reshape(v, keep); };
 
-  // Keras 2.1+ and 3: a frozen BatchNormalization (or one in a frozen model) runs in inference mode.
-  if (!trainable() || FrozenModelScope::active()) training = false;
+  // Keras 2.1+ and 3: a frozen BatchNormalization (freezing a model freezes every layer in it)
+  // runs in inference mode.
+  if (!trainable()) training = false;
   Tensor m, var;
   if (training) {
     m = mean(x, axes, /*keepdims=*/true);
@@ -137,6 +136,11 @@ constexpr internal::ConfigKey kBatchNormalizationKeys[] = {
     {"renorm_momentum"},  // used only with renorm
     {"virtual_batch_size", "null", "Kiln normalizes over the whole batch"},
     {"synchronized", "false", "Kiln's BatchNormalization keeps per-replica batch statistics"}};
+void BatchNormalization::set_momentum(double momentum) {
+  check_momentum(where(), momentum);
+  self_as<BatchNormalization>().options_.momentum = momentum;
+}
+
 BatchNormalization BatchNormalization::from_config(const std::string& config_json) {
   nlohmann::json j = internal::parse(config_json, "BatchNormalization.from_config");
   internal::expect_layer_keys(j, {kBatchNormalizationKeys}, "BatchNormalization");

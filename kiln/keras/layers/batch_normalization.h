@@ -38,20 +38,6 @@ inline BatchNormalizationOptions with_axis(int axis, BatchNormalizationOptions o
   return options;
 }
 
-/// While one is alive on this thread, BatchNormalization layers called run in inference mode:
-/// a frozen nested model (ModelLayer) calls its model under one, because Keras's
-/// `base.trainable = False` sets trainable on every layer inside it (Keras 3's setter walks the
-/// sublayers), and a frozen BatchNormalization normalizes with its moving statistics and never
-/// updates them, even inside fit. Other layers keep their training behaviour (Dropout drops).
-class FrozenModelScope {
- public:
-  FrozenModelScope();
-  ~FrozenModelScope();
-  FrozenModelScope(const FrozenModelScope&) = delete;
-  FrozenModelScope& operator=(const FrozenModelScope&) = delete;
-  static bool active();
-};
-
 class BatchNormalization : public Layer {
  public:
   explicit BatchNormalization(BatchNormalizationOptions options = {});
@@ -65,6 +51,10 @@ class BatchNormalization : public Layer {
   const Variable& beta() const { return self_as<BatchNormalization>().beta_; }
   const Variable& moving_mean() const { return self_as<BatchNormalization>().moving_mean_; }
   const Variable& moving_variance() const { return self_as<BatchNormalization>().moving_variance_; }
+  double momentum() const { return self_as<BatchNormalization>().options_.momentum; }
+  /// Keras's `layer.momentum = m` (a builder such as MobileNetV2 fixes 0.999); takes effect at
+  /// the next compile. ValueError outside [0, 1].
+  void set_momentum(double momentum);
 
  protected:
   void build_weights(const Dims& input_shape) override;

@@ -94,5 +94,11 @@ KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const Call
 KerasTensor Layer::operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags) && {
   return internal::record_call(body_ ? body_ : shared_copy(*this), inputs, flags);
 }
+KerasTensor Layer::operator()(const KerasTensor& x, const CallOptions& options) & {
+  return internal::record_call(shared_self(), {x}, options.flags());
+}
+KerasTensor Layer::operator()(const KerasTensor& x, const CallOptions& options) && {
+  return internal::record_call(body_ ? body_ : shared_copy(*this), {x}, options.flags());
+}
 
 }  // namespace kiln::keras

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,15 @@ class KerasTensor;
 /// Non-tensor call arguments recorded with a layer call (Keras call kwargs such as
 /// MultiHeadAttention's use_causal_mask).
 using CallFlags = std::map<std::string, bool>;
+
+/// Keras's call arguments of a layer or model call on symbolic inputs: `training` pins the
+/// call's mode whatever the outer model runs in (`base(x, training=False)` keeps a base's
+/// BatchNormalization in inference mode during fit); none follows the outer model.
+struct CallOptions {
+  std::optional<bool> training;
+  /// The recorded form (the "training" flag of a functional config's node kwargs).
+  CallFlags flags() const { return training ? CallFlags{{"training", *training}} : CallFlags{}; }
+};
 
 namespace internal {
 /// One layer call in the graph (Keras's Node): the layer, the tensors it was called on, its

@@ -83,6 +83,9 @@ class Layer : public std::enable_shared_from_this<Layer> {
   KerasTensor operator()(const KerasTensor& x) &&;
   KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &;
   KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &&;
+  /// The same with Keras's call arguments: `base(x, {.training = false})`.
+  KerasTensor operator()(const KerasTensor& x, const CallOptions& options) &;
+  KerasTensor operator()(const KerasTensor& x, const CallOptions& options) &&;
 
   /// Creates the weights for per-example input dims (the batch dim excluded).
   void build(const Dims& input_shape);
@@ -124,7 +127,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// (Dropout's step counter); checkpoints save it, .h5 files (like Keras's) do not.
   virtual std::vector<Variable> random_state() const { return {}; }
   bool trainable() const { return self().trainable_; }
-  void set_trainable(bool trainable) { self().trainable_ = trainable; }
+  /// Freezes or unfreezes the layer; a layer made of layers (a nested model) sets every inner
+  /// layer too, as Keras's `layer.trainable = ...` does, so unfreezing a base and then freezing
+  /// its first layers again is the Keras fine-tuning recipe.
+  virtual void set_trainable(bool trainable) { self().trainable_ = trainable; }
 
   /// The layer's dtype policy: its options' `dtype`, else the global policy when it was made.
   const mixed_precision::Policy& dtype_policy() const { return self().policy_; }
@@ -196,6 +202,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   template <typename D>
   const D& self_as() const {
     return static_cast<const D&>(self());
+  }
+  template <typename D>
+  D& self_as() {
+    return static_cast<D&>(self());
   }
   /// Records the activity penalty of an output a call returns beside its main one (an RNN's
   /// final states), as Keras penalizes every output; returns `output`.

@@ -25,6 +25,7 @@ Model& Model::operator=(Model&& other) noexcept {
   name_ = std::move(other.name_);
   policy_ = other.policy_;
   layers_ = std::move(other.layers_);
+  trainable_ = other.trainable_;
   name_scope_ = std::move(other.name_scope_);
   compiled_ = std::move(other.compiled_);
   is_compiled_ = std::exchange(other.is_compiled_, false);
@@ -64,10 +65,17 @@ std::vector<Variable> collect(const std::vector<LayerHandle>& layers, Pick pick)
 std::vector<Variable> Model::weights() const {
   return collect(layers_, [](const Layer& l) { return l.weights(); });
 }
+void Model::set_trainable(bool trainable) {
+  trainable_ = trainable;
+  for (LayerHandle& l : layers_) l->set_trainable(trainable);
+}
+
 std::vector<Variable> Model::trainable_weights() const {
+  if (!trainable_) return {};
   return collect(layers_, [](const Layer& l) { return l.trainable_weights(); });
 }
 std::vector<Variable> Model::non_trainable_weights() const {
+  if (!trainable_) return weights();
   return collect(layers_, [](const Layer& l) { return l.non_trainable_weights(); });
 }
 

@@ -168,7 +168,9 @@ struct EpochStats {
   double input_wait_fraction = 0;  // share of step time spent inside Iterator::next()
 };
 
-class Model {
+/// Shared from this so that a model held by a std::shared_ptr can be called on symbolic
+/// inputs as a layer of another model (operator()(KerasTensor)).
+class Model : public std::enable_shared_from_this<Model> {
  public:
   virtual ~Model();
   Model(const Model&) = delete;
@@ -182,6 +184,11 @@ class Model {
   /// The forward pass on a batch.
   virtual Tensor call(const Tensor& x, bool training) = 0;
   Tensor operator()(const Tensor& x, bool training = false) { return call(x, training); }
+  /// Functional API: this model as one layer of another (Keras's `base(inputs, training=False)`),
+  /// sharing its weights. The model must be held by a std::shared_ptr (ValueError otherwise).
+  ///   auto base = std::make_shared<Functional>(applications::MobileNetV2({.include_top = false}));
+  ///   KerasTensor features = (*base)(inputs, {.training = false});
+  KerasTensor operator()(const KerasTensor& x, const CallOptions& options = {});
   /// The forward pass on one tensor per model input (default: exactly one, to call()).
   virtual Tensor call_multi(const std::vector<Tensor>& inputs, bool training);
   /// The forward pass returning one tensor per model output (default: call_multi's one).
@@ -206,6 +213,10 @@ class Model {
   std::vector<Variable> weights() const;
   std::vector<Variable> trainable_weights() const;
   std::vector<Variable> non_trainable_weights() const;
+  /// Keras's model.trainable: false freezes every layer (nested models included) and leaves
+  /// trainable_weights() empty; true unfreezes them all. Recompile after changing it.
+  bool trainable() const { return trainable_; }
+  void set_trainable(bool trainable);
   /// Copies of every weight's value, in weights() order; and back.
   std::vector<HostTensor> get_weights() const;
   void set_weights(const std::vector<HostTensor>& values);
@@ -309,6 +320,7 @@ class Model {
   /// which weigh each output's loss and metrics by its mask as Keras does.
   std::vector<Tensor> output_masks_;
   std::vector<LayerHandle> layers_;
+  bool trainable_ = true;
   NameScope name_scope_;
 
  private:

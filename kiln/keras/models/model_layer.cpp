@@ -6,7 +6,6 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/core/check.h"
-#include "kiln/keras/layers/batch_normalization.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/models/functional.h"
 #include "kiln/keras/models/sequential.h"
@@ -60,16 +59,21 @@ std::vector<Variable> ModelLayer::random_state() const {
   return out;
 }
 
+void ModelLayer::set_trainable(bool trainable) {
+  Layer::set_trainable(trainable);
+  self_as<ModelLayer>().model_->set_trainable(trainable);
+}
+
 std::vector<Variable> ModelLayer::trainable_weights() const {
   std::vector<Variable> out;
-  if (!trainable()) return out;  // Keras: a frozen model's weights are all non-trainable
+  if (!trainable() || !model().trainable()) return out;  // Keras: a frozen model's weights are all non-trainable
   for (const LayerHandle& l : model().layers())
     for (const Variable& v : l->trainable_weights()) out.push_back(v);
   return out;
 }
 
 std::vector<Variable> ModelLayer::non_trainable_weights() const {
-  if (!trainable()) return weights();
+  if (!trainable() || !model().trainable()) return weights();
   std::vector<Variable> out;
   for (const LayerHandle& l : model().layers())
     for (const Variable& v : l->non_trainable_weights()) out.push_back(v);
@@ -97,10 +101,16 @@ void ModelLayer::build_weights(const Dims& input_shape) {
   for (const LayerHandle& l : model_->layers()) track_weights(*l);
 }
 
-Tensor ModelLayer::call(const Tensor& x, bool training) {
-  if (trainable()) return model_->call(x, training);
-  FrozenModelScope frozen;  // its BatchNormalization layers normalize as in inference
-  return model_->call(x, training);
+Tensor ModelLayer::call(const Tensor& x, bool training) { return model_->call(x, training); }
+
+KerasTensor Model::operator()(const KerasTensor& x, const CallOptions& options) {
+  std::shared_ptr<Model> shared = weak_from_this().lock();
+  if (!shared)
+    KILN_THROW(ValueError, "model '", name(), "' is called on a KerasTensor but is not held by a std::shared_ptr",
+               ". Hint: auto base = std::make_shared<Functional>(...); then (*base)(inputs), so that the outer",
+               " model shares its layers");
+  auto layer = std::make_shared<ModelLayer>(std::move(shared));
+  return (*layer)(x, options);
 }
 
 }  // namespace kiln::keras

@@ -15,8 +15,10 @@ namespace kiln::keras {
 
 /// Runs `model` as one layer: its weights are the inner layers' (nested models included), in
 /// their order, so trainable_weights() lists every inner trainable weight before any
-/// non-trainable one, as Keras's Model.trainable_weights does. set_trainable(false) freezes
-/// them all (Keras's base_model.trainable = False). The layer's name is the model's.
+/// non-trainable one, as Keras's Model.trainable_weights does. set_trainable sets the model's and
+/// so every inner layer's flag (Keras's base_model.trainable = False): a frozen base's
+/// BatchNormalization layers then normalize as in inference, even inside fit. The layer's name
+/// is the model's.
 ///   auto base = std::make_shared<Sequential>(...);
 ///   Sequential top({ModelLayer(base), Dense(3)});
 class ModelLayer : public Layer {
@@ -30,6 +32,7 @@ class ModelLayer : public Layer {
   /// The inner model's config object ({"name", "layers", ...}), "trainable": false when frozen.
   std::string get_config() const override;
   std::vector<Variable> random_state() const override;
+  void set_trainable(bool trainable) override;
   /// Every inner layer's trainable weights (none when this layer is frozen); and the rest.
   std::vector<Variable> trainable_weights() const override;
   std::vector<Variable> non_trainable_weights() const override;

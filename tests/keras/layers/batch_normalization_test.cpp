@@ -43,6 +43,18 @@ TEST(BatchNormalizationTest, TrainingNormalizesWithBatchMomentsAndMovesTheAverag
   expect_near(values(bn.moving_variance()), {0.99 + 0.0125, 0.99 + 0.05});
 }
 
+// Keras's layer.momentum = m after construction (what a builder fixed): the next update uses it
+// and the config says it.
+TEST(BatchNormalizationTest, MomentumSetAfterConstructionDrivesTheNextUpdate) {
+  BatchNormalization bn;
+  bn.set_momentum(0.5);
+  EXPECT_EQ(bn.momentum(), 0.5);
+  bn(Tensor::from_vector<float>({2, 1}, {2, 4}), /*training=*/true);
+  expect_near(values(bn.moving_mean()), {0.5 * 0 + 0.5 * 3});
+  EXPECT_NE(bn.get_config().find("\"momentum\":0.5"), std::string::npos) << bn.get_config();
+  KILN_EXPECT_ERROR(bn.set_momentum(1.5), ValueError, "expected momentum in [0, 1], received momentum=1.5");
+}
+
 TEST(BatchNormalizationTest, FourDimensionalInputsFeedTheUnbiasedVarianceLikeTfKeras) {
   // x (2, 2, 1, 1) = {1, 2, 3, 4}: n = 4, biased var 1.25 (normalizes), unbiased 5/3 (moves).
   BatchNormalization bn({.momentum = 0.9});

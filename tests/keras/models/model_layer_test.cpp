@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "kiln/keras/namespaces.h"
 #include "tests/testing/expect_error.h"
 
@@ -110,6 +112,58 @@ TEST(ModelLayerTest, AFrozenModelsBatchNormalizationRunsInInferenceModeDuringFit
   top.fit(x, y, {.batch_size = 4, .epochs = 1, .verbose = 0});
   EXPECT_NE(host(bn.moving_mean()), mean0);
   EXPECT_NE(host(dense.weights()[0]), kernel0);
+}
+
+// Keras's fine-tuning recipe: base.trainable = False freezes every inner layer; True unfreezes
+// them all, and freezing the first layers again leaves only the top ones training.
+TEST(ModelLayerTest, FreezingAModelFreezesEveryInnerLayerAndUnfreezingTheTopTrainsOnlyIt) {
+  auto base = std::make_shared<Sequential>(
+      std::vector<LayerHandle>{Dense(4, {.input_shape = {3}, .name = "d1"}), Dense(4, {.name = "d2"}),
+                               BatchNormalization({.name = "bn"}), Dense(2, {.name = "d3"})},
+      SequentialOptions{.name = "base"});
+  Sequential top({ModelLayer(base), Dense(1, {.name = "head"})});
+  base->set_trainable(false);
+  for (const LayerHandle& l : base->layers()) EXPECT_FALSE(l->trainable()) << l->name();
+  EXPECT_TRUE(base->trainable_weights().empty());
+  EXPECT_EQ(names(top.trainable_weights()), (std::vector<std::string>{"head/kernel", "head/bias"}));
+
+  base->set_trainable(true);
+  for (size_t i = 0; i < 2; ++i) base->layers()[i]->set_trainable(false);  // freeze all but the top two
+  EXPECT_EQ(names(top.trainable_weights()),
+            (std::vector<std::string>{"bn/gamma", "bn/beta", "d3/kernel", "d3/bias", "head/kernel", "head/bias"}));
+  const int64_t frozen = 3 * 4 + 4 + 4 * 4 + 4 + 2 * 4;  // d1, d2 and bn's moving statistics
+  std::ostringstream summary;
+  top.summary(summary);
+  EXPECT_NE(summary.str().find("Non-trainable params: " + std::to_string(frozen) + "\n"), std::string::npos)
+      << summary.str();
+
+  // Through the ModelLayer: the same flags, set on the model it wraps.
+  top.layers()[0]->set_trainable(false);
+  EXPECT_FALSE(base->trainable());
+  EXPECT_FALSE(base->layers()[3]->trainable());
+}
+
+// base(x, {.training = false}): the base trains, but its BatchNormalization normalizes with
+// (and keeps) its moving statistics, as in Keras's transfer-learning guide.
+TEST(ModelLayerTest, ACallWithTrainingFalseKeepsBatchNormalizationInInferenceModeInsideFit) {
+  auto base = block("base");
+  KerasTensor in = Input({3});
+  KerasTensor features = (*base)(in, {.training = false});
+  Functional top({in}, Dense(1, {.name = "head"})(features));
+  top.compile({.optimizer = SGD({.learning_rate = 0.1}), .loss = "mse"});
+  const HostTensor x = HostTensor::from_vector<float>({4, 3}, {1, 2, 3, -1, 0, 0.5f, 2, 2, -2, 0, 1, 0});
+  const HostTensor y = HostTensor::from_vector<float>({4, 1}, {0, 1, 1, 0});
+  const auto& bn = dynamic_cast<const BatchNormalization&>(base->get_layer("base_bn"));
+  const std::vector<float> mean0 = host(bn.moving_mean()), kernel0 = host(base->get_layer("base_dense").weights()[0]);
+  top.fit(x, y, {.batch_size = 4, .epochs = 2, .verbose = 0});
+  EXPECT_EQ(host(bn.moving_mean()), mean0);
+  EXPECT_NE(host(base->get_layer("base_dense").weights()[0]), kernel0);
+  EXPECT_NE(top.to_json().find("\"training\":false"), std::string::npos) << top.to_json();  // the node kwargs
+}
+
+TEST(ModelLayerTest, AModelCalledOnSymbolicInputsMustBeShared) {
+  Sequential base({Dense(2, {.input_shape = {3}})}, {.name = "local"});
+  KILN_EXPECT_ERROR(base(Input({3})), ValueError, "model 'local' is called on a KerasTensor but is not held by a std::shared_ptr");
 }
 
 TEST(ModelLayerTest, RefusesAModelWithSeveralOutputs) {
