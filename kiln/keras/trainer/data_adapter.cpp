@@ -147,6 +147,10 @@ AdaptedInput<PredictOptions> DataAdapter::predict(const HostTensor& x, PredictOp
   if (!x.defined() || x.rank() == 0)
     KILN_THROW(ShapeError, "[", model_.name(), "] predict needs x with a leading axis of rows, received ",
                x.defined() ? str_cat(x.shape()) : "an empty tensor", ".");
+  // One array is one input: a model of several says so before a pipeline is made, as its call would.
+  if (model_.num_inputs() != 1)
+    KILN_THROW(ValueError, "[", model_.name(), "] expected ", model_.num_inputs(), " inputs, received 1. Hint: predict "
+               "a Dataset of (x_1, ..., x_n) elements.");
   check_batch_size(options.batch_size, model_.name(), "predict");
   return {batches({x}, options.batch_size), options};
 }
