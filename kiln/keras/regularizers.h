@@ -1,5 +1,5 @@
 // Weight regularizers (keras.regularizers): L1L2 and its L1 / L2 forms, a penalty on a
-// weight that Model::train_step adds to the loss.
+// weight that the Trainer's train step adds to the loss.
 #pragma once
 
 #include <string>

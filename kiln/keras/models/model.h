@@ -1,6 +1,8 @@
-// Model: compile / fit / evaluate / predict / summary over layers (keras.Model). The train
-// step (forward, loss, gradients, optimizer update, metric updates) is one kiln::function, so
-// each step is one compiled program; the host reads back only the metric scalars.
+// Model: layers, weights, compile's arguments, summary and saving (keras.Model), and the
+// public fit / evaluate / predict, which its Trainer runs (kiln/keras/trainer/trainer.h): the
+// train step (forward, loss, gradients, optimizer update, metric updates) is one
+// kiln::function, so each step is one compiled program; the host reads back only the metric
+// scalars.
 #pragma once
 
 #include <iostream>
@@ -27,6 +29,8 @@ class Strategy;
 }
 
 namespace kiln::keras {
+
+class Trainer;
 
 struct CompileOptions {
   OptimizerHandle optimizer = "rmsprop";  // the Keras default
@@ -282,13 +286,13 @@ class Model : public std::enable_shared_from_this<Model> {
   std::vector<Variable> metric_variables() const;
   /// From on_train_begin: continue this fit at `state` (the variables already restored)
   /// instead of its start: epoch, step in epoch and the input's position (BackupAndRestore).
-  void resume_training_from(TrainingState state) { resume_ = std::move(state); }
+  void resume_training_from(TrainingState state);
   /// The arguments of the last compile (saving records them as Keras's training_config).
   const CompileOptions& compile_options() const { return compiled_; }
-  const Function* train_function() const { return train_function_.get(); }
+  const Function* train_function() const;
   /// The k-step program of steps_per_execution = k > 1; null otherwise.
-  const Function* multi_step_train_function() const { return multi_step_train_function_.get(); }
-  const EpochStats& last_epoch_stats() const { return epoch_stats_; }
+  const Function* multi_step_train_function() const;
+  const EpochStats& last_epoch_stats() const;
 
  protected:
   /// Keeps the strategy of the scope() it is made in, if any (Keras: a model belongs to the
@@ -320,122 +324,15 @@ class Model : public std::enable_shared_from_this<Model> {
   NameScope name_scope_;
 
  private:
-  /// What compile resolved for one output: its loss (may be empty: none), weight, metrics
-  /// and weighted metrics, the names they log under, and the "<output>_loss" tracker of a
-  /// multi-output model.
-  struct OutputTarget {
-    std::string name;
-    LossHandle loss;
-    double loss_weight = 1.0;
-    std::vector<MetricHandle> metrics, weighted_metrics;
-    std::vector<std::string> log_names;  // of all_metrics()
-    std::unique_ptr<Mean> loss_tracker;
-    /// The metrics, then the weighted ones (Keras's order of results).
-    std::vector<MetricHandle> all_metrics() const;
-  };
-  /// compile's per-output resolution of the loss, loss_weights and metrics options (model_outputs.cpp).
-  std::vector<OutputTarget> resolve_outputs(const CompileOptions& options) const;
-  /// Places compile's metrics (or weighted_metrics) option, in its three forms, into `slot`
-  /// of each target.
-  void resolve_metrics(const std::vector<MetricHandle>& flat, const std::vector<std::vector<MetricHandle>>& list,
-                       const std::map<std::string, std::vector<MetricHandle>>& by_name, const char* option,
-                       const std::vector<std::string>& names, std::vector<OutputTarget>& targets,
-                       std::vector<MetricHandle> OutputTarget::*slot) const;
-  /// Each target's log_names, as Keras names the metrics; a ValueError for a name used twice.
-  static void name_metrics(std::vector<OutputTarget>& targets, const std::string& model);
-  /// The total loss (weighted sum of the outputs' losses, plus regularization), each
-  /// output's own loss (without its loss weight; undefined for an output without a loss), each
-  /// output's mask (taken from output_masks_; a masked output's loss is the mean over its kept
-  /// steps) and its sample weights times its mask (what weighted_metrics take; undefined: none).
-  struct StepLoss {
-    Tensor total;
-    std::vector<Tensor> own, masks, weights;
-  };
-  /// `sample_weights`: one per output, or empty (unweighted).
-  StepLoss compute_loss(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
-                        const std::vector<Tensor>& sample_weights);
-  /// A step's inputs split into the model inputs, the labels and the sample weights (empty,
-  /// or one per output).
-  struct StepArgs {
-    std::vector<Tensor> x, ys, sample_weights;
-  };
-  StepArgs split_step_args(const std::vector<Tensor>& in) const;
-  std::vector<Tensor> train_step(const StepArgs& args);
-  /// steps_per_execution = k steps over inputs stacked [k, ...]: step 0 as itself, steps
-  /// 1..k-1 as one scan carrying every variable step 0 touched; each metric output stacked
-  /// [k, ...].
-  std::vector<Tensor> multi_train_step(const std::vector<Tensor>& stacked, int k);
-  /// Runs the k-step program on `batches`: inputs stacked per replica, outputs split per step.
-  std::vector<std::vector<HostTensor>> call_multi_step(const std::vector<StepBatch>& batches);
-  /// Runs the compiled train steps on `batches` (one program when there are k of them) and
-  /// returns one Logs per batch.
-  std::vector<Logs> run_train_steps(const std::vector<StepBatch>& batches);
-  std::vector<Tensor> test_step(const StepArgs& args);
-  /// The components of a batch the steps take: the inputs, the y's, then the sample weights
-  /// when the batch has them, one per output (a single weight array is repeated for each).
-  std::vector<HostTensor> step_args(const data::Element& batch) const;
-  /// Each output's metrics and loss tracker are updated: metrics weighed by the output's
-  /// mask, weighted_metrics by its sample weights times the mask (from compute_loss).
-  std::vector<Tensor> update_metrics(const std::vector<Tensor>& ys, const std::vector<Tensor>& y_preds,
-                                     const StepLoss& loss);
-  /// Each output's value from `by_name`, in output order; ValueError for a missing or unknown name.
-  std::vector<HostTensor> by_output_order(const std::map<std::string, HostTensor>& by_name, const char* what) const;
-  std::map<std::string, HostTensor> named(std::vector<HostTensor> outputs) const;
-  /// The first num_inputs() components of a predict element.
-  std::vector<HostTensor> predict_args(const data::Element& element) const;
-  /// `loss` plus every layer's regularization penalties: its weights' and its outputs' in this step.
-  Tensor with_regularization(Tensor loss) const;
-  /// Forgets the activity penalties of earlier traces, before a step calls the model.
-  void clear_activity_losses();
-  void reset_metrics();
-  /// The train/test step functions of compile(), which call back into this model.
-  void make_step_functions();
-  /// Where the steps compile and run when the strategy has one replica in sync: its device's
-  /// backend (a lone GPU's), or the default backend (null: trace::default_backend()). With
-  /// several replicas each replica's context says (model_distribute.cpp).
-  std::shared_ptr<runtime::Backend> single_replica_backend() const;
-  /// Runs a compiled step on a global batch: directly, or split over the strategy's replicas
-  /// (model_distribute.cpp); returns replica 0's outputs (the metrics are all-reduced).
-  std::vector<HostTensor> call_step(Function& step, const StepBatch& batch);
-  enum class StepKind { kTrain, kTest, kPredict };
-  /// The input of fit (kTrain), evaluate or predict over `dataset`. On a device other than the
-  /// host it is prefetched there (`device_prefetch` ahead; 0: not) unless it already is (not for
-  /// fit's k-step program, which stacks its batches on the host). A device batch holds the step
-  /// args (predict: the inputs) split over the replicas on the host, each replica's rows then
-  /// copied to the device (model_distribute.cpp).
-  StepInput step_input(const data::Dataset& dataset, uint64_t epoch, StepKind kind,
-                       int device_prefetch = kDefaultDevicePrefetch);
-  /// Compiles the train (or test) step for the largest batch of `dataset`'s element_spec on
-  /// every replica, before its pipeline makes a batch: a step too large for memory fails
-  /// first, with the planner's largest-batch hint (S25). Nothing when the spec is unknown.
-  void compile_for_spec(const data::Dataset& dataset, bool train);
-  /// The predict step, batch-invariant or not (PredictOptions::batch_invariant).
-  Function& predict_function(std::optional<bool> batch_invariant);
-  /// ValueError naming `where`'s _outputs form when the model has several outputs.
-  void check_single_output(const char* where) const;
-  Logs logs_from(const std::vector<HostTensor>& outputs, const std::string& prefix = "") const;
-  void check_compiled(const char* where) const;
-  Logs run_test_loop(const data::Dataset& dataset, int64_t steps, CallbackList* callbacks);
+  friend class Trainer;  // its steps take the masks of the call's outputs (output_masks_)
+  Trainer& trainer() { return *trainer_; }
 
   CompileOptions compiled_;
   bool is_compiled_ = false;
-  std::unique_ptr<Mean> loss_tracker_;
-  std::vector<OutputTarget> targets_;
-  /// train_function_ runs one step; multi_step_train_function_ runs steps_per_execution
-  /// steps in one program (null when k = 1).
-  std::unique_ptr<Function> train_function_, multi_step_train_function_, test_function_;
-  std::unique_ptr<Function> predict_functions_[2];  // [batch_invariant]
-  EpochStats epoch_stats_;
   std::shared_ptr<distribute::Strategy> strategy_;
-  // fit's position for training_state(); iterator is null outside fit.
-  struct FitPosition {
-    StepInput* iterator = nullptr;
-    int epoch = 0;
-    int64_t step = 0;
-    bool valid = false;  // false while the iterator is ahead of the applied steps
-  };
-  FitPosition fit_position_;
-  std::optional<TrainingState> resume_;
+  /// What runs fit, evaluate and predict: the compiled steps, the loops, what compile resolved
+  /// for each output (kiln/keras/trainer/trainer.h). Never null.
+  std::unique_ptr<Trainer> trainer_;
 };
 
 }  // namespace kiln::keras
