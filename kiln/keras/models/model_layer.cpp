@@ -48,7 +48,7 @@ Dims ModelLayer::compute_output_shape(const Dims& input_shape) const {
 
 std::string ModelLayer::get_config() const {
   nlohmann::json config = nlohmann::json::parse(model().to_json())["config"];
-  if (!trainable()) config["trainable"] = false;
+  if (!model().trainable()) config["trainable"] = false;
   return config.dump();
 }
 
@@ -59,6 +59,8 @@ std::vector<Variable> ModelLayer::random_state() const {
   return out;
 }
 
+// The model's flag is the one that counts (the model may be frozen through either handle);
+// the layer's own mirrors it for code that reads Layer::trainable().
 void ModelLayer::set_trainable(bool trainable) {
   Layer::set_trainable(trainable);
   self_as<ModelLayer>().model_->set_trainable(trainable);
@@ -66,14 +68,14 @@ void ModelLayer::set_trainable(bool trainable) {
 
 std::vector<Variable> ModelLayer::trainable_weights() const {
   std::vector<Variable> out;
-  if (!trainable() || !model().trainable()) return out;  // Keras: a frozen model's weights are all non-trainable
+  if (!model().trainable()) return out;  // Keras: a frozen model's weights are all non-trainable
   for (const LayerHandle& l : model().layers())
     for (const Variable& v : l->trainable_weights()) out.push_back(v);
   return out;
 }
 
 std::vector<Variable> ModelLayer::non_trainable_weights() const {
-  if (!trainable() || !model().trainable()) return weights();
+  if (!model().trainable()) return weights();
   std::vector<Variable> out;
   for (const LayerHandle& l : model().layers())
     for (const Variable& v : l->non_trainable_weights()) out.push_back(v);

@@ -126,6 +126,8 @@ TEST(ModelLayerTest, FreezingAModelFreezesEveryInnerLayerAndUnfreezingTheTopTrai
   for (const LayerHandle& l : base->layers()) EXPECT_FALSE(l->trainable()) << l->name();
   EXPECT_TRUE(base->trainable_weights().empty());
   EXPECT_EQ(names(top.trainable_weights()), (std::vector<std::string>{"head/kernel", "head/bias"}));
+  // Frozen through the model, not its layer: the saved config still says so.
+  EXPECT_NE(top.layers()[0]->get_config().find("\"trainable\":false"), std::string::npos);
 
   base->set_trainable(true);
   for (size_t i = 0; i < 2; ++i) base->layers()[i]->set_trainable(false);  // freeze all but the top two
