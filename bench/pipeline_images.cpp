@@ -78,7 +78,10 @@ double kiln_images_per_s(const std::vector<std::string>& files, int epochs) {
   auto paths = std::make_shared<const std::vector<std::string>>(files);
   const auto n = static_cast<int64_t>(files.size());
   std::vector<int64_t> index(static_cast<size_t>(n)), labels(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) index[static_cast<size_t>(i)] = i, labels[static_cast<size_t>(i)] = i % kClasses;
+  for (int64_t i = 0; i < n; ++i) {
+    index[static_cast<size_t>(i)] = i;
+    labels[static_cast<size_t>(i)] = i % kClasses;
+  }
   data::MapFn load = [paths](data::Element e) {
     const int64_t i = e[0].data<int64_t>()[0];
     const data::StatelessSeed seed = {36, i};  // per file, reproducible whatever thread runs it
