@@ -27,10 +27,8 @@ KNOWN = {
     "kiln/ir/reference_eval_contraction.cpp": 1,
     "kiln/ir/reference_eval_shape.cpp": 1,
     "kiln/ir/shape_inference.cpp": 1,
-    "kiln/runtime/cpu/lowering.cpp": 1,
     "kiln/runtime/cpu/onednn_convolution.cpp": 1,
     "kiln/runtime/cpu/reduce_kernel_exec.inc": 3,
-    "kiln/runtime/cuda/cuda_lowering.cpp": 1,
     "kiln/runtime/cuda/cudnn_ops.cpp": 1,
     "kiln/trace/batching.cpp": 1,
 }
