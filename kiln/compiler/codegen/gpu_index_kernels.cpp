@@ -269,8 +269,14 @@ std::optional<IndexKernelUnit> IndexKernelUnit::of(const ir::Instruction& inst, 
       return dynamic_slice(std::move(name), t, x, inst.shape().dims(), std::move(starts));
     case ir::Opcode::kDynamicUpdateSlice:
       return dynamic_update_slice(std::move(name), t, x, inst.operand(1)->shape().dims(), std::move(starts));
-    default: return std::nullopt;
+#define KILN_SKIP_Shape
+#define KILN_SKIP_Index
+#include "kiln/ir/opcode_cases.inc"
+    case ir::Opcode::kBroadcastInDim: case ir::Opcode::kReshape: case ir::Opcode::kTranspose:
+    case ir::Opcode::kSlice:
+      return std::nullopt;
   }
+  return std::nullopt;
 }
 
 IndexKernelUnit IndexKernelUnit::pad(std::string name, DType dtype, Dims dims, Dims low, Dims high, uint64_t fill) {

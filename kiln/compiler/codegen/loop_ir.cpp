@@ -113,9 +113,14 @@ class StageBuilder {
         *load = inner;
         return true;
       }
-      default:
+      // Computed values: a stage of their own, not a view.
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Shape
+#include "kiln/ir/opcode_cases.inc"
+      case Opcode::kIota: case Opcode::kConcatenate: case Opcode::kPad:
         return false;
     }
+    return false;
   }
 
   int new_register(LoopStage& st) { return st.num_registers++; }
