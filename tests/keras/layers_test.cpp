@@ -126,6 +126,33 @@ TEST(DropoutTest, IsIdentityInInferenceAndScalesKeptValuesInTraining) {
   EXPECT_EQ(same(x, /*training=*/true).to_vector<float>(), a);  // reproducible from the seed
 }
 
+// noise_shape (None, 1, 1, 1): one draw per example, shared by all its elements (EfficientNet's
+// drop-connect); the config writes and reads it as Keras does.
+TEST(DropoutTest, NoiseShapeSharesTheMaskAlongItsOnes) {
+  Dropout drop(0.5, {.noise_shape = Dims{kNoneDim, 1, 1, 1}, .seed = 3, .name = "drop"});
+  const Tensor x = Tensor(HostTensor::from_vector<float>({64, 2, 2, 3}, std::vector<float>(64 * 12, 1.0f)));
+  EXPECT_EQ(drop(x, /*training=*/false).to_vector<float>(), x.to_vector<float>());
+  const std::vector<float> y = drop(x, /*training=*/true).to_vector<float>();
+  int kept = 0;
+  for (size_t n = 0; n < 64; ++n) {
+    for (size_t i = 0; i < 12; ++i) EXPECT_EQ(y[n * 12 + i], y[n * 12]) << "example " << n;
+    EXPECT_TRUE(y[n * 12] == 0.0f || y[n * 12] == 2.0f);
+    kept += y[n * 12] != 0.0f;
+  }
+  EXPECT_GT(kept, 16);
+  EXPECT_LT(kept, 48);
+  EXPECT_EQ(drop.get_config(), R"({"dtype":"float32","name":"drop","noise_shape":[null,1,1,1],"rate":0.5,"seed":3,)"
+                               R"("trainable":true})");
+  EXPECT_EQ(layer_from_config("Dropout", drop.get_config())->get_config(), drop.get_config());
+  Dropout channels(0.5, {.noise_shape = Dims{kNoneDim, 1, 1, 3}, .seed = 3});
+  const std::vector<float> c = channels(x, /*training=*/true).to_vector<float>();
+  for (size_t i = 3; i < 12; ++i) EXPECT_EQ(c[i], c[i % 3]);  // one value per channel of example 0
+  Dropout bad(0.5, {.noise_shape = Dims{kNoneDim, 3, 1, 1}, .name = "bad"});
+  KILN_EXPECT_ERROR(bad(x, /*training=*/true), ShapeError, "does not broadcast");
+  KILN_EXPECT_ERROR(layer_from_config("Dropout", R"({"rate": 0.5, "noise_shape": [null, 0]})"), ConfigError,
+                    "noise_shape entries");
+}
+
 TEST(InitializersTest, GlorotUniformStaysWithinTheKerasLimit) {
   HostTensor k = Initializer("glorot_uniform")(Shape(DType::kF32, {784, 128}), "dense/kernel");
   const double limit = std::sqrt(6.0 / (784 + 128));

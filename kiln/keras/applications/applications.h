@@ -82,6 +82,27 @@ struct MobileNetV3Options {
   std::string name = "";  // "" = "MobileNetV3Small" / "MobileNetV3Large", as Keras
 };
 
+/// keras.applications.EfficientNetB0..B3(include_top, weights, input_tensor, input_shape, pooling,
+/// classes, classifier_activation, **kwargs). The model rescales and normalizes [0, 255] pixels
+/// itself, so efficientnet's preprocess_input is the identity.
+struct EfficientNetOptions {
+  bool include_top = true;
+  std::optional<std::string> weights = std::nullopt;
+  std::optional<KerasTensor> input_tensor = std::nullopt;
+  /// (rows, cols, 3); empty = the model's size (B0 224, B1 240, B2 260, B3 300).
+  Dims input_shape = {};
+  std::string pooling = "";
+  int64_t classes = 1000;
+  std::string classifier_activation = "softmax";
+  /// Keras's keyword argument: the blocks' residual Dropout rates rise linearly from 0 to it.
+  double drop_connect_rate = 0.2;
+  /// Whether the stem divides by sqrt(ImageNet's stddev) per channel after its Normalization,
+  /// as Keras does for weights="imagenet" only (those files hold the stddev as the variance).
+  /// Unset: when `weights` is given, as Kiln's path stands for that download; set false for a
+  /// file saved from a model built with weights=None.
+  std::optional<bool> imagenet_rescaling = std::nullopt;
+};
+
 Functional MobileNet(MobileNetOptions options = {});
 Functional MobileNetV2(MobileNetV2Options options = {});
 Functional MobileNetV3Small(MobileNetV3Options options = {});
@@ -94,6 +115,10 @@ Functional ResNet101V2(ApplicationOptions options = {});
 Functional ResNet152V2(ApplicationOptions options = {});
 Functional VGG16(ApplicationOptions options = {});
 Functional DenseNet121(ApplicationOptions options = {});
+Functional EfficientNetB0(EfficientNetOptions options = {});
+Functional EfficientNetB1(EfficientNetOptions options = {});
+Functional EfficientNetB2(EfficientNetOptions options = {});
+Functional EfficientNetB3(EfficientNetOptions options = {});
 
 /// One predicted class: its WordNet id, its name and the score.
 struct Prediction {
@@ -129,6 +154,7 @@ namespace resnet_v2 { inline constexpr Preprocess preprocess_input{"tf"}; }
 namespace vgg16 { inline constexpr Preprocess preprocess_input{"caffe"}; }
 namespace densenet { inline constexpr Preprocess preprocess_input{"torch"}; }
 namespace mobilenet_v3 { inline constexpr Preprocess preprocess_input{"none"}; }
+namespace efficientnet { inline constexpr Preprocess preprocess_input{"none"}; }
 // clang-format on
 
 }  // namespace kiln::keras::applications

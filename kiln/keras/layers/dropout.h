@@ -9,6 +9,10 @@
 namespace kiln::keras {
 
 struct DropoutOptions {
+  /// The mask's shape, batch axis included (Keras's noise_shape): none draws one mask value per
+  /// element; a kNoneDim entry takes the input's size there, a 1 shares the value along that
+  /// axis (EfficientNet's drop-connect drops whole examples with {kNoneDim, 1, 1, 1}).
+  std::optional<Dims> noise_shape = std::nullopt;
   std::optional<uint64_t> seed = std::nullopt;  // unseeded: derived from the layer name
   Dims input_shape = {};
   std::string name = "";
@@ -36,6 +40,8 @@ class Dropout : public Layer {
   Tensor call(const Tensor& x, bool training) override;
 
  private:
+  Dims mask_dims(const Dims& dims) const;
+
   double rate_;
   DropoutOptions options_;
   Variable counter_;  // not a weight: summary() and saving leave it out

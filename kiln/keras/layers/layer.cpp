@@ -177,13 +177,18 @@ int64_t Layer::count_params() const {
 
 Variable Layer::add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                            bool trainable) {
+  return add_weight(name, shape, variable_dtype(), initializer, trainable);
+}
+
+Variable Layer::add_weight(const std::string& name, const Dims& shape, DType dtype, const Initializer& initializer,
+                           bool trainable) {
   const std::string full = name_ + "/" + name;
   for (int64_t d : shape)
     if (d < 0)
       KILN_THROW(ShapeError, "[", name_, "] weight '", name, "' would have a size taken from an input dimension ",
                  "saved as None, which Keras cannot build either. "
                  "Hint: give that dimension a size in the model's input shape.");
-  const Shape weight_shape(variable_dtype(), shape);  // ShapeError when the byte count overflows
+  const Shape weight_shape(dtype, shape);  // ShapeError when the byte count overflows
   // The bytes are known before anything is allocated: a size no device holds (units of 2^40
   // from a config) is an error naming the layer, not an allocator failure.
   const std::shared_ptr<runtime::Backend> backend = trace::default_backend();

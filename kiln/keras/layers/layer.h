@@ -185,6 +185,10 @@ class Layer : public std::enable_shared_from_this<Layer> {
   /// A weight named "<layer>/<name>" initialized by `initializer`.
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer,
                       bool trainable = true);
+  /// The same in `dtype` instead of the policy's variable dtype (Keras's add_weight(dtype=...):
+  /// Normalization's int64 count).
+  Variable add_weight(const std::string& name, const Dims& shape, DType dtype, const Initializer& initializer,
+                      bool trainable);
   /// The same with a regularizer and a constraint (either may be absent).
   Variable add_weight(const std::string& name, const Dims& shape, const Initializer& initializer, bool trainable,
                       const std::optional<Regularizer>& regularizer, const std::optional<Constraint>& constraint);

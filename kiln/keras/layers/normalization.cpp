@@ -91,6 +91,9 @@ void Normalization::build_weights(const Dims& input_shape) {
   }
   mean_ = add_weight("mean", stats, "zeros", /*trainable=*/false);
   variance_ = add_weight("variance", stats, "ones", /*trainable=*/false);
+  // Keras's weight for files of tf.keras 2, which merged adapt states by it; int64 as Keras 2
+  // and Keras 3 on TensorFlow write it (Keras 3 on JAX or torch writes int32, read alike).
+  count_ = add_weight("count", {}, DType::kI64, "zeros", /*trainable=*/false);
 }
 
 Tensor Normalization::call(const Tensor& x, bool /*training*/) {
@@ -106,13 +109,15 @@ Tensor Normalization::call(const Tensor& x, bool /*training*/) {
   return options_.invert ? mean + y * scale : (y - mean) / scale;
 }
 
-void Normalization::set_statistics(const std::vector<double>& mean, const std::vector<double>& variance) {
+void Normalization::set_statistics(const std::vector<double>& mean, const std::vector<double>& variance,
+                                   int64_t count) {
   auto host = [&](const std::vector<double>& v, const Variable& w) {
     std::vector<float> f(v.begin(), v.end());
     return Tensor(HostTensor::from_vector<float>(w.read().dims(), f).astype(w.read().dtype()));
   };
   mean_.assign(host(mean, mean_));
   variance_.assign(host(variance, variance_));
+  count_.assign(Tensor(HostTensor::scalar<int64_t>(count)));
 }
 
 void Normalization::adapt(const HostTensor& data) {
@@ -170,7 +175,9 @@ void Normalization::adapt(const data::Dataset& dataset, std::optional<int64_t> s
     KILN_THROW(ValueError, "[", name(), "] adapt received no examples.");
   std::vector<double> variance(stats->m2.size());
   for (size_t i = 0; i < variance.size(); ++i) variance[i] = stats->m2[i] / stats->count[i];
-  set_statistics(stats->mean, variance);
+  // Every kept index saw the same number of values (tf.keras 2's count: the product of the
+  // reduced axes' sizes, summed over the batches).
+  set_statistics(stats->mean, variance, static_cast<int64_t>(stats->count[0]));
 }
 
 std::string Normalization::get_config() const {

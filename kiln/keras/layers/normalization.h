@@ -1,7 +1,8 @@
 // Normalization (keras.layers.Normalization): (x - mean) / max(sqrt(variance), 1e-7) with
 // one mean and variance per index of the kept axes, given or learned by adapt() from an array
-// or a Dataset. Adapted statistics are the non-trainable weights "mean" and "variance" that
-// .h5 and .keras files hold, as Keras 3 saves them.
+// or a Dataset. Adapted statistics are the non-trainable weights "mean", "variance" and "count"
+// (an int64 scalar: how many values each statistic summarizes) that .h5 and .keras files hold,
+// as Keras 2 and 3 save them.
 #pragma once
 
 #include <optional>
@@ -36,7 +37,9 @@ class Normalization : public Layer {
   std::string get_config() const override;
 
   /// Learns mean and (population) variance from `data` (examples along axis 0), building the
-  /// layer for its per-example shape. ValueError when mean and variance were given.
+  /// layer for its per-example shape, and sets count to the number of values each statistic
+  /// summarizes (tf.keras 2's update_state; Keras 3 leaves count at 0 and only saves it).
+  /// ValueError when mean and variance were given.
   void adapt(const HostTensor& data);
   /// The same over every element of `dataset` (each a batch of examples; its one component,
   /// or the first of (x, y)), or its first `steps` elements.
@@ -50,11 +53,11 @@ class Normalization : public Layer {
   /// Kept axes of the per-example dims (0-based, without the batch axis), sorted.
   std::vector<int64_t> kept_axes(const Dims& input_shape) const;
   /// Assigns accumulated statistics to the weights.
-  void set_statistics(const std::vector<double>& mean, const std::vector<double>& variance);
+  void set_statistics(const std::vector<double>& mean, const std::vector<double>& variance, int64_t count);
 
   NormalizationOptions options_;
   Dims broadcast_;  // (1, ...) over the input with the kept dims
-  Variable mean_, variance_;
+  Variable mean_, variance_, count_;
 };
 
 }  // namespace kiln::keras

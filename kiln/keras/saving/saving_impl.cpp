@@ -134,9 +134,11 @@ void assign_checked(const std::vector<Variable>& vars, const std::vector<HostTen
                  ". Hint: load into the architecture the file was saved from.");
   for (size_t i = 0; i < vars.size(); ++i) {
     // Kiln stores bf16/f16 variables as f32; any other dtype change (a kernel stored as i32,
-    // f64 or f16) may round or truncate the values, which the user should know about.
+    // f64 or f16) may round or truncate the values, which the user should know about. An i32
+    // read into an i64 (Normalization's count from Keras 3 on JAX or torch) loses nothing.
     const DType stored = values[i].dtype(), want = vars[i].dtype();
-    const bool kiln_widened = stored == DType::kF32 && (want == DType::kBF16 || want == DType::kF16);
+    const bool kiln_widened = (stored == DType::kF32 && (want == DType::kBF16 || want == DType::kF16)) ||
+                              (stored == DType::kI32 && want == DType::kI64);
     if (stored != want && !kiln_widened)
       log(LogLevel::kWarning, str_cat("[", path, "] ", where[i], " is stored as ", kiln::name(stored), "; converting it to ",
                                       kiln::name(want), " for ", vars[i].name(), "."));

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +44,12 @@ TEST(ApplicationsTest, ParameterCountsEqualKerasPublishedOnes) {
       {"VGG16", [] { return VGG16(); }, 138357544},
       {"DenseNet121", [] { return DenseNet121(); }, 8062504},
       {"DenseNet121 no top", [] { return DenseNet121({.include_top = false}); }, 7037504},
+      // Normalization's mean, variance and count (3 + 3 + 1) included, as Keras counts them.
+      {"EfficientNetB0", [] { return EfficientNetB0(); }, 5330571},
+      {"EfficientNetB0 no top", [] { return EfficientNetB0({.include_top = false}); }, 4049571},
+      {"EfficientNetB1", [] { return EfficientNetB1(); }, 7856239},
+      {"EfficientNetB2", [] { return EfficientNetB2(); }, 9177569},
+      {"EfficientNetB3", [] { return EfficientNetB3(); }, 12320535},
   };
   for (const Published& p : table) {
     SCOPED_TRACE(p.model);
@@ -85,6 +92,42 @@ TEST(ApplicationsTest, MobileNetV3MatchesKerasSummaryAndNames) {
   const Functional no_top = MobileNetV3Large({.input_shape = {96, 96, 3}, .include_top = false, .pooling = "avg"});
   EXPECT_EQ(no_top.output().shape(), (Dims{960}));
   EXPECT_TRUE(has(layer_names(no_top), "avg_pool"));
+}
+
+int64_t non_trainable_count(const Functional& m) {
+  int64_t n = 0;
+  for (const Variable& v : m.non_trainable_weights()) n += v.shape().num_elements();
+  return n;
+}
+
+// Keras's summary of EfficientNetB0: 314 weights, 42,023 of the parameters non-trainable
+// (BatchNormalization's moving statistics and Normalization's mean, variance and count); the
+// layer names the official weight files use; the stem's per-channel Rescaling only with
+// ImageNet weights; drop-connect Dropouts only on the residual blocks after the first.
+TEST(ApplicationsTest, EfficientNetMatchesKerasSummaryAndNames) {
+  const Functional b0 = EfficientNetB0();
+  EXPECT_EQ(b0.name(), "efficientnetb0");
+  EXPECT_EQ(b0.weights().size(), 314u);
+  EXPECT_EQ(non_trainable_count(b0), 42023);
+  EXPECT_EQ(b0.inputs().at(0).shape(), (Dims{224, 224, 3}));
+  const std::vector<std::string> names = layer_names(b0);
+  for (const char* n : {"rescaling", "normalization", "stem_conv_pad", "stem_conv", "stem_bn", "stem_activation",
+                        "block1a_dwconv", "block1a_bn", "block1a_activation", "block1a_se_squeeze", "block1a_se_reshape",
+                        "block1a_se_reduce", "block1a_se_expand", "block1a_se_excite", "block1a_project_conv",
+                        "block1a_project_bn", "block2a_expand_conv", "block2a_expand_bn", "block2a_expand_activation",
+                        "block2a_dwconv_pad", "block2b_drop", "block2b_add", "block6d_add", "block7a_project_bn",
+                        "top_conv", "top_bn", "top_activation", "avg_pool", "top_dropout", "predictions"})
+    EXPECT_TRUE(has(names, n)) << n;
+  for (const char* n : {"block1a_add", "block1a_drop", "block2a_add", "block1a_expand_conv", "rescaling_1", "block7b_add"})
+    EXPECT_FALSE(has(names, n)) << n;
+  const Functional stem = EfficientNetB0({.include_top = false, .input_shape = {64, 64, 3}, .pooling = "max",
+                                          .imagenet_rescaling = true});
+  EXPECT_TRUE(has(layer_names(stem), "rescaling_1"));
+  EXPECT_TRUE(has(layer_names(stem), "max_pool"));
+  EXPECT_EQ(stem.output().shape(), (Dims{1280}));
+  EXPECT_EQ(EfficientNetB2({.include_top = false, .input_shape = {64, 64, 3}}).output().shape(), (Dims{2, 2, 1408}));
+  const HostTensor px = HostTensor::from_vector<float>({1, 1, 1, 3}, std::vector<float>{0.0f, 127.5f, 255.0f});
+  EXPECT_EQ(efficientnet::preprocess_input(px).to_vector<float>(), px.to_vector<float>());
 }
 
 TEST(ApplicationsTest, LayersAndModelsCarryKerasNames) {
@@ -161,17 +204,19 @@ TEST(ApplicationsTest, DecodePredictionsNamesTheBestClassesFromKerasClassIndex) 
 }
 
 // Keras's weight files load into the builders: make_applications_fixtures.py writes random
-// weights for MobileNetV2 and ResNet50 (32 x 32 inputs, 10 classes) in the layout of Keras's
-// official files, with the predictions of its own float64 numpy forward pass.
+// weights for MobileNetV2, ResNet50 and MobileNetV3Small (32 x 32 inputs, 10 classes) in the
+// layout of Keras's official files, with the predictions of its own float64 numpy forward pass.
 TEST(ApplicationsTest, KerasWeightFilesLoadAndPredictAsNumpyComputes) {
   const char* dir = std::getenv("KILN_APPLICATIONS_FIXTURES");
   ASSERT_NE(dir, nullptr) << "run under ctest (the fixture generator sets KILN_APPLICATIONS_FIXTURES)";
-  for (const std::string name : {"mobilenet_v2", "resnet50"}) {
+  for (const std::string name : {"mobilenet_v2", "resnet50", "mobilenet_v3_small"}) {
     SCOPED_TRACE(name);
     const std::string base = std::string(dir) + "/" + name;
-    Functional model = name == "resnet50"
-                           ? ResNet50({.weights = base + ".h5", .input_shape = {32, 32, 3}, .classes = 10})
-                           : MobileNetV2({.input_shape = {32, 32, 3}, .weights = base + ".h5", .classes = 10});
+    Functional model =
+        name == "resnet50" ? ResNet50({.weights = base + ".h5", .input_shape = {32, 32, 3}, .classes = 10})
+        : name == "mobilenet_v2"
+            ? MobileNetV2({.input_shape = {32, 32, 3}, .weights = base + ".h5", .classes = 10})
+            : MobileNetV3Small({.input_shape = {32, 32, 3}, .weights = base + ".h5", .classes = 10});
     const HostTensor x = testing::read_raw_tensor(base + ".x.bin", {2, 32, 32, 3});
     const std::vector<float> want = testing::read_raw_tensor(base + ".y.bin", {2, 10}).to_vector<float>();
     const std::vector<float> got = model.predict(x).to_vector<float>();
@@ -179,8 +224,41 @@ TEST(ApplicationsTest, KerasWeightFilesLoadAndPredictAsNumpyComputes) {
     for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5) << "output " << i;
   }
   // A file of another architecture is an error naming it, not a silent partial load.
+  KILN_EXPECT_ERROR(EfficientNetB0({.weights = std::string(dir) + "/mobilenet_v2.h5", .input_shape = {32, 32, 3},
+                                    .classes = 10}),
+                    Error, "mobilenet_v2.h5");
   KILN_EXPECT_ERROR(MobileNetV2({.input_shape = {32, 32, 3}, .weights = std::string(dir) + "/resnet50.h5", .classes = 10}),
                     Error, "resnet50.h5");
+}
+
+// EfficientNetB0 with ImageNet-layout weights (Normalization's mean, the stddev as its variance,
+// an int64 count; random BatchNormalization statistics calibrated in numpy) predicts what the
+// float64 numpy forward pass does, to 1e-5 relative: loaded by the builder (by the layers'
+// order, as Keras's load_weights) and by name into a model built without weights.
+TEST(ApplicationsTest, EfficientNetWeightFileLoadsByOrderAndByName) {
+  const char* dir = std::getenv("KILN_APPLICATIONS_FIXTURES");
+  ASSERT_NE(dir, nullptr) << "run under ctest (the fixture generator sets KILN_APPLICATIONS_FIXTURES)";
+  const std::string base = std::string(dir) + "/efficientnet_b0";
+  const HostTensor x = testing::read_raw_tensor(base + ".x.bin", {2, 32, 32, 3});
+  const std::vector<float> want = testing::read_raw_tensor(base + ".y.bin", {2, 10}).to_vector<float>();
+  Functional by_order = EfficientNetB0({.weights = base + ".h5", .input_shape = {32, 32, 3}, .classes = 10});
+  Functional by_name = EfficientNetB0({.input_shape = {32, 32, 3}, .classes = 10, .imagenet_rescaling = true});
+  by_name.load_weights(base + ".h5", {.by_name = true});
+  for (Functional* model : {&by_order, &by_name}) {
+    SCOPED_TRACE(model == &by_order ? "by order" : "by name");
+    const std::vector<float> got = model->predict(x).to_vector<float>();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-5 * std::fabs(want[i])) << "output " << i;
+    for (const auto& layer : model->layers()) {
+      if (layer->name() != "normalization") continue;
+      EXPECT_EQ(layer->weights().at(2).read().to_vector<int64_t>(), (std::vector<int64_t>{150528000}));
+      EXPECT_EQ(layer->weights().at(1).read().to_vector<float>(), (std::vector<float>{0.229f, 0.224f, 0.225f}));
+    }
+  }
+  // Without the stem's extra Rescaling the same weights predict something else.
+  Functional plain = EfficientNetB0({.weights = base + ".h5", .input_shape = {32, 32, 3}, .classes = 10,
+                                     .imagenet_rescaling = false});
+  EXPECT_GT(std::fabs(plain.predict(x).to_vector<float>()[0] - want[0]), 1e-3);
 }
 
 }  // namespace

@@ -55,6 +55,9 @@ std::vector<NamedCase> catalogue() {
       {"Masking", {.make = maker([] { return Masking(); }), .inputs = {seq}}},
       // Regularization
       {"Dropout", random_at_training(maker([] { return Dropout(0.5, {.seed = 1}); }), {4, 6})},
+      {"Dropout_noise_shape",
+       random_at_training(maker([] { return Dropout(0.5, {.noise_shape = Dims{kNoneDim, 1, 1, 1}, .seed = 1}); }),
+                          {4, 3, 3, 2})},
       {"SpatialDropout2D", random_at_training(maker([] { return SpatialDropout2D(0.5, {.seed = 1}); }), {2, 3, 3, 6})},
       {"GaussianNoise", random_at_training(maker([] { return GaussianNoise(0.1, {.seed = 1}); }), vec)},
       // Normalization
@@ -120,6 +123,8 @@ std::vector<NamedCase> catalogue() {
                      .inputs = {image},
                      .float_low = 0,
                      .float_high = 255}},
+      {"Rescaling_per_channel", {.make = maker([] { return Rescaling({0.5, 2.0, 4.0}, {1.0, 0.0, -1.0}); }),
+                                 .inputs = {image}}},
       {"Normalization", {.make = maker([] {
                            // Adapted, so mean and variance are weights (given ones are constants, as in Keras).
                            Normalization n({.name = "n"});
@@ -127,7 +132,7 @@ std::vector<NamedCase> catalogue() {
                            return n;
                          }),
                          .inputs = {vec},
-                         .h5_weight_names = {"n/mean:0", "n/variance:0"}}},
+                         .h5_weight_names = {"n/mean:0", "n/variance:0", "n/count:0"}}},
       {"Resizing", {.make = maker([] { return Resizing(3, 5); }), .inputs = {image}}},
       {"CenterCrop", {.make = maker([] { return CenterCrop(2, 3); }), .inputs = {image}}},
       {"RandomCrop", {.make = maker([] { return RandomCrop(2, 3, {.seed = 1}); }),

@@ -5,11 +5,15 @@
 
 #include <cmath>
 
+#include "kiln/core/check.h"
+#include "kiln/io/hdf5_file.h"
 #include "kiln/keras/layers/category_encoding.h"
 #include "kiln/keras/layers/hashing.h"
 #include "kiln/keras/layers/normalization.h"
+#include "kiln/keras/saving/saving.h"
 #include "tests/keras/layers/layer_testing.h"
 #include "tests/testing/expect_error.h"
+#include "tests/testing/temp_dir.h"
 
 namespace kiln::keras {
 namespace {
@@ -77,6 +81,68 @@ TEST(NormalizationTest, ConfigsAndSavedWeights) {
   LayerHandle k = layer_from_config("Normalization", R"({"name": "n", "trainable": true, "dtype": "float32",
       "axis": [-1], "mean": [[1.0, 2.0]], "variance": [[4.0, 16.0]], "invert": false})");
   EXPECT_EQ(values((*k)(Tensor::from_vector<float>({1, 2}, {5, 10}))), (std::vector<float>{2, 2}));
+}
+
+int64_t count_of(const Layer& normalization) {
+  const Variable& count = normalization.weights().at(2);
+  EXPECT_EQ(count.name(), normalization.name() + "/count");
+  EXPECT_EQ(count.dtype(), DType::kI64);
+  EXPECT_EQ(count.shape().dims(), Dims{});
+  EXPECT_FALSE(count.trainable());
+  return count.read().to_vector<int64_t>().at(0);
+}
+
+const Layer& layer_named(const Model& model, const std::string& name) {
+  for (const LayerHandle& l : model.layers())
+    if (l->name() == name) return *l;
+  KILN_THROW(ValueError, "no layer ", name);
+}
+
+// Keras's third weight: an int64 scalar, 0 until adapt() sets it to the number of values each
+// statistic summarizes (tf.keras 2's count: the reduced axes' sizes times the examples).
+TEST(NormalizationTest, CountIsAnInt64WeightThatAdaptSets) {
+  Normalization fresh;
+  fresh.build({2});
+  EXPECT_EQ(count_of(fresh), 0);
+  EXPECT_EQ(fresh.count_params(), 2 + 2 + 1);
+  const HostTensor x = HostTensor::from_vector<float>({3, 2}, {1, 2, 3, 4, 5, 9});
+  Normalization rows;
+  rows.adapt(x);
+  EXPECT_EQ(count_of(rows), 3);
+  Normalization batched;  // batches of 2 and 1: still 3
+  batched.adapt(data::Dataset::from_tensor_slices({x}).batch(2));
+  EXPECT_EQ(count_of(batched), 3);
+  Normalization all({.axis = std::nullopt});  // one statistic of all 6 values
+  all.adapt(x);
+  EXPECT_EQ(count_of(all), 6);
+  Normalization images;  // per channel of (4, 3, 3, 2): 4 * 3 * 3 values each
+  images.adapt(random_f64({4, 3, 3, 2}, 1).astype(DType::kF32));
+  EXPECT_EQ(count_of(images), 36);
+  EXPECT_TRUE(Normalization({.mean = std::vector<double>{1}, .variance = std::vector<double>{1}}).weights().empty());
+}
+
+// The count goes to .h5 as Keras writes it (an int64 scalar dataset "normalization/count:0")
+// and to .keras (vars/2), and comes back with its value in both.
+TEST(NormalizationTest, CountIsSavedAndLoadedInBothFormats) {
+  Normalization norm;
+  norm.adapt(random_f64({5, 2, 3}, 4).astype(DType::kF32));  // 5 * 2 values per channel
+  Sequential model({InputLayer({.shape = {2, 3}}), norm});
+  ASSERT_EQ(count_of(layer_named(model, "normalization")), 10);
+  kiln::testing::TempDir dir;
+  model.save(dir.file("m.h5"));
+  {
+    io::Hdf5File f = io::Hdf5File::open(dir.file("m.h5"));
+    const io::Hdf5Group g = f.root().open_group("model_weights").open_group("normalization");
+    const HostTensor count = g.read_dataset("normalization/count:0");
+    EXPECT_EQ(count.shape(), Shape(DType::kI64, {}));
+    EXPECT_EQ(count.to_vector<int64_t>(), (std::vector<int64_t>{10}));
+  }
+  model.save(dir.file("m.keras"));
+  for (const char* file : {"m.h5", "m.keras"}) {
+    SCOPED_TRACE(file);
+    std::unique_ptr<Model> loaded = load_model(dir.file(file));
+    EXPECT_EQ(count_of(layer_named(*loaded, "normalization")), 10);
+  }
 }
 
 TEST(DiscretizationTest, BucketsByBoundariesAndEncodes) {

@@ -2,6 +2,8 @@
 // configs, and a model with it saved and loaded in .h5 and .keras.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "tests/keras/layers/layer_testing.h"
 #include "tests/testing/expect_error.h"
 
@@ -42,9 +44,30 @@ TEST(RescalingTest, ConfigsReadKeras2AndKeras3Forms) {
       "offset": 0.0})";
   LayerHandle loaded = layer_from_config("Rescaling", keras3);
   EXPECT_FLOAT_EQ(loaded->operator()(Tensor::from_vector<float>({1, 1}, {255})).to_vector<float>()[0], 1.0f);
-  KILN_EXPECT_ERROR(layer_from_config("Rescaling", R"({"scale": [0.5, 0.5, 0.5]})"), ConfigError,
-                    "one scale for every channel");
+  KILN_EXPECT_ERROR(layer_from_config("Rescaling", R"({"scale": [[0.5], [0.5]]})"), ConfigError,
+                    "flat list of numbers");
   KILN_EXPECT_ERROR(layer_from_config("Rescaling", R"({"offset": 1})"), ConfigError, "Rescaling.from_config");
+}
+
+// EfficientNet's stem with ImageNet weights: Rescaling([1 / sqrt(s) for s in stddev]) scales
+// each channel of the last axis by its own value (Keras 3 and tf-keras write the list; the
+// layer harness saves and loads it in a model).
+TEST(RescalingTest, PerChannelScalesAndOffsets) {
+  const Tensor x = Tensor::from_vector<float>({2, 1, 3}, {1, 2, 3, 4, 5, 6});
+  EXPECT_EQ(Rescaling({2.0, 0.5, -1.0}, {0.0})(x).to_vector<float>(), (std::vector<float>{2, 1, -3, 8, 2.5, -6}));
+  EXPECT_EQ(Rescaling({1.0}, {10.0, 20.0, 30.0})(x).to_vector<float>(), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  Rescaling per_channel({0.25, 0.5, 1.0}, {0.0});
+  per_channel.set_name("rescaling_1");
+  EXPECT_EQ(per_channel.get_config(),
+            R"({"dtype":"float32","name":"rescaling_1","offset":0.0,"scale":[0.25,0.5,1.0],"trainable":true})");
+  testing::expect_config_round_trip(per_channel);
+  const char* keras3 = R"({"name": "rescaling_1", "trainable": true, "dtype": "float32",
+      "scale": [2.0896918976428642, 2.1128856368212916, 2.1081851067789197], "offset": 0.0})";
+  const std::vector<float> y =
+      (*layer_from_config("Rescaling", keras3))(Tensor::from_vector<float>({1, 3}, {1, 1, 1})).to_vector<float>();
+  EXPECT_FLOAT_EQ(y[0], static_cast<float>(1 / std::sqrt(0.229)));
+  EXPECT_FLOAT_EQ(y[2], static_cast<float>(1 / std::sqrt(0.225)));
+  KILN_EXPECT_ERROR(Rescaling({1.0, 2.0}, {0.0}, {.name = "r"})(x), ShapeError, "need an input whose last axis has 2");
 }
 
 }  // namespace
