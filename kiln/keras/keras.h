@@ -71,3 +71,4 @@
 #include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"
 #include "kiln/keras/utils/image_dataset_utils.h"
+#include "kiln/keras/utils/text_dataset_utils.h"
