@@ -30,6 +30,8 @@
 #include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/category_encoding.h"
 #include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/lookup_layers.h"
+#include "kiln/keras/layers/text_vectorization.h"
 #include "kiln/keras/layers/image_preprocessing.h"
 #include "kiln/keras/layers/normalization.h"
 #include "kiln/keras/layers/random_affine_layers.h"
@@ -93,6 +95,9 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
   if (class_name == "CenterCrop") return CenterCrop::from_config(config_json);
   if (class_name == "Discretization") return Discretization::from_config(config_json);
   if (class_name == "Hashing") return Hashing::from_config(config_json);
+  if (class_name == "StringLookup") return StringLookup::from_config(config_json);
+  if (class_name == "IntegerLookup") return IntegerLookup::from_config(config_json);
+  if (class_name == "TextVectorization") return TextVectorization::from_config(config_json);
   if (class_name == "Normalization") return Normalization::from_config(config_json);
   if (class_name == "RandomBrightness") return RandomBrightness::from_config(config_json);
   if (class_name == "RandomContrast") return RandomContrast::from_config(config_json);
@@ -111,7 +116,7 @@ LayerHandle from_class(const std::string& class_name, const std::string& config_
              "Conv1D, Conv2DTranspose, DepthwiseConv2D, SeparableConv2D, SimpleRNN, LSTM, GRU, Masking, ",
              "Bidirectional, TimeDistributed, Rescaling, Resizing, CenterCrop, RandomFlip, RandomCrop, RandomContrast, ",
              "RandomBrightness, RandomRotation, RandomZoom, RandomTranslation, Normalization, Discretization, ",
-             "CategoryEncoding and Hashing.");
+             "CategoryEncoding, Hashing, StringLookup, IntegerLookup and TextVectorization.");
 }
 
 }  // namespace
@@ -123,7 +128,10 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
     const nlohmann::json j = internal::parse(config_json, "layer_from_config");
     // Discretization's and Hashing's "int64" is their output dtype, not a policy.
     const bool int_output = class_name == "Discretization" || class_name == "Hashing";
-    if (j.contains("dtype") && !(int_output && internal::names_integer_dtype(config_json)))
+    // The lookup layers compute on the host in int64 and f32 whatever their policy says.
+    const bool host_lookup =
+        class_name == "StringLookup" || class_name == "IntegerLookup" || class_name == "TextVectorization";
+    if (j.contains("dtype") && !host_lookup && !(int_output && internal::names_integer_dtype(config_json)))
       layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
   }
   return layer;
