@@ -242,6 +242,9 @@ using LayerHandle = Handle<Layer>;
 /// for unknown classes.
 LayerHandle layer_from_config(const std::string& class_name, const std::string& config_json);
 
+/// The Keras class names layer_from_config builds, in its table's order.
+std::vector<std::string> registered_layer_classes();
+
 /// What model configs build their layers with: layer_from_config, or a loader's version of it
 /// that knows custom classes (load_model's custom_objects).
 using LayerFromConfig = std::function<LayerHandle(const std::string& class_name, const std::string& config_json)>;

@@ -4,6 +4,7 @@
 #include "kiln/keras/layers/multi_head_attention.h"
 
 #include <cmath>
+#include <optional>
 
 #include "kiln/core/check.h"
 #include "kiln/keras/activations.h"
@@ -215,6 +216,20 @@ MultiHeadAttention MultiHeadAttention::from_config(const std::string& config_jso
   MultiHeadAttention m(internal::int_field(j, "num_heads", "MultiHeadAttention"),
                        internal::int_field(j, "key_dim", "MultiHeadAttention"), o);
   m.set_trainable(j.value("trainable", true));
+  // tf.keras 2 builds a layer whose config records its input shapes (_build_from_signature),
+  // so the config of the layer made from a built layer's config is that config again.
+  auto per_example = [&](const char* key) -> std::optional<Dims> {
+    if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+    Dims d;
+    for (size_t i = 1; i < j[key].size(); ++i) {
+      if (!j[key][i].is_number_integer()) return std::nullopt;  // None: built at the first call
+      d.push_back(j[key][i].get<int64_t>());
+    }
+    return d;
+  };
+  const std::optional<Dims> query = per_example("query_shape"), value = per_example("value_shape"),
+                            key = per_example("key_shape");
+  if (query && value && key) m.build_multi(*key == *value ? std::vector<Dims>{*query, *value} : std::vector<Dims>{*query, *value, *key});
   return m;
 }
 

@@ -103,13 +103,5 @@ TEST(AdvancedActivationsTest, ConfigsReadKeras2AndKeras3Forms) {
     testing::expect_config_round_trip(*l);
 }
 
-TEST(AdvancedActivationsTest, ModelSavesAndLoads) {
-  Sequential model({InputLayer({.shape = {6}}), Dense(8), LeakyReLU(), Dense(8),
-                    PReLU({.alpha_initializer = Initializer("random_uniform", 5)}),
-                    ReLU({.max_value = 6.0, .negative_slope = 0.1, .threshold = 0.2}), Dense(3), Softmax()});
-  testing::expect_save_load_round_trip(model, random_f64({4, 6}, 6).astype(DType::kF32), "p_re_lu",
-                                       {"p_re_lu/alpha:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

@@ -116,12 +116,5 @@ TEST(Conv1DTest, ConfigIsKerasJsonRoundTripsAndErrorsNameTheLayer) {
   KILN_EXPECT_ERROR(named(Tensor(testing::ramp({1, 3, 2}))), ShapeError, "[c1] the window");
 }
 
-TEST(Conv1DTest, ModelSavesAndLoadsWithKerasWeightNames) {
-  Sequential model({InputLayer({.shape = {8, 3}}), Conv1D(4, 3, {.padding = "causal", .activation = "relu"}),
-                    Conv1D(2, 2, {.strides = 2}), Flatten(), Dense(3)});
-  testing::expect_save_load_round_trip(model, random_f64({3, 8, 3}, 5).astype(DType::kF32), "conv1d",
-                                       {"conv1d/kernel:0", "conv1d/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

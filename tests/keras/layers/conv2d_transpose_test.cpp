@@ -150,14 +150,5 @@ TEST(Conv2DTransposeTest, ConfigRoundTripsAndErrorsNameTheLayer) {
   KILN_EXPECT_ERROR(named(Tensor(testing::ramp({1, 2, 2, 4}))), ShapeError, "[up] expected input (batch, height, width, 3)");
 }
 
-TEST(Conv2DTransposeTest, ModelSavesAndLoadsWithKerasWeightNames) {
-  Sequential model({InputLayer({.shape = {3, 3, 2}}),
-                    Conv2DTranspose(4, 3, {.strides = {2, 2}, .padding = "same", .output_padding = Dims{1, 1},
-                                           .activation = "relu"}),
-                    Flatten(), Dense(3)});
-  testing::expect_save_load_round_trip(model, random_f64({2, 3, 3, 2}, 5).astype(DType::kF32), "conv2d_transpose",
-                                       {"conv2d_transpose/kernel:0", "conv2d_transpose/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

@@ -120,17 +120,5 @@ TEST(DepthwiseConv2DTest, ConfigsUseKerasNamesAndRoundTrip) {
   KILN_EXPECT_ERROR(named(Tensor(testing::ramp({1, 3, 3, 4}))), ShapeError, "[dw] expected input (batch, height, width, 2)");
 }
 
-TEST(DepthwiseConv2DTest, ModelsSaveAndLoadWithKerasWeightNames) {
-  Sequential depthwise({InputLayer({.shape = {5, 5, 2}}), DepthwiseConv2D(3, {.depth_multiplier = 2, .activation = "relu"}),
-                        Flatten(), Dense(3)});
-  const HostTensor x = random_f64({2, 5, 5, 2}, 8).astype(DType::kF32);
-  testing::expect_save_load_round_trip(depthwise, x, "depthwise_conv2d",
-                                       {"depthwise_conv2d/depthwise_kernel:0", "depthwise_conv2d/bias:0"});
-  Sequential separable({InputLayer({.shape = {5, 5, 2}}), SeparableConv2D(4, 3, {.padding = "same"}), Flatten(), Dense(3)});
-  testing::expect_save_load_round_trip(separable, x, "separable_conv2d",
-                                       {"separable_conv2d/depthwise_kernel:0", "separable_conv2d/pointwise_kernel:0",
-                                        "separable_conv2d/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

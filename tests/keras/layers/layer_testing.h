@@ -1,6 +1,6 @@
-// Shared by the layer catalogue tests (issue 20): f64 gradient options for whole layers built
-// under the "float64" policy, config fixed points, and the save/load round trip of a model
-// holding a layer (.h5 and Keras 3 .keras), with the Keras weight names its .h5 file lists.
+// Shared by the layers' own tests: f64 gradient options for whole layers built under the
+// "float64" policy, ramps for hand-computed cases and config fixed points. What every layer owes
+// (saving, modes, mixed precision) is in the layer harness (layer_harness.h).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -9,11 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "kiln/io/hdf5_file.h"
-#include "kiln/keras/saving/saving.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/keras/layer_gradients.h"
-#include "tests/testing/temp_dir.h"
 
 namespace kiln::keras::testing {
 
@@ -32,24 +29,6 @@ inline HostTensor ramp(Dims dims) {
 inline void expect_config_round_trip(const Layer& layer) {
   const std::string config = layer.get_config();
   EXPECT_EQ(layer_from_config(layer.class_name(), config)->get_config(), config) << layer.class_name();
-}
-
-/// Saves `model` as .h5 and as Keras 3 .keras, loads each and expects the same config and
-/// predictions on x; in the .h5 file, `layer` lists `weight_names` (Keras's "<layer>/<w>:0").
-inline void expect_save_load_round_trip(Model& model, const HostTensor& x, const std::string& layer,
-                                        const std::vector<std::string>& weight_names) {
-  kiln::testing::TempDir dir;
-  const std::vector<float> want = model.predict(x).to_vector<float>();
-  for (const char* file : {"m.h5", "m.keras"}) {
-    SCOPED_TRACE(file);
-    model.save(dir.file(file));
-    std::unique_ptr<Model> loaded = load_model(dir.file(file));
-    EXPECT_EQ(loaded->to_json(), model.to_json());
-    EXPECT_EQ(loaded->predict(x).to_vector<float>(), want);
-  }
-  io::Hdf5File f = io::Hdf5File::open(dir.file("m.h5"));
-  EXPECT_EQ(f.root().open_group("model_weights").open_group(layer).read_keras_string_list("weight_names"),
-            weight_names);
 }
 
 }  // namespace kiln::keras::testing

@@ -86,14 +86,6 @@ TEST(MergeTest, ConfigsRoundTripAndAFunctionalModelSavesAndLoads) {
   for (const LayerHandle& l : std::vector<LayerHandle>{Multiply(), Subtract(), Average(), Maximum(), Minimum(), dot, Dot(1)})
     testing::expect_config_round_trip(*l);
   EXPECT_EQ(layer_from_config("Dot", R"({"axes": -1})")->compute_output_shape_multi({{3}, {3}}), (Dims{1}));
-
-  KerasTensor in = Input({4});
-  KerasTensor a = Dense(4)(in), b = Dense(4)(in);
-  KerasTensor merged = Concatenate()({Multiply()({a, b}), Subtract()({a, b}), Average()({a, b}), Maximum()({a, b}),
-                                      Minimum()({a, b}), Dot(1)({a, b})});
-  Functional model({in}, Dense(3)(merged));
-  testing::expect_save_load_round_trip(model, random_f64({5, 4}, 6).astype(DType::kF32), "dense_2",
-                                       {"dense_2/kernel:0", "dense_2/bias:0"});
 }
 
 }  // namespace

@@ -92,14 +92,6 @@ TEST(NoiseLayersTest, ConfigsRoundTripAndModelSavesAndLoads) {
   // tf.keras 2 writes SpatialDropout2D with Dropout's noise_shape (null).
   EXPECT_EQ(layer_from_config("SpatialDropout2D", R"({"rate": 0.5, "noise_shape": null, "seed": null})")->class_name(),
             "SpatialDropout2D");
-
-  Sequential model({InputLayer({.shape = {6}}), Dense(8), GaussianNoise(0.2), Reshape({2, 2, 2}), SpatialDropout2D(0.25),
-                    Flatten(), Dense(3)});
-  model.compile({.optimizer = SGD({.learning_rate = 0.01}), .loss = SparseCategoricalCrossentropy({.from_logits = true})});
-  const HostTensor x = random_f64({8, 6}, 5).astype(DType::kF32);
-  HostTensor y(Shape(DType::kI32, {8}));
-  model.fit(data::Dataset::from_tensor_slices({x, y}).batch(4, /*drop_remainder=*/true), {.verbose = 0});
-  testing::expect_save_load_round_trip(model, x, "spatial_dropout2d", {});
 }
 
 }  // namespace

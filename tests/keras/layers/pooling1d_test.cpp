@@ -75,12 +75,5 @@ TEST(Pooling1DTest, ConfigsAreKerasJsonAndRoundTrip) {
                     "pool_size must be an int or a list of one int");
 }
 
-TEST(Pooling1DTest, ModelSavesAndLoads) {
-  Sequential model({InputLayer({.shape = {8, 3}}), MaxPooling1D(2), AveragePooling1D(3, {.strides = 1, .padding = "same"}),
-                    Dense(4), GlobalMaxPooling1D(), Dense(3)});
-  testing::expect_save_load_round_trip(model, random_f64({2, 8, 3}, 4).astype(DType::kF32), "dense_1",
-                                       {"dense_1/kernel:0", "dense_1/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

@@ -47,11 +47,5 @@ TEST(RescalingTest, ConfigsReadKeras2AndKeras3Forms) {
   KILN_EXPECT_ERROR(layer_from_config("Rescaling", R"({"offset": 1})"), ConfigError, "Rescaling.from_config");
 }
 
-TEST(RescalingTest, ModelSavesAndLoads) {
-  Sequential model({InputLayer({.shape = {4, 4, 1}}), Rescaling(1.0 / 255, -0.5), Flatten(), Dense(3)});
-  testing::expect_save_load_round_trip(model, random_f64({2, 4, 4, 1}, 3, 0, 255).astype(DType::kF32), "dense",
-                                       {"dense/kernel:0", "dense/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras

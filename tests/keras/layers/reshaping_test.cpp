@@ -112,13 +112,5 @@ TEST(ReshapingLayersTest, ConfigsAreKerasJsonAndRoundTrip) {
   KILN_EXPECT_ERROR(layer_from_config("ZeroPadding2D", R"({"padding": "x"})"), ConfigError, "[ZeroPadding2D.from_config]");
 }
 
-TEST(ReshapingLayersTest, ModelSavesAndLoads) {
-  Sequential model({InputLayer({.shape = {4, 4, 2}}), ZeroPadding2D({{1, 0}, {2, 1}}), Cropping2D({1, 2}),
-                    UpSampling2D({2, 1}, {.interpolation = "bilinear"}), Permute({2, 1, 3}), Flatten(), RepeatVector(2),
-                    Flatten(), Dense(3)});
-  testing::expect_save_load_round_trip(model, random_f64({3, 4, 4, 2}, 7).astype(DType::kF32), "dense",
-                                       {"dense/kernel:0", "dense/bias:0"});
-}
-
 }  // namespace
 }  // namespace kiln::keras
