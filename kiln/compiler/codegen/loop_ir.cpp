@@ -342,6 +342,7 @@ class StageBuilder {
         case DType::kF32: *op = LoopOp::kRoundF32; return true;
         case DType::kF64: *op = LoopOp::kCopy; return true;
         case DType::kI32: case DType::kI64: case DType::kU8: *op = LoopOp::kTrunc; return true;
+        case DType::kString: return false;  // refused by Computation::add
       }
       return false;
     }
