@@ -57,7 +57,12 @@ class Planner {
           b.kind = BufferKind::kAlias;
           b.alias_of = inst->operand(0);
           break;
-        default:
+        // Computed values: bytes of their own in the arena.
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Shape
+#include "kiln/ir/opcode_cases.inc"
+        case Opcode::kIota: case Opcode::kBroadcastInDim: case Opcode::kTranspose: case Opcode::kSlice:
+        case Opcode::kConcatenate: case Opcode::kPad:
           b.kind = BufferKind::kArena;
           if (f32_values_as_16bit_ && inst->dtype() == DType::kF32) b.size = inst->shape().num_elements() * 2;
       }

@@ -12,16 +12,23 @@ namespace kiln {
 /// The lower-case aliases are the names Kiln prints (f32[128,784]), so `DType::f32`, as a
 /// user who has read Kiln's messages writes it, also compiles. They equal the k-names: a
 /// switch lists only the k-names. (Bool has no alias: `bool` is a keyword.)
+/// kString (tf.string) lives only in host tensors: a HostTensor of it holds std::string
+/// elements, which flow through a Dataset and into host-side layers (StringLookup,
+/// TextVectorization); the IR, kernels and files of numbers refuse it.
 enum class DType : uint8_t {
-  kF32, kF64, kBF16, kF16, kI32, kI64, kU8, kBool,
-  f32 = kF32, f64 = kF64, bf16 = kBF16, f16 = kF16, i32 = kI32, i64 = kI64, u8 = kU8
+  kF32, kF64, kBF16, kF16, kI32, kI64, kU8, kBool, kString,
+  f32 = kF32, f64 = kF64, bf16 = kBF16, f16 = kF16, i32 = kI32, i64 = kI64, u8 = kU8,
+  string = kString
 };
 
-inline constexpr int kNumDTypes = 8;
+inline constexpr int kNumDTypes = 9;
 
-/// Bytes per element.
+/// Bytes per element (a string element is a std::string object: 32 bytes in libstdc++,
+/// checked in host_tensor.cpp).
 constexpr size_t size_of(DType t) {
   switch (t) {
+    case DType::kString:
+      return 32;
     case DType::kF64:
     case DType::kI64:
       return 8;
@@ -50,9 +57,12 @@ constexpr bool is_floating(DType t) {
 constexpr bool is_integral(DType t) {
   return t == DType::kI32 || t == DType::kI64 || t == DType::kU8;
 }
+/// Every dtype but kString: what the IR, kernels and numeric file formats take.
+constexpr bool is_numeric(DType t) { return t != DType::kString; }
 
 /// The type both operands convert to in a mixed binary op, as JAX's lattice does:
-/// bool < u8 < i32 < i64 < bf16,f16 < f32 < f64; bf16 with f16 gives f32.
+/// bool < u8 < i32 < i64 < bf16,f16 < f32 < f64; bf16 with f16 gives f32. A string with
+/// anything else is a DTypeError.
 DType promote(DType a, DType b);
 
 std::ostream& operator<<(std::ostream& os, DType t);

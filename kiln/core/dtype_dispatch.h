@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "kiln/core/check.h"
 #include "kiln/core/dtype.h"
 #include "kiln/core/half.h"
 
@@ -16,6 +17,7 @@ struct TypeTag {
 };
 
 /// Calls fn(TypeTag<T>{}) where T is float, double, BF16, F16, int32_t, int64_t, uint8_t or bool.
+/// kString has no arithmetic: a DTypeError (the numeric code calling this names no strings).
 template <typename Fn>
 decltype(auto) visit_dtype(DType t, Fn&& fn) {
   switch (t) {
@@ -27,6 +29,9 @@ decltype(auto) visit_dtype(DType t, Fn&& fn) {
     case DType::kI64: return fn(TypeTag<int64_t>{});
     case DType::kU8: return fn(TypeTag<uint8_t>{});
     case DType::kBool: return fn(TypeTag<bool>{});
+    case DType::kString:
+      KILN_THROW(DTypeError, "[dtype] a string tensor where a numeric one is expected. Hint: turn "
+                 "strings into ids first (StringLookup, TextVectorization).");
   }
   return fn(TypeTag<float>{});
 }

@@ -207,14 +207,38 @@ std::shared_ptr<std::byte> allocate_aligned(int64_t bytes, const Shape& shape, b
   return std::shared_ptr<std::byte>(std::move(block), p);  // shares the block's counts
 }
 
+static_assert(sizeof(std::string) == size_of(DType::kString), "size_of(kString) is std::string's size");
+
+// String elements are constructed objects (destroyed with the block), never raw bytes.
+std::shared_ptr<std::byte> allocate_strings(const Shape& shape) {
+  const auto n = static_cast<size_t>(shape.num_elements());
+  std::shared_ptr<std::string[]> block;
+  try {
+    block = std::make_shared<std::string[]>(std::max<size_t>(n, 1));
+  } catch (const std::bad_alloc&) {
+    KILN_THROW(OutOfMemoryError, "[HostTensor] cannot allocate ", n, " strings for ", shape, ".");
+  }
+  auto* p = reinterpret_cast<std::byte*>(block.get());
+  return std::shared_ptr<std::byte>(std::move(block), p);
+}
+
+void refuse_strings(const char* where, const Shape& shape) {
+  if (shape.dtype() == DType::kString)
+    KILN_THROW(DTypeError, "[HostTensor::", where, "] ", shape,
+               ": a string tensor cannot be made over raw memory. Hint: make it with "
+               "HostTensor(shape) or from_vector<std::string>.");
+}
+
 }  // namespace
 
 HostTensor::HostTensor(Shape shape) : shape_(std::move(shape)) {
-  storage_ = allocate_aligned(shape_.byte_size(), shape_, /*zero=*/true);
+  storage_ = is_string() ? allocate_strings(shape_)
+                         : allocate_aligned(shape_.byte_size(), shape_, /*zero=*/true);
   data_ = storage_.get();
 }
 
 HostTensor HostTensor::uninitialized(Shape shape) {
+  if (shape.dtype() == DType::kString) return HostTensor(std::move(shape));
   HostTensor t;
   t.shape_ = std::move(shape);
   t.storage_ = allocate_aligned(t.shape_.byte_size(), t.shape_, /*zero=*/false);
@@ -224,6 +248,7 @@ HostTensor HostTensor::uninitialized(Shape shape) {
 
 HostTensor HostTensor::from_storage(Shape shape, std::shared_ptr<std::byte> storage) {
   KILN_CHECK(storage != nullptr, "from_storage needs storage for ", shape);
+  refuse_strings("from_storage", shape);
   HostTensor t;
   t.shape_ = std::move(shape);
   t.storage_ = std::move(storage);
@@ -232,6 +257,7 @@ HostTensor HostTensor::from_storage(Shape shape, std::shared_ptr<std::byte> stor
 }
 
 HostTensor HostTensor::view(Shape shape, void* data) {
+  refuse_strings("view", shape);
   HostTensor t;
   t.shape_ = std::move(shape);
   t.storage_ = std::shared_ptr<std::byte>(static_cast<std::byte*>(data), [](std::byte*) {});
@@ -244,6 +270,14 @@ void HostTensor::check_type(DType requested) const {
   if (requested != dtype())
     KILN_THROW(DTypeError, "[HostTensor] requested ", requested, " elements of a ", shape(),
                " tensor. Hint: convert with astype(", requested, ") first.");
+}
+
+void HostTensor::throw_no_raw_data() const {
+  KILN_THROW(DTypeError, "[HostTensor] a string tensor (", shape(),
+             ") where a numeric one is expected: strings have no raw bytes, and compiled steps, "
+             "kernels and numeric files take numbers only. Hint: turn strings into ids first "
+             "(StringLookup, TextVectorization, Hashing in a Dataset::map or as a model's first "
+             "layers), or read them with data<std::string>().");
 }
 
 HostTensor HostTensor::reshape(Dims dims) const {
@@ -259,12 +293,31 @@ HostTensor HostTensor::reshape(Dims dims) const {
 HostTensor HostTensor::clone() const {
   if (!defined()) return {};
   HostTensor r = uninitialized(shape_);
-  std::memcpy(r.data_, data_, static_cast<size_t>(byte_size()));
+  r.copy_elements_from(*this, 0);
   return r;
+}
+
+void HostTensor::copy_elements_from(const HostTensor& src, int64_t first) {
+  if (src.dtype() != dtype() || first < 0 || first + src.num_elements() > num_elements())
+    KILN_THROW(ShapeError, "[HostTensor::copy_elements_from] ", src.shape(), " does not fit in ",
+               shape(), " at element ", first, ".");
+  if (is_string()) {
+    const auto* from = static_cast<const std::string*>(src.data_);
+    auto* to = static_cast<std::string*>(data_) + first;
+    std::copy(from, from + src.num_elements(), to);
+    return;
+  }
+  if (src.byte_size() > 0)
+    std::memcpy(static_cast<std::byte*>(data_) + first * static_cast<int64_t>(size_of(dtype())),
+                src.data_, static_cast<size_t>(src.byte_size()));
 }
 
 HostTensor HostTensor::astype(DType target) const {
   if (target == dtype()) return *this;
+  if (is_string() || target == DType::kString)
+    KILN_THROW(DTypeError, "[HostTensor::astype] cannot convert ", shape(), " to ", target,
+               ": strings and numbers do not convert. Hint: StringLookup or TextVectorization "
+               "turn strings into ids.");
   HostTensor r = uninitialized(shape_.with_dtype(target));
   const int64_t n = num_elements();
   visit_dtype(dtype(), [&](auto src_tag) {
@@ -300,6 +353,9 @@ HostTensor HostTensor::slice_rows(int64_t begin, int64_t end) const {
 }
 
 HostTensor HostTensor::view_at(Shape shape, int64_t byte_offset) const {
+  if (defined() && (shape.dtype() == DType::kString) != is_string())
+    KILN_THROW(DTypeError, "[HostTensor::view_at] ", shape, " cannot view a ", shape_,
+               " tensor: strings and numbers do not share bytes.");
   if (!defined() || byte_offset < 0 || byte_offset + shape.byte_size() > byte_size())
     KILN_THROW(ShapeError, "[HostTensor::view_at] ", shape, " at byte ", byte_offset,
                " does not fit in ", defined() ? shape_.to_string() : std::string("an undefined tensor"),

@@ -1,11 +1,14 @@
 // HostTensor: concrete bytes plus a Shape in host memory, 64-byte aligned, with shared
 // ownership (copies share storage; clone() copies bytes). The only tensor type data/ and io/ see.
+// A string tensor (DType::kString) holds std::string objects instead of bytes: it has no
+// raw_data() (a DTypeError), so no byte-copying path can touch it by mistake.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "kiln/core/check.h"
@@ -17,11 +20,14 @@ namespace kiln {
 /// Alignment of every HostTensor allocation: a cache line, and enough for AVX-512 loads.
 inline constexpr size_t kHostAlignment = 64;
 
+template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kString; };
+
 class HostTensor {
  public:
   /// An empty (undefined) tensor; defined() is false.
   HostTensor() = default;
-  /// Zero-filled tensor of `shape`. Throws OutOfMemoryError if the allocation fails.
+  /// Zero-filled tensor of `shape` (a string tensor: empty strings). Throws OutOfMemoryError if
+  /// the allocation fails.
   explicit HostTensor(Shape shape);
 
   static HostTensor zeros(Shape shape) { return HostTensor(std::move(shape)); }
@@ -31,9 +37,10 @@ class HostTensor {
   static HostTensor uninitialized(Shape shape);
   /// A tensor over `storage`, which the caller allocated with at least shape.byte_size() bytes;
   /// the last tensor sharing it runs its deleter (a buffer pool returns it to the pool there).
+  /// Numeric dtypes only (raw bytes hold no std::string objects): a string shape is a DTypeError.
   static HostTensor from_storage(Shape shape, std::shared_ptr<std::byte> storage);
   /// A tensor over memory it does not own (arena slices, argument buffers); the caller keeps
-  /// `data` alive and 64-byte aligned if kernels need it.
+  /// `data` alive and 64-byte aligned if kernels need it. Numeric dtypes only.
   static HostTensor view(Shape shape, void* data);
   /// A tensor holding `values` (row-major); throws ShapeError if the count differs.
   template <typename T>
@@ -51,8 +58,18 @@ class HostTensor {
   int64_t num_elements() const { return shape_.num_elements(); }
   int64_t byte_size() const { return shape_.num_elements() * static_cast<int64_t>(size_of(dtype())); }
 
-  void* raw_data() { return data_; }
-  const void* raw_data() const { return data_; }
+  bool is_string() const { return dtype() == DType::kString; }
+
+  /// The elements' bytes. A string tensor has none: a DTypeError saying strings are not numbers
+  /// (read them with data<std::string>()).
+  void* raw_data() {
+    if (is_string()) [[unlikely]] throw_no_raw_data();
+    return data_;
+  }
+  const void* raw_data() const {
+    if (is_string()) [[unlikely]] throw_no_raw_data();
+    return data_;
+  }
 
   /// Typed view of the elements; throws DTypeError if T does not match dtype().
   template <typename T>
@@ -73,7 +90,11 @@ class HostTensor {
   HostTensor reshape(Dims dims) const;
   /// Deep copy.
   HostTensor clone() const;
+  /// Copies `src`'s elements (same dtype, any shape) into this tensor starting at element
+  /// `first`: a memcpy for numbers, string assignments for strings.
+  void copy_elements_from(const HostTensor& src, int64_t first);
   /// Element-wise conversion (16-bit floats round to nearest even). Returns *this if same dtype.
+  /// Between strings and numbers: a DTypeError.
   HostTensor astype(DType dtype) const;
   /// A view of rows [begin, end) along axis 0; shares storage.
   HostTensor slice_rows(int64_t begin, int64_t end) const;
@@ -88,6 +109,7 @@ class HostTensor {
 
  private:
   void check_type(DType requested) const;
+  [[noreturn]] void throw_no_raw_data() const;
 
   Shape shape_;
   std::shared_ptr<std::byte> storage_;  // owns the aligned allocation

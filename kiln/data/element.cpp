@@ -71,6 +71,7 @@ HostTensor string_tensor(std::string_view text) {
 }
 
 std::string tensor_string(const HostTensor& t) {
+  if (t.is_string() && t.rank() == 0) return t.data<std::string>()[0];
   auto bytes = t.data<uint8_t>();
   return std::string(reinterpret_cast<const char*>(bytes.data()), bytes.size());
 }

@@ -97,9 +97,12 @@ inline void prefetch_bytes(const void* p, size_t bytes, bool for_write = false) 
 /// "(u8[28,28], u8[])" for any list of components.
 std::string shapes_string(std::span<const HostTensor> components);
 
-/// Kiln has no string dtype: a string travels as a u8[n] tensor of its bytes.
+/// A byte string as a u8[n] tensor of its bytes (what decoders read: file contents, TFRecord
+/// bytes features, list_files's names). Text for StringLookup and TextVectorization is a
+/// DType::kString tensor instead (HostTensor::from_vector<std::string>).
 HostTensor string_tensor(std::string_view text);
-/// The bytes of a u8 tensor as a string; throws DTypeError for other dtypes.
+/// The bytes of a u8 tensor, or the element of a string[] scalar, as a string; throws
+/// DTypeError for other dtypes.
 std::string tensor_string(const HostTensor& t);
 
 }  // namespace kiln::data

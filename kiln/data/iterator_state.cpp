@@ -34,6 +34,10 @@ void StateWriter::write_tensor(const HostTensor& t) {
   write_u64(static_cast<uint64_t>(t.dtype()));
   write_u64(static_cast<uint64_t>(t.rank()));
   for (int64_t d : t.dims()) write_i64(d);
+  if (t.is_string()) {  // each element as its length and bytes
+    for (const std::string& s : t.data<std::string>()) write_string(s);
+    return;
+  }
   const auto* p = static_cast<const uint8_t*>(t.raw_data());
   bytes_.insert(bytes_.end(), p, p + t.byte_size());
 }
@@ -83,6 +87,16 @@ HostTensor StateReader::read_tensor() {
                ". Hint: the state blob is corrupt.");
   Dims dims(rank);
   for (auto& d : dims) d = read_i64();
+  if (static_cast<DType>(dtype) == DType::kString) {
+    Shape shape(DType::kString, std::move(dims));
+    // Each string takes at least its 8-byte length: no allocation beyond what the blob holds.
+    if (shape.num_elements() < 0 || static_cast<uint64_t>(shape.num_elements()) > (bytes_.size() - pos_) / 8)
+      KILN_THROW(DataError, "[Iterator::restore] ", shape, " at offset ", pos_,
+                 " needs more bytes than the state holds. Hint: the state blob is corrupt.");
+    HostTensor t(std::move(shape));
+    for (std::string& s : t.data<std::string>()) s = read_string();
+    return t;
+  }
   HostTensor t(Shape(static_cast<DType>(dtype), std::move(dims)));
   const uint8_t* p = take(static_cast<size_t>(t.byte_size()), "tensor bytes");
   if (t.byte_size() > 0) std::memcpy(t.raw_data(), p, static_cast<size_t>(t.byte_size()));

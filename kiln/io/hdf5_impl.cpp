@@ -101,6 +101,8 @@ Id type_for(DType dtype) {
       H5Tenum_insert(t.get(), "TRUE", &tr);
       return t;
     }
+    case DType::kString:
+      KILN_THROW(DTypeError, "[hdf5] a string tensor cannot be stored as a numeric dataset.");
   }
   KILN_CHECK(false, "unhandled dtype ", dtype);
   return {};

@@ -16,6 +16,7 @@ struct DTypeName {
 constexpr DTypeName kNames[] = {
     {DType::kF32, "F32"}, {DType::kF64, "F64"}, {DType::kBF16, "BF16"}, {DType::kF16, "F16"},
     {DType::kI32, "I32"}, {DType::kI64, "I64"}, {DType::kU8, "U8"},     {DType::kBool, "BOOL"},
+    {DType::kString, "STRING"},  // named so a message can say it; no format stores it
 };
 static_assert(std::size(kNames) == kNumDTypes, "every DType needs a file name");
 

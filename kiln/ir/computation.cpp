@@ -24,6 +24,11 @@ Instruction* Computation::add(Opcode opcode, Shape shape, std::vector<Instructio
   for (Instruction* op : operands)
     KILN_CHECK(op != nullptr && op->parent() == this, "operand of new ", opcode,
                " belongs to another computation");
+  if (!is_numeric(shape.dtype()))
+    KILN_THROW(DTypeError, "[", opcode, "] a string value (", shape,
+               ") cannot enter a compiled program: the IR computes on numbers only. Hint: turn "
+               "strings into ids on the host first (StringLookup, TextVectorization, or Hashing "
+               "in a Dataset::map, or as a model's first layers).");
   auto inst = std::unique_ptr<Instruction>(new Instruction(
       module_->next_instruction_id(), opcode, std::move(shape), std::move(operands),
       std::move(attrs), this));

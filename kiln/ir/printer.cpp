@@ -78,9 +78,13 @@ std::string attrs_text(const Instruction& inst) {
     }
     case Opcode::kGetTupleElement:
       return str_cat(", index=", a.tuple_index);
-    default:
+    case Opcode::kConstant:
+#include "kiln/ir/elementwise_cases.inc"
+    case Opcode::kConvert: case Opcode::kSelect: case Opcode::kReshape: case Opcode::kDynamicUpdateSlice:
+    case Opcode::kRngBits:
       return "";
   }
+  return "";
 }
 
 std::string rhs(const Instruction& inst, const std::unordered_map<const Instruction*, int>* numbers) {

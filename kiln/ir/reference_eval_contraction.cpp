@@ -111,7 +111,10 @@ HostTensor eval_convolution(const Instruction& inst, const HostTensor& a, const 
         for_each_conv_tap(a.shape(), inst.shape(), b.shape(), conv,
                           [&](int64_t x_at, int64_t w_at, int64_t y_at) { fn(x_at, y_at, w_at); });
       });
-    default: break;
+#define KILN_SKIP_Contraction
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kDotGeneral:
+      break;
   }
   KILN_CHECK(false, opcode_name(inst.opcode()), " is not a convolution");
 }

@@ -58,6 +58,7 @@ decltype(auto) visit_compute_dtype(DType t, Fn&& fn) {
     case DType::kU8: return fn(TypeTag<uint8_t>{});
     case DType::kBool: return fn(TypeTag<bool>{});
     case DType::kF32: case DType::kBF16: case DType::kF16: break;
+    case DType::kString: KILN_CHECK(false, "a string value in the IR (Computation::add refuses it)");
   }
   return fn(TypeTag<float>{});
 }

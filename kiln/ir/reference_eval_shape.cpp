@@ -132,7 +132,9 @@ HostTensor eval_shape_op(const Instruction& inst, std::span<const HostTensor> ar
     case Opcode::kSlice: return slice(inst, args[0]);
     case Opcode::kConcatenate: return concatenate(inst, args);
     case Opcode::kPad: return pad(inst, args[0]);
-    default: break;
+#define KILN_SKIP_Shape
+#include "kiln/ir/opcode_cases.inc"
+      break;
   }
   KILN_CHECK(false, opcode_name(inst.opcode()), " is not a shape op");
 }

@@ -375,9 +375,12 @@ Shape convolution(const Ctx& c) {
         c.shape_error(str_cat("dy ", c.in(1), " does not match input ", c.in(0), " and filter ", w, "."));
       return w;
     }
-    default:
-      c.shape_error("not a convolution.");
+#define KILN_SKIP_Contraction
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kDotGeneral:
+      break;
   }
+  c.shape_error("not a convolution.");
 }
 
 Shape reduce_window(const Ctx& c) {

@@ -41,6 +41,8 @@
 #include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/category_encoding.h"
 #include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/lookup_layers.h"
+#include "kiln/keras/layers/text_vectorization.h"
 #include "kiln/keras/layers/image_preprocessing.h"
 #include "kiln/keras/layers/normalization.h"
 #include "kiln/keras/layers/random_affine_layers.h"
@@ -71,3 +73,4 @@
 #include "kiln/keras/saving/checkpoint.h"
 #include "kiln/keras/saving/saving.h"
 #include "kiln/keras/utils/image_dataset_utils.h"
+#include "kiln/keras/utils/text_dataset_utils.h"

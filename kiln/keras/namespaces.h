@@ -35,6 +35,8 @@
 #include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/category_encoding.h"
 #include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/lookup_layers.h"
+#include "kiln/keras/layers/text_vectorization.h"
 #include "kiln/keras/layers/image_preprocessing.h"
 #include "kiln/keras/layers/normalization.h"
 #include "kiln/keras/layers/random_affine_layers.h"
@@ -86,6 +88,9 @@ using keras::CategoryEncoding;
 using keras::CenterCrop;
 using keras::Discretization;
 using keras::Hashing;
+using keras::IntegerLookup;
+using keras::StringLookup;
+using keras::TextVectorization;
 using keras::Normalization;
 using keras::RandomBrightness;
 using keras::RandomContrast;

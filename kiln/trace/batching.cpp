@@ -118,9 +118,12 @@ class Batcher {
       case ir::Opcode::kArgmax:
         a.dims = shifted(a.dims);
         return emit(all_batched());
-      default:
+#define KILN_SKIP_Shape
+#define KILN_SKIP_Reduce
+#include "kiln/ir/opcode_cases.inc"
         return false;
     }
+    return false;
   }
 
   const ir::Module& element_;

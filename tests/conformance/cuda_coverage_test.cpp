@@ -33,8 +33,8 @@ constexpr std::string_view kCudnnConvTypes = "cuDNN convolutions here take and g
 constexpr std::string_view kCudnnPoolTypes = "cuDNN pools f32, bf16 and f16";
 
 // Rows the cuda backend refuses, by row name, with a part of the CompileError it gives. The
-// library-dtype gaps match the CPU's allowed fallbacks (op_conformance_test's
-// kAllowedFallbacks), which run on the reference evaluator there: the GPU has no host fallback.
+// library-dtype gaps match the CPU's listed fallbacks (kiln/runtime/cpu/reference_fallbacks.cpp),
+// which run on the reference evaluator there: the GPU has no host fallback.
 const std::map<std::string, KnownGap> kKnownCudaGaps = {
     {"convolution", {kNotCudnn, kCudnnConvTypes}},
     {"conv_backward_input", {kNotCudnn, kCudnnConvTypes}},

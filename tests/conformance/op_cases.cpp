@@ -501,6 +501,7 @@ double OpCase::tolerance(DType t) const {
     case DType::kBF16: return 1e-2 * tol_scale;
     case DType::kF16: return 2e-3 * tol_scale;
     case DType::kI32: case DType::kI64: case DType::kU8: case DType::kBool: return 0.0;
+    case DType::kString: break;
   }
   return 0.0;
 }

@@ -19,6 +19,7 @@
 #include "kiln/runtime/backend_registry.h"
 #include "kiln/runtime/cpu/cpu_backend.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/reference_fallbacks.h"
 #include "kiln/runtime/reference/reference_backend.h"
 #include "kiln/trace/vjp/vjp.h"
 #include "tests/conformance/op_cases.h"
@@ -45,29 +46,13 @@ const std::map<Opcode, std::string_view> kNonDifferentiable = {
     {Opcode::kGetTupleElement, "part of the composite that made its while or conditional"},
 };
 
-struct AllowedFallback {
-  std::set<DType> dtypes;
-  std::string_view reason;
-};
-const std::set<DType> kNotOneDnn = {DType::kF64, DType::kI32, DType::kI64, DType::kU8, DType::kBool};
-
-// Fallbacks to the reference evaluator that are allowed, by fallback key
-// (Executable::reference_fallbacks) and dtype, and why: today all on the CPU backend, whose
-// fast kernels are oneDNN's and its own loops. Any other fallback fails the table.
-const std::map<std::string, AllowedFallback> kAllowedFallbacks = {
-    {"dot_general", {kNotOneDnn, "oneDNN matmul has no f64 or integer form"}},
-    {"convolution", {kNotOneDnn, "oneDNN convolution has no f64 or integer form"}},
-    {"conv_backward_input", {kNotOneDnn, "oneDNN convolution has no f64 or integer form"}},
-    {"conv_backward_filter", {kNotOneDnn, "oneDNN convolution has no f64 or integer form"}},
-    {"reduce_window", {kNotOneDnn, "oneDNN pooling has no f64 or integer form"}},
-    {"reduce_window_grad", {kNotOneDnn, "oneDNN pooling has no f64 or integer form"}},
-    {"scatter_add", {{DType::kBF16, DType::kF16, DType::kI32, DType::kI64, DType::kU8, DType::kBool},
-                     "the scatter_add kernel adds f32 and f64 only"}},
-};
-
+// Fallbacks to the reference evaluator are allowed where the CPU backend lists them
+// (kiln/runtime/cpu/reference_fallbacks.cpp), by op and dtype, with the reason: its fast
+// kernels are oneDNN's and its own loops. Any other fallback fails the table, and so does a
+// listed one no case falls back on, so the list is exactly what the CPU does not run fast.
 bool fallback_allowed(const std::string& key, DType t) {
-  auto it = kAllowedFallbacks.find(key);
-  return it != kAllowedFallbacks.end() && it->second.dtypes.count(t) > 0;
+  Opcode op;
+  return ir::parse_opcode(key, &op) && cpu::find_reference_fallback(op, t) != nullptr;
 }
 
 // Wrong values known on the CPU backend (both loop engines), by "<row> <dtype>", and why. Each
@@ -197,16 +182,17 @@ TEST(OpConformanceTest, ValuesMatchTheReferenceOnEveryBackendWithoutFallbacks) {
   }
   for (const auto& [what, dtypes] : fallbacks)
     ADD_FAILURE() << "runs " << what << " (" << dtypes << ") on the reference evaluator: no fast "
-                  << "kernel, and kAllowedFallbacks does not list it";
+                  << "kernel, and runtime/cpu/reference_fallbacks.cpp does not list it";
   for (const auto& [row, reason] : kKnownCpuMismatches) {
     EXPECT_TRUE(known_seen.count(row)) << row << " matches the reference now: remove it from kKnownCpuMismatches";
     if (known_seen.count(row)) std::cout << "[ conform  ] known wrong on cpu: " << row << ": " << reason << "\n";
   }
   // An entry no case needs any more (a kernel was added) must go, so the list stays true.
-  for (const auto& [key, allowed] : kAllowedFallbacks)
-    for (DType t : allowed.dtypes)
-      EXPECT_TRUE(allowed_seen.count({key, t}))
-          << "kAllowedFallbacks lists " << key << " in " << t << ", but no case falls back on it: remove it";
+  for (const cpu::ReferenceFallbackRule& rule : cpu::reference_fallback_rules())
+    for (DType t : rule.dtypes)
+      EXPECT_TRUE(allowed_seen.count({std::string(ir::opcode_name(rule.op)), t}))
+          << "runtime/cpu/reference_fallbacks.cpp lists " << ir::opcode_name(rule.op) << " in " << t
+          << ", but no case falls back on it: remove it";
   std::cout << "[ conform  ] " << cases << " op x dtype x backend cases\n";
 }
 

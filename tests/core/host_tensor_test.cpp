@@ -158,3 +158,41 @@ TEST(HostTensorTest, ScalarHasRankZero) {
 
 }  // namespace
 }  // namespace kiln
+
+namespace kiln {
+namespace {
+
+TEST(HostTensorStringTest, HoldsStringsThatCloneReshapeAndSliceAsObjects) {
+  HostTensor t = HostTensor::from_vector<std::string>({2, 2}, {"a", "bb", std::string(100, 'c'), ""});
+  EXPECT_EQ(t.shape().to_string(), "string[2,2]");
+  HostTensor c = t.clone();
+  c.data<std::string>()[0] = "changed";
+  EXPECT_EQ(t.data<std::string>()[0], "a");  // a deep copy of the objects
+  EXPECT_EQ(t.slice_rows(1, 2).to_vector<std::string>(), (std::vector<std::string>{std::string(100, 'c'), ""}));
+  EXPECT_EQ(t.reshape({4}).to_vector<std::string>()[1], "bb");
+  HostTensor row = t.view_at(Shape(DType::kString, {2}), 2 * static_cast<int64_t>(size_of(DType::kString)));
+  EXPECT_EQ(row.data<std::string>()[0], std::string(100, 'c'));
+  HostTensor empty(Shape(DType::kString, {3}));
+  EXPECT_EQ(empty.to_vector<std::string>(), (std::vector<std::string>{"", "", ""}));
+  HostTensor dst(Shape(DType::kString, {6}));
+  dst.copy_elements_from(t, 1);
+  EXPECT_EQ(dst.to_vector<std::string>(), (std::vector<std::string>{"", "a", "bb", std::string(100, 'c'), "", ""}));
+}
+
+TEST(HostTensorStringTest, AStringTensorWhereNumbersAreExpectedIsADTypeError) {
+  HostTensor t = HostTensor::from_vector<std::string>({2}, {"a", "b"});
+  KILN_EXPECT_ERROR(t.raw_data(), DTypeError, "a string tensor (string[2]) where a numeric one is expected");
+  KILN_EXPECT_ERROR(t.data<float>(), DTypeError, "requested f32 elements of a string[2]");
+  KILN_EXPECT_ERROR(t.astype(DType::kF32), DTypeError, "strings and numbers do not convert");
+  KILN_EXPECT_ERROR(HostTensor::from_vector<float>({2}, {1, 2}).astype(DType::kString), DTypeError,
+                    "cannot convert f32[2] to string");
+  KILN_EXPECT_ERROR(t.view_at(Shape(DType::kF32, {2}), 0), DTypeError, "strings and numbers do not share bytes");
+  float storage[2] = {};
+  KILN_EXPECT_ERROR(HostTensor::view(Shape(DType::kString, {1}), storage), DTypeError, "over raw memory");
+  KILN_EXPECT_ERROR(promote(DType::kString, DType::kF32), DTypeError, "strings do not mix with numbers");
+  EXPECT_EQ(parse_dtype("string"), DType::kString);
+  EXPECT_FALSE(is_numeric(DType::kString));
+}
+
+}  // namespace
+}  // namespace kiln

@@ -180,6 +180,7 @@ class IndexEmitter {
       case DType::kI32: case DType::kI64: return raw;
       case DType::kU8: return b_.CreateZExt(raw, b_.getInt32Ty());
       case DType::kBool: return b_.CreateZExt(b_.CreateICmpNE(raw, llvm::ConstantInt::get(raw->getType(), 0)), b_.getInt32Ty());
+      case DType::kString: break;  // refused by Computation::add
     }
     KILN_CHECK(false, "unknown dtype");
     return nullptr;
@@ -269,8 +270,14 @@ std::optional<IndexKernelUnit> IndexKernelUnit::of(const ir::Instruction& inst, 
       return dynamic_slice(std::move(name), t, x, inst.shape().dims(), std::move(starts));
     case ir::Opcode::kDynamicUpdateSlice:
       return dynamic_update_slice(std::move(name), t, x, inst.operand(1)->shape().dims(), std::move(starts));
-    default: return std::nullopt;
+#define KILN_SKIP_Shape
+#define KILN_SKIP_Index
+#include "kiln/ir/opcode_cases.inc"
+    case ir::Opcode::kBroadcastInDim: case ir::Opcode::kReshape: case ir::Opcode::kTranspose:
+    case ir::Opcode::kSlice:
+      return std::nullopt;
   }
+  return std::nullopt;
 }
 
 IndexKernelUnit IndexKernelUnit::pad(std::string name, DType dtype, Dims dims, Dims low, Dims high, uint64_t fill) {

@@ -113,9 +113,14 @@ class StageBuilder {
         *load = inner;
         return true;
       }
-      default:
+      // Computed values: a stage of their own, not a view.
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Shape
+#include "kiln/ir/opcode_cases.inc"
+      case Opcode::kIota: case Opcode::kConcatenate: case Opcode::kPad:
         return false;
     }
+    return false;
   }
 
   int new_register(LoopStage& st) { return st.num_registers++; }
@@ -337,6 +342,7 @@ class StageBuilder {
         case DType::kF32: *op = LoopOp::kRoundF32; return true;
         case DType::kF64: *op = LoopOp::kCopy; return true;
         case DType::kI32: case DType::kI64: case DType::kU8: *op = LoopOp::kTrunc; return true;
+        case DType::kString: return false;  // refused by Computation::add
       }
       return false;
     }

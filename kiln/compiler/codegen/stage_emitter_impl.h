@@ -77,6 +77,7 @@ class StageEmitter {
       case DType::kI32: return Type::getInt32Ty(c);
       case DType::kI64: return Type::getInt64Ty(c);
       case DType::kU8: case DType::kBool: return Type::getInt8Ty(c);
+      case DType::kString: break;  // refused by Computation::add
     }
     KILN_CHECK(false, "unknown dtype");
     return nullptr;
@@ -226,6 +227,7 @@ class StageEmitter {
       case DType::kI32: case DType::kI64: return b_.CreateSIToFP(raw, r);
       case DType::kU8: return b_.CreateUIToFP(raw, r);
       case DType::kBool: return b_.CreateUIToFP(b_.CreateICmpNE(raw, llvm::Constant::getNullValue(raw->getType())), r);
+      case DType::kString: break;  // refused by Computation::add
     }
     return nullptr;
   }
@@ -242,6 +244,7 @@ class StageEmitter {
       // As GCC converts to uint8_t: through int32, then the low byte.
       case DType::kU8: m = b_.CreateTrunc(b_.CreateFPToSI(v, int_vec(32, w)), int_vec(8, w)); break;
       case DType::kBool: m = b_.CreateZExt(b_.CreateFCmpUNE(v, fconst(0, w)), int_vec(8, w)); break;
+      case DType::kString: KILN_CHECK(false, "a string value in a loop kernel"); break;
     }
     b_.CreateAlignedStore(m, b_.CreateGEP(mem_type(dt), out, index), llvm::Align(size_of(dt)));
   }

@@ -20,9 +20,18 @@ bool never_folded(Opcode op) {
     case Opcode::kAllReduce: case Opcode::kFusion: case Opcode::kBroadcastInDim:
     case Opcode::kWhile: case Opcode::kConditional: case Opcode::kGetTupleElement:
       return true;
-    default:
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Random
+#define KILN_SKIP_Collective
+#define KILN_SKIP_Fusion
+#define KILN_SKIP_Control
+#define KILN_SKIP_Shape
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice: case Opcode::kConcatenate:
+    case Opcode::kPad:
       return false;
   }
+  return false;
 }
 
 // The scalar constant behind a splat operand: a rank-0 constant, or a broadcast of one.

@@ -16,11 +16,20 @@ namespace {
 
 bool is_commutative(const Instruction& x) {
   switch (x.opcode()) {
-    case Opcode::kAdd: case Opcode::kMul: case Opcode::kMax: case Opcode::kMin: return true;
+#include "kiln/ir/elementwise_cases.inc"
+      // Of the table's rows: add, mul, max and min.
+      return x.opcode() == Opcode::kAdd || x.opcode() == Opcode::kMul || x.opcode() == Opcode::kMax ||
+             x.opcode() == Opcode::kMin;
     case Opcode::kCompare:
       return x.attrs().comparison == ir::Comparison::kEq || x.attrs().comparison == ir::Comparison::kNe;
-    default: return false;
+#define KILN_SKIP_Unary
+#define KILN_SKIP_Binary
+#define KILN_SKIP_Compare
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kConvert:
+      return false;
   }
+  return false;
 }
 
 bool same_operands(const Instruction& a, const Instruction& b) {

@@ -41,8 +41,17 @@ bool is_cheap_to_duplicate(const Instruction& inst) {
     // gradient, written and read again by the optimizer update.
     case Opcode::kConvert: return true;
     case Opcode::kConstant: return inst.shape().is_scalar();
-    default: return false;
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Shape
+#define KILN_SKIP_Unary
+#define KILN_SKIP_Binary
+#include "kiln/ir/opcode_cases.inc"
+#include "kiln/ir/elementwise_cases.inc"
+    case Opcode::kParameter: case Opcode::kReshape: case Opcode::kTranspose: case Opcode::kSlice:
+    case Opcode::kConcatenate: case Opcode::kPad:
+      return false;
   }
+  return false;
 }
 
 bool is_loop_fusible(const Instruction& inst) {

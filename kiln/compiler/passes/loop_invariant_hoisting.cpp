@@ -21,9 +21,14 @@ bool movable(Opcode op) {
     case Opcode::kParameter: case Opcode::kConstant: case Opcode::kAllReduce: case Opcode::kWhile:
     case Opcode::kConditional: case Opcode::kGetTupleElement:
       return false;
-    default:
+#define KILN_SKIP_Leaf
+#define KILN_SKIP_Collective
+#define KILN_SKIP_Control
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kIota:
       return true;
   }
+  return true;
 }
 
 // Hoists out of one while; returns the replacement while, or nullptr when nothing moved.

@@ -2,6 +2,7 @@
 #include "kiln/compiler/passes/output_fusion.h"
 
 #include <algorithm>
+#include <utility>
 #include <vector>
 
 #include "kiln/compiler/passes/fusion_builder.h"
@@ -31,26 +32,34 @@ struct ActivationMatch {
   std::vector<Instruction*> members;  // the activation's instructions, zeros included
 };
 
+// The unary rows of the elementwise table that are an epilogue activation of their own.
+constexpr std::pair<Opcode, EpilogueActivation> kUnaryActivations[] = {
+    {Opcode::kTanh, EpilogueActivation::kTanh}, {Opcode::kLogistic, EpilogueActivation::kLogistic},
+    {Opcode::kExp, EpilogueActivation::kExp},   {Opcode::kLog, EpilogueActivation::kLog},
+    {Opcode::kSqrt, EpilogueActivation::kSqrt}, {Opcode::kAbs, EpilogueActivation::kAbs},
+};
+
+// An activation that is a row of the elementwise table: one of kUnaryActivations, or relu
+// as max(x, 0) or max(0, x).
+std::optional<ActivationMatch> match_row_activation(const Instruction& a) {
+  auto* self = const_cast<Instruction*>(&a);
+  for (const auto& [op, activation] : kUnaryActivations)
+    if (a.opcode() == op) return ActivationMatch{activation, a.operand(0), {self}};
+  if (a.opcode() != Opcode::kMax) return std::nullopt;
+  for (size_t z = 0; z < 2; ++z) {
+    if (!is_splat(*a.operand(z), 0)) continue;
+    ActivationMatch m{EpilogueActivation::kRelu, a.operand(1 - z), {self}};
+    add_zero(a.operand(z), m.members);
+    return m;
+  }
+  return std::nullopt;
+}
+
 // Recognizes an activation whose root is `a`.
 std::optional<ActivationMatch> match_activation(const Instruction& a) {
-  auto* self = const_cast<Instruction*>(&a);
   switch (a.opcode()) {
-    case Opcode::kTanh: return ActivationMatch{EpilogueActivation::kTanh, a.operand(0), {self}};
-    case Opcode::kLogistic: return ActivationMatch{EpilogueActivation::kLogistic, a.operand(0), {self}};
-    case Opcode::kExp: return ActivationMatch{EpilogueActivation::kExp, a.operand(0), {self}};
-    case Opcode::kLog: return ActivationMatch{EpilogueActivation::kLog, a.operand(0), {self}};
-    case Opcode::kSqrt: return ActivationMatch{EpilogueActivation::kSqrt, a.operand(0), {self}};
-    case Opcode::kAbs: return ActivationMatch{EpilogueActivation::kAbs, a.operand(0), {self}};
-    case Opcode::kMax: {
-      // max(x, 0) or max(0, x)
-      for (size_t z = 0; z < 2; ++z) {
-        if (!is_splat(*a.operand(z), 0)) continue;
-        ActivationMatch m{EpilogueActivation::kRelu, a.operand(1 - z), {self}};
-        add_zero(a.operand(z), m.members);
-        return m;
-      }
-      return std::nullopt;
-    }
+#include "kiln/ir/elementwise_cases.inc"
+      return match_row_activation(a);
     case Opcode::kSelect: {
       // select(x > 0, x, 0)
       const Instruction* cmp = a.operand(0);
@@ -58,13 +67,19 @@ std::optional<ActivationMatch> match_activation(const Instruction& a) {
       if (cmp->opcode() != Opcode::kCompare || cmp->attrs().comparison != ir::Comparison::kGt ||
           cmp->operand(0) != x || !is_splat(*cmp->operand(1), 0) || !is_splat(*a.operand(2), 0))
         return std::nullopt;
-      ActivationMatch m{EpilogueActivation::kRelu, x, {self, const_cast<Instruction*>(cmp)}};
+      ActivationMatch m{EpilogueActivation::kRelu, x, {const_cast<Instruction*>(&a), const_cast<Instruction*>(cmp)}};
       add_zero(cmp->operand(1), m.members);
       add_zero(a.operand(2), m.members);
       return m;
     }
-    default: return std::nullopt;
+#define KILN_SKIP_Unary
+#define KILN_SKIP_Binary
+#define KILN_SKIP_Select
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kConvert:
+      return std::nullopt;
   }
+  return std::nullopt;
 }
 
 // The rank-1 bias of add(x, broadcast(bias)) (either order) along x's last dim, or nullptr.

@@ -165,7 +165,8 @@ const char* descr_of(DType t) {
     case DType::kU8: return "|u1";
     case DType::kBool: return "|b1";
     case DType::kBF16:
-    case DType::kF16: break;
+    case DType::kF16:
+    case DType::kString: break;
   }
   return nullptr;
 }

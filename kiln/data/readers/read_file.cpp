@@ -54,9 +54,10 @@ HostTensor read_file(const std::string& path) {
 }
 
 HostTensor read_file(const HostTensor& filename) {
-  if (filename.dtype() != DType::kU8 || filename.rank() != 1)
-    KILN_THROW(DTypeError, "[read_file] expected a file name as a u8[n] string tensor, received ", filename.shape(),
-               ". Hint: string_tensor(\"path\") makes one; list_files yields them.");
+  const bool string_scalar = filename.is_string() && filename.rank() == 0;
+  if (!string_scalar && (filename.dtype() != DType::kU8 || filename.rank() != 1))
+    KILN_THROW(DTypeError, "[read_file] expected a file name as a string[] or u8[n] tensor, received ",
+               filename.shape(), ". Hint: string_tensor(\"path\") makes one; list_files yields them.");
   return read_file(tensor_string(filename));
 }
 

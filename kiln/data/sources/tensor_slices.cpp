@@ -87,6 +87,10 @@ class TensorSlicesIterator : public IteratorBase, public RowIndexSource {
   void refresh_handles() {
     handles_.clear();
     for (const HostTensor& c : node_.components()) {
+      if (c.is_string()) {  // no raw bytes to hand out; the rows share its count
+        handles_.push_back(c);
+        continue;
+      }
       auto* data = static_cast<std::byte*>(const_cast<void*>(c.raw_data()));
       handles_.push_back(HostTensor::from_storage(c.shape(), std::shared_ptr<std::byte>(data, [keep = c](std::byte*) {})));
     }

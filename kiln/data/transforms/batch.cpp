@@ -55,7 +55,9 @@ Element BatchAssembler::allocate(std::span<const HostTensor> first, int64_t batc
   for (const HostTensor& c : first) {
     Dims dims{batch_size};
     dims.insert(dims.end(), c.dims().begin(), c.dims().end());
-    batch.push_back(pool_->acquire(Shape(c.dtype(), std::move(dims))));
+    Shape shape(c.dtype(), std::move(dims));
+    // Strings are objects, not bytes a pool can recycle.
+    batch.push_back(c.is_string() ? HostTensor(std::move(shape)) : pool_->acquire(std::move(shape)));
   }
   return batch;
 }
@@ -70,6 +72,10 @@ void BatchAssembler::copy_row(std::span<const HostTensor> first, std::span<const
       KILN_THROW(DataError, "[", stage_, "] element ", row, " of a batch has component ", c, " of shape ",
                  e[c].shape(), ", but element 0 has ", first[c].shape(),
                  ". Hint: batch needs equal shapes; resize or pad them in a map() first.");
+    if (e[c].is_string()) {
+      batch[c].copy_elements_from(e[c], row * e[c].num_elements());
+      continue;
+    }
     const int64_t bytes = e[c].byte_size();
     if (bytes > 0)
       std::memcpy(static_cast<std::byte*>(batch[c].raw_data()) + row * bytes, e[c].raw_data(),
@@ -80,6 +86,7 @@ void BatchAssembler::copy_row(std::span<const HostTensor> first, std::span<const
 void BatchAssembler::prefetch_destination(const Element& batch, int64_t r) {
   for (const HostTensor& c : batch) {
     if (r >= c.dims()[0]) return;
+    if (c.is_string()) continue;
     const int64_t bytes = c.byte_size() / c.dims()[0];
     prefetch_bytes(static_cast<const std::byte*>(c.raw_data()) + r * bytes, static_cast<size_t>(bytes),
                    /*for_write=*/true);
@@ -89,7 +96,7 @@ void BatchAssembler::prefetch_destination(const Element& batch, int64_t r) {
 void BatchAssembler::prefetch_source(std::span<const HostTensor> row) {
   for (const HostTensor& c : row) {
     prefetch_bytes(c.dims().data(), c.dims().size() * sizeof(int64_t));  // for the shape check
-    if (c.defined()) prefetch_bytes(c.raw_data(), static_cast<size_t>(c.byte_size()));
+    if (c.defined() && !c.is_string()) prefetch_bytes(c.raw_data(), static_cast<size_t>(c.byte_size()));
   }
 }
 

@@ -30,6 +30,8 @@
 #include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/category_encoding.h"
 #include "kiln/keras/layers/hashing.h"
+#include "kiln/keras/layers/lookup_layers.h"
+#include "kiln/keras/layers/text_vectorization.h"
 #include "kiln/keras/layers/image_preprocessing.h"
 #include "kiln/keras/layers/normalization.h"
 #include "kiln/keras/layers/random_affine_layers.h"
@@ -107,6 +109,9 @@ constexpr Registered kRegistry[] = {
     {"CenterCrop", &build<CenterCrop>},
     {"Discretization", &build<Discretization>},
     {"Hashing", &build<Hashing>},
+    {"StringLookup", &build<StringLookup>},
+    {"IntegerLookup", &build<IntegerLookup>},
+    {"TextVectorization", &build<TextVectorization>},
     {"Normalization", &build<Normalization>},
     {"RandomBrightness", &build<RandomBrightness>},
     {"RandomContrast", &build<RandomContrast>},
@@ -141,7 +146,10 @@ LayerHandle layer_from_config(const std::string& class_name, const std::string& 
     const nlohmann::json j = internal::parse(config_json, "layer_from_config");
     // Discretization's and Hashing's "int64" is their output dtype, not a policy.
     const bool int_output = class_name == "Discretization" || class_name == "Hashing";
-    if (j.contains("dtype") && !(int_output && internal::names_integer_dtype(config_json)))
+    // The lookup layers compute on the host in int64 and f32 whatever their policy says.
+    const bool host_lookup =
+        class_name == "StringLookup" || class_name == "IntegerLookup" || class_name == "TextVectorization";
+    if (j.contains("dtype") && !host_lookup && !(int_output && internal::names_integer_dtype(config_json)))
       layer->set_dtype_policy(internal::policy_from_json(j["dtype"], layer->name()));
   }
   return layer;

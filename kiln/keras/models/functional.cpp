@@ -38,6 +38,7 @@ std::string keras_dtype_name(DType t) {
     case DType::kI64: return "int64";
     case DType::kU8: return "uint8";
     case DType::kBool: return "bool";
+    case DType::kString: return "string";
   }
   return "float32";
 }

@@ -60,13 +60,27 @@ std::string batch_dims_text(const Dims& dims) {
 
 }  // namespace
 
+std::vector<const HostLayer*> Sequential::host_layers() const {
+  std::vector<const HostLayer*> out;
+  for (const LayerHandle& l : layers_) {
+    const auto* host = dynamic_cast<const HostLayer*>(&*l);
+    if (host == nullptr) break;
+    out.push_back(host);
+  }
+  return out;
+}
+
 Tensor Sequential::call(const Tensor& x, bool training) {
   if (layers_.empty())
     KILN_THROW(ValueError, "[", name_, "] the model has no layers. Hint: model.add(Dense(10)).");
   const Dims example(x.dims().begin() + 1, x.dims().end());
   if (!built()) input_shape_ = example;
-  const bool fits = example.size() == input_shape_.size() &&
-                    std::equal(example.begin(), example.end(), input_shape_.begin(),
+  // A traced call starts after the host layers, which fit, evaluate and predict ran already.
+  const size_t first = x.is_symbolic() ? host_layers().size() : 0;
+  Dims expected = input_shape_;
+  for (size_t i = 0; i < first; ++i) expected = layers_[i]->compute_output_shape(expected);
+  const bool fits = example.size() == expected.size() &&
+                    std::equal(example.begin(), example.end(), expected.begin(),
                                [](int64_t got, int64_t want) { return want == kNoneDim || want == got; });
   if (!fits && !warned_input_shape_) {
     // Keras warns and runs the layers on what it is given (the seed's Flatten((28, 28)) gets
@@ -80,7 +94,8 @@ Tensor Sequential::call(const Tensor& x, bool training) {
   // compute_mask passes it on, and a recurrent layer reads it (and drops it unless it
   // returns sequences).
   Tensor h = x, mask;
-  for (LayerHandle& l : layers_) {
+  for (size_t i = first; i < layers_.size(); ++i) {
+    Layer* l = &*layers_[i];
     Tensor next = l->call_with_mask(h, mask, training);
     mask = l->compute_mask(h, mask);
     h = next;

@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/models/model.h"
 
 namespace kiln::keras {
@@ -18,6 +19,10 @@ class Sequential : public Model {
   /// Appends a layer, naming it uniquely within the model (dense, dense_1, ...) unless it has
   /// a name. An InputLayer only declares the input shape.
   void add(LayerHandle layer);
+  /// The leading layers that run on the host (StringLookup, IntegerLookup, TextVectorization):
+  /// fit, evaluate and predict apply them to each batch as a map over the input pipeline, and
+  /// a traced call (the compiled steps) starts after them.
+  std::vector<const HostLayer*> host_layers() const;
   /// Builds every layer for per-example input dims (batch excluded).
   void build(const Dims& input_shape);
   bool built() const { return !input_shape_.empty(); }

@@ -129,6 +129,15 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"Discretization", {"bin_boundaries", "num_bins", "epsilon", "output_mode", "sparse"}},
       {"CategoryEncoding", {"num_tokens", "output_mode", "sparse"}},
       {"Hashing", {"num_bins", "salt", "mask_value", "output_mode", "sparse"}},
+      {"StringLookup", {"invert", "max_tokens", "num_oov_indices", "oov_token", "mask_token", "output_mode", "sparse",
+                        "pad_to_max_tokens", "vocabulary_dtype", "idf_weights", "vocabulary", "vocabulary_size",
+                        "encoding", "oov_method"}},
+      {"IntegerLookup", {"invert", "max_tokens", "num_oov_indices", "oov_token", "mask_token", "output_mode", "sparse",
+                         "pad_to_max_tokens", "vocabulary_dtype", "idf_weights", "vocabulary", "vocabulary_size",
+                         "oov_method"}},
+      {"TextVectorization", {"max_tokens", "standardize", "split", "ngrams", "output_mode", "output_sequence_length",
+                             "pad_to_max_tokens", "sparse", "ragged", "vocabulary", "idf_weights", "encoding",
+                             "vocabulary_size"}},
   };
   return kKeys;
 }

@@ -17,6 +17,7 @@
 #include "kiln/io/hdf5_file.h"
 #include "kiln/io/scratch_file.h"
 #include "kiln/io/zip_archive.h"
+#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/layers/wrappers.h"
 #include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/optimizers/nadam.h"
@@ -135,6 +136,28 @@ void stored_layers(const Model& model, const std::string& prefix, std::vector<St
   }
 }
 
+// Where Keras 3 keeps a host layer's state (IndexLookup's save_own_variables and save_assets):
+// its own path, and for TextVectorization also its StringLookup, the `_lookup_layer` attribute
+// _save_state walks into (TextVectorization delegates to it, so both hold the same).
+std::vector<std::string> host_state_paths(const Layer& layer, const std::string& path) {
+  if (layer.class_name() == "TextVectorization") return {path, path + "/_lookup_layer"};
+  return {path};
+}
+
+// A tf_idf layer's "idf_weights" entry beside its (no) numbered variables.
+void write_idf_weights(Hdf5Group& root, const StoredLayer& entry) {
+  const auto* host = dynamic_cast<const HostLayer*>(entry.layer);
+  if (host == nullptr) return;
+  const std::vector<float> idf = host->saved_idf_weights();
+  const std::vector<std::string> paths = host_state_paths(*entry.layer, entry.path);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    if (i > 0) write_vars(root, paths[i], "string_lookup", {});
+    if (!idf.empty())
+      root.open_group(paths[i] + "/vars")
+          .write_dataset("idf_weights", HostTensor::from_vector<float>({static_cast<int64_t>(idf.size())}, idf));
+  }
+}
+
 // _save_state's walk for Sequential and Functional models: the layers (a layer's own vars,
 // then its sublayers'), the model's own (empty) vars, then the optimizer.
 void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer) {
@@ -145,6 +168,7 @@ void write_weights(Hdf5Group& root, const Model& model, bool with_optimizer) {
     const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
     const bool own = sublayers.empty() && !entry.nested_model;
     write_vars(root, entry.path, layer.name(), own ? internal::saved_weights(layer) : std::vector<Variable>{});
+    write_idf_weights(root, entry);
     for (const Sublayer& s : sublayers) write_vars(root, entry.path + "/" + s.attributes[0], s.name, s.vars);
   }
   write_vars(root, "", model.name(), {});
@@ -212,7 +236,8 @@ bool find_vars(const Hdf5Group& root, std::string path, std::string* found) {
 // The datasets "0".."n-1" of a vars group (h5py lists them by name: "10" before "2").
 std::vector<HostTensor> read_vars(const Hdf5Group& root, const std::string& vars, const std::string& file) {
   Hdf5Group g = root.open_group(vars);
-  const std::vector<std::string> children = g.children();
+  std::vector<std::string> children = g.children();
+  std::erase(children, "idf_weights");  // a lookup layer's named entry (read_host_state)
   std::vector<HostTensor> out;
   for (size_t i = 0; i < children.size(); ++i) {
     if (!g.has_dataset(std::to_string(i)))
@@ -256,6 +281,11 @@ void read_weights(const Hdf5Group& root, Model& model, const std::string& file) 
     const Layer& layer = *entry.layer;
     const std::string owner = str_cat("layer '", layer.name(), "' (", layer.class_name(), ")");
     if (entry.nested_model) continue;  // its own vars are empty; its layers follow
+    if (const auto* host = dynamic_cast<const HostLayer*>(&layer)) {
+      std::string group;
+      if (find_vars(root, entry.path, &group) && root.open_group(group).has_dataset("idf_weights"))
+        const_cast<HostLayer*>(host)->load_idf_weights(root.open_group(group).read_dataset("idf_weights").to_vector<float>());
+    }
     const std::vector<Sublayer> sublayers = keras3_sublayers(layer);
     if (sublayers.empty()) {
       read_group({entry.path}, internal::saved_weights(layer), owner);
@@ -355,6 +385,14 @@ void save_model_keras(const Model& model, const std::string& path, SaveOptions o
   members.push_back({kKerasWeightsMember, h5_bytes(path, [&](Hdf5Group& root) {
                        write_weights(root, model, with_optimizer);
                      })});
+  // Keras 3's assets: an adapted vocabulary at assets/<layer path>/vocabulary.txt.
+  std::vector<StoredLayer> layers;
+  stored_layers(model, "", layers);
+  for (const StoredLayer& entry : layers)
+    if (const auto* host = dynamic_cast<const HostLayer*>(entry.layer))
+      if (const std::optional<std::string> vocabulary = host->vocabulary_asset())
+        for (const std::string& p : host_state_paths(*entry.layer, entry.path))
+          members.push_back({"assets/" + p + "/vocabulary.txt", *vocabulary});
   io::write_zip_atomically(path, members);
 }
 
@@ -392,6 +430,14 @@ std::unique_ptr<Model> load_model_keras(const std::string& path, const LoadOptio
       read_optimizer(root, *model, weights_where);
     }
   });
+  // After the weights: a tf_idf vocabulary takes the idf weights read there.
+  std::vector<StoredLayer> layers;
+  stored_layers(*model, "", layers);
+  for (const StoredLayer& entry : layers) {
+    const auto* host = dynamic_cast<const HostLayer*>(entry.layer);
+    const std::string member = "assets/" + entry.path + "/vocabulary.txt";
+    if (host != nullptr && zip.contains(member)) const_cast<HostLayer*>(host)->load_vocabulary_asset(zip.read(member));
+  }
   return model;
 }
 

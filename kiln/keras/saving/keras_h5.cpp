@@ -10,6 +10,9 @@
 #include "kiln/core/logging.h"
 #include "kiln/io/atomic_file.h"
 #include "kiln/io/hdf5_file.h"
+#include <nlohmann/json.hpp>
+
+#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/saving/keras3_config_impl.h"
 #include "kiln/keras/saving/saving_impl.h"
@@ -293,6 +296,25 @@ void read_optimizer_weights(const Hdf5Group& root, Model& model, const std::stri
                 ". The model's ", optimizer.class_name(), " optimizer starts fresh, as Keras does."));
 }
 
+// The model config with each host layer's vocabulary (and idf weights) written into its
+// config: an .h5 file has no assets, and Keras reads such a config as a given vocabulary.
+std::string model_config_with_vocabularies(const Model& model) {
+  std::string text = model.to_json();
+  nlohmann::json j = nlohmann::json::parse(text);
+  if (!j.contains("config") || !j["config"].is_object() || !j["config"].contains("layers")) return text;
+  for (nlohmann::json& entry : j["config"]["layers"]) {
+    nlohmann::json& config = entry["config"];
+    for (const LayerHandle& layer : model.layers()) {
+      const auto* host = dynamic_cast<const HostLayer*>(&*layer);
+      if (host == nullptr || layer->name() != config.value("name", "")) continue;
+      nlohmann::json with = nlohmann::json::parse(host->get_config_with_vocabulary());
+      if (config.contains("batch_input_shape")) with["batch_input_shape"] = config["batch_input_shape"];
+      config = std::move(with);
+    }
+  }
+  return j.dump();
+}
+
 std::string keras_version_of(const Hdf5Group& root) {
   return root.has_attribute("keras_version") ? root.read_string_attribute("keras_version") : "";
 }
@@ -303,7 +325,7 @@ void save_model_h5(const Model& model, const std::string& path, SaveOptions opti
   write_h5_atomically(path, [&](Hdf5Group& root) {
     root.write_string_attribute("keras_version", kKerasVersion, kStrKind);
     root.write_string_attribute("backend", kBackend, kStrKind);
-    root.write_string_attribute("model_config", model.to_json(), kBytesKind);
+    root.write_string_attribute("model_config", model_config_with_vocabularies(model), kBytesKind);
     const bool with_optimizer = options.include_optimizer && model.is_compiled();
     if (with_optimizer)
       root.write_string_attribute("training_config", training_config_json(model.compile_options()), kBytesKind);

@@ -6,6 +6,7 @@
 #include <algorithm>
 
 #include "kiln/core/check.h"
+#include "kiln/keras/models/sequential.h"
 #include "kiln/keras/trainer/class_weight.h"
 
 namespace kiln::keras {
@@ -192,6 +193,20 @@ std::vector<HostTensor> DataAdapter::predict_args(const data::Element& element) 
     KILN_THROW(DataError, "[", model_.name(), "] predict expected elements with ", model_.num_inputs(),
                " input(s), received ", element.shapes_string(), ".");
   return {element.begin(), element.begin() + static_cast<std::ptrdiff_t>(model_.num_inputs())};
+}
+
+data::Dataset with_host_layers(const Model& model, data::Dataset dataset) {
+  const auto* sequential = dynamic_cast<const Sequential*>(&model);
+  if (sequential == nullptr) return dataset;
+  std::vector<const HostLayer*> layers = sequential->host_layers();
+  if (layers.empty()) return dataset;
+  // The layers' tables are shared with the model's copies, so a later adapt shows here too.
+  data::MapFn apply = [layers](data::Element e) {
+    for (const HostLayer* l : layers) e[0] = l->host_call(e[0]);
+    return e;
+  };
+  return dataset.map(std::move(apply), {.num_parallel_calls = data::kAutotune, .stateless = true,
+                                        .name = model.name() + " host layers"});
 }
 
 }  // namespace kiln::keras

@@ -63,4 +63,9 @@ class DataAdapter {
   const Model& model_;
 };
 
+/// `dataset` with the model's leading host layers (Sequential::host_layers) applied to each
+/// element's first component (the input batch) by a parallel map; `dataset` itself when there
+/// are none. fit, evaluate and predict run their steps on this.
+data::Dataset with_host_layers(const Model& model, data::Dataset dataset);
+
 }  // namespace kiln::keras

@@ -85,6 +85,7 @@ void Trainer::check_compiled(const char* where) const {
 
 History Trainer::fit(AdaptedInput<FitOptions> input) {
   Model& model = *model_;
+  input.dataset = with_host_layers(model, std::move(input.dataset));
   const data::Dataset& given = input.dataset;
   FitOptions& options = input.options;
   check_compiled("fit");
@@ -215,7 +216,7 @@ History Trainer::fit(AdaptedInput<FitOptions> input) {
         epoch_stats_.train_seconds > 0 ? (it.stats().consumer_wait_seconds - wait_before) / epoch_stats_.train_seconds : 0;
     epoch_logs = step_logs;
     if (options.validation_data) {
-      Logs val = run_test_loop(*options.validation_data, options.validation_steps, &callbacks);
+      Logs val = run_test_loop(with_host_layers(model, *options.validation_data), options.validation_steps, &callbacks);
       for (const auto& [key, value] : val) epoch_logs.set("val_" + key, value);
     }
     callbacks.call(&Callback::on_epoch_end, epoch, epoch_logs);
@@ -227,6 +228,7 @@ History Trainer::fit(AdaptedInput<FitOptions> input) {
 
 Logs Trainer::evaluate(AdaptedInput<EvaluateOptions> input) {
   Model& model = *model_;
+  input.dataset = with_host_layers(model, std::move(input.dataset));
   const EvaluateOptions& options = input.options;
   check_compiled("evaluate");
   if (!options.sample_weight.empty())
@@ -289,6 +291,7 @@ std::vector<HostTensor> concat_outputs(const std::vector<std::vector<HostTensor>
 }  // namespace
 
 std::vector<HostTensor> Trainer::predict(AdaptedInput<PredictOptions> input) {
+  input.dataset = with_host_layers(*model_, std::move(input.dataset));
   const PredictOptions& options = input.options;
   Function& predict = predict_function(options.batch_invariant);
   std::vector<std::vector<HostTensor>> parts;

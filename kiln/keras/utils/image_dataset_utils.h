@@ -3,16 +3,13 @@
 #pragma once
 
 #include <array>
-#include <cstddef>
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <vector>
 
 #include "kiln/data/dataset.h"
-#include "kiln/keras/utils/dataset_utils.h"
+#include "kiln/keras/utils/directory_dataset.h"
 
 namespace kiln::keras::utils {
 
@@ -58,44 +55,6 @@ struct ImageDatasetOptions {
   bool verbose = true;
 };
 
-/// What image_dataset_from_directory returns: a Dataset with Keras's class_names and
-/// file_paths. With subset "both" it also holds the validation dataset and unpacks as Keras's
-/// pair does: `auto [train_ds, val_ds] = image_dataset_from_directory(dir, {...})`.
-class DirectoryDataset : public data::Dataset {
- public:
-  DirectoryDataset(data::Dataset dataset, std::vector<std::string> names,
-                   std::vector<std::string> paths)
-      : data::Dataset(std::move(dataset)), class_names(std::move(names)), file_paths(std::move(paths)) {}
-
-  /// The class of each label value (the subfolders, or a labels list's distinct values as text).
-  std::vector<std::string> class_names;
-  /// The files, in the dataset's order before the per-epoch shuffle.
-  std::vector<std::string> file_paths;
-
-  /// For subset "both": 0 is the training dataset, 1 the validation one. ValueError otherwise.
-  template <size_t I>
-  DirectoryDataset get() const {
-    static_assert(I < 2);
-    if constexpr (I == 0) {
-      require_pair();
-      DirectoryDataset training = *this;
-      training.validation_.reset();
-      return training;
-    } else {
-      require_pair();
-      return *validation_;
-    }
-  }
-  /// Attaches the validation dataset (subset "both").
-  void set_validation(DirectoryDataset validation) {
-    validation_ = std::make_shared<DirectoryDataset>(std::move(validation));
-  }
-
- private:
-  void require_pair() const;
-  std::shared_ptr<const DirectoryDataset> validation_;
-};
-
 /// keras.utils.image_dataset_from_directory: the image files under `directory` (with labels
 /// "inferred", one subfolder per class, walked to any depth; files of kImageFormats only),
 /// shuffled with the seed and split as Keras does, then read, decoded to `color_mode`'s
@@ -107,11 +66,3 @@ DirectoryDataset image_dataset_from_directory(const std::string& directory,
                                               const ImageDatasetOptions& options = {});
 
 }  // namespace kiln::keras::utils
-
-// Structured bindings over subset "both"'s result: auto [train, val] = ...
-template <>
-struct std::tuple_size<kiln::keras::utils::DirectoryDataset> : std::integral_constant<size_t, 2> {};
-template <size_t I>
-struct std::tuple_element<I, kiln::keras::utils::DirectoryDataset> {
-  using type = kiln::keras::utils::DirectoryDataset;
-};

@@ -139,8 +139,9 @@ class CpuBackend : public runtime::Backend {
       if (fallbacks_[f.op]++ > 0) continue;
       log(LogLevel::kWarning,
           str_cat("[cpu] no fast kernel for ", f.op, ": ", f.instruction,
-                  " runs on the reference evaluator (correct, but slow). Further ", f.op,
-                  " fallbacks are not reported; KILN_LOG=3 lists each."));
+                  " runs on the reference evaluator (correct, but slow)",
+                  f.listed ? "" : "; runtime/cpu/reference_fallbacks.cpp does not list it, so its kernel refused it",
+                  ". Further ", f.op, " fallbacks are not reported; KILN_LOG=3 lists each."));
     }
   }
 

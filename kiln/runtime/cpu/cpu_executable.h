@@ -36,11 +36,13 @@ struct Step {
   int64_t flops = 0;
 };
 
-/// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks)
-/// and the instruction it runs, described for the warning.
+/// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks),
+/// the instruction it runs, described for the warning, and whether reference_fallbacks.h
+/// lists its op and dtype (false: a kernel refused it where none is listed as missing).
 struct ReferenceFallback {
   std::string op;
   std::string instruction;
+  bool listed = false;
 };
 
 class CpuExecutable : public runtime::Executable {

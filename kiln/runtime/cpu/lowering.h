@@ -1,6 +1,7 @@
 // Lowering: turns each planned entry instruction into a Step with the best CPU kernel for it
-// (oneDNN matmul with epilogues, fused loop and reduction kernels, ...), falling back to the
-// reference evaluator for ops that have no fast kernel yet, so every op runs.
+// (oneDNN matmul with epilogues, fused loop and reduction kernels, ...), through one handler
+// per op (cpu_lowerer_impl.h), falling back to the reference evaluator where a kernel does not
+// take an op (reference_fallbacks.h lists the ops and dtypes), so every op runs.
 #pragma once
 
 #include "kiln/runtime/cpu/control_flow_steps.h"

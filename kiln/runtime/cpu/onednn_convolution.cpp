@@ -232,7 +232,10 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
         impl_name = pd.impl_info_str();
         break;
       }
-      default: throw dnnl::error(dnnl_invalid_arguments, "not a convolution");
+#define KILN_SKIP_Contraction
+#include "kiln/ir/opcode_cases.inc"
+      case Opcode::kDotGeneral:
+        throw dnnl::error(dnnl_invalid_arguments, "not a convolution");
     }
     impl->label = std::string(ir::opcode_name(op));
     if (epilogue.has_bias) impl->label += "+bias";

@@ -1,7 +1,10 @@
-// The GPU lowering's Lowerer: a program's instructions to CudaSteps over numbered values and
-// one PTX module. Its methods are split by family: cuda_lowering.cpp (the walk, generated
-// kernels, copies, the PTX module), cuda_lowering_libraries.cpp (cuBLASLt, cuDNN, NCCL and
-// their layout helpers), cuda_lowering_control.cpp (while, conditional, nested programs).
+// The GPU lowering's Lowerer: a LoweringVisitor (runtime/lowering_visitor.h) turning a
+// program's instructions into CudaSteps over numbered values and one PTX module. Its handlers
+// and methods are split by how an op family runs: cuda_lowering.cpp (the walk, leaves,
+// copies, the PTX module), cuda_lowering_kernels.cpp (generated kernels: elementwise, views,
+// reductions, rng_bits, index ops, loop fusions), cuda_lowering_libraries.cpp (cuBLASLt,
+// cuDNN, NCCL and their layout helpers: dot_general, convolutions, pooling, all_reduce),
+// cuda_lowering_control.cpp (while, conditional, get_tuple_element, nested programs).
 // Internal to those files.
 #pragma once
 
@@ -32,6 +35,7 @@
 #include "kiln/runtime/cuda/cudnn_ops_impl.h"
 #include "kiln/runtime/cuda/nccl_collectives_impl.h"
 #include "kiln/runtime/cuda/reduction_plan.h"
+#include "kiln/runtime/lowering_visitor.h"
 
 namespace kiln::cuda::lowering {
 
@@ -50,7 +54,7 @@ struct KernelRef {
 // `threads` threads of `kernel` in blocks of kBlock, on `stream`.
 void launch(const KernelRef& kernel, int64_t threads, void** params, CUstream stream);
 
-class Lowerer {
+class Lowerer : public runtime::LoweringVisitor {
  public:
   /// `device` null: a dry run (no GPU touched) that only decides the steps and generates the
   /// PTX, for a compute capability of `compute_capability`.
@@ -78,7 +82,13 @@ class Lowerer {
 
   std::vector<int> operand_values(const Instruction& inst) const;
 
-  bool lower_one(const Instruction& inst);
+  // The handlers (split over the files as this file's comment says); lower_computation gives
+  // an op that computes its value first. A false return names the op in the CompileError
+  // (with why_, when set).
+  KILN_LOWERING_VISITOR_OVERRIDES
+
+  // `inst` alone (wrapped) as a loop kernel: elementwise ops, iota and the views.
+  bool add_op_loop(const Instruction& inst);
 
   // A computation holding just `inst` over fresh parameters, so single ops and fusions share
   // the loop path.
@@ -226,9 +236,10 @@ class Lowerer {
   std::vector<codegen::IndexKernelUnit> index_kernels_;
   std::vector<std::shared_ptr<KernelRef>> kernels_;
   std::string ptx_;
-  std::string why_;  // set by lower_one when it cannot lower an op it knows, for the CompileError
+  std::string why_;  // set by a handler when it cannot lower an op it knows, for the CompileError
   std::map<std::string, int> missing_;  // op (and why) -> count, nested programs' included
   std::vector<CudaStep>* sink_ = nullptr;  // where steps go: a nested list, or (null) the program
+  const std::vector<int>* bound_ = nullptr;  // the values of the computation's parameters (null: the entry's)
   std::string sym_;  // kernel symbol prefix: "" in the entry, "n<k>_" in nested program k
   int nested_programs_ = 0;
   std::unordered_set<int> constants_;  // value ids of uploaded literals

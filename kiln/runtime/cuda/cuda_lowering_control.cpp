@@ -1,8 +1,25 @@
 // The GPU lowering's control flow (Lowerer, cuda_lowerer_impl.h): while and conditional as
-// control steps over nested programs lowered into the same value table and PTX module.
+// control steps over nested programs lowered into the same value table and PTX module, and
+// get_tuple_element as the tuple's value itself.
 #include "kiln/runtime/cuda/cuda_lowerer_impl.h"
 
 namespace kiln::cuda::lowering {
+
+bool Lowerer::while_loop(const Instruction& inst) {
+  add_while(inst);
+  return true;
+}
+
+bool Lowerer::conditional(const Instruction& inst) {
+  add_conditional(inst);
+  return true;
+}
+
+// The tuple's value itself: no copy.
+bool Lowerer::get_tuple_element(const Instruction& inst) {
+  value_[&inst] = tuple_values_.at(inst.operand(0)).at(static_cast<size_t>(inst.attrs().tuple_index));
+  return true;
+}
 
 Lowerer::Nested Lowerer::lower_nested(const ir::Computation& c, const std::vector<int>& params, std::vector<CudaStep>& list) {
   return lower_nested(*optimized(c), params, list);

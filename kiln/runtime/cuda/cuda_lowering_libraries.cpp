@@ -1,9 +1,22 @@
 // The GPU lowering's library calls (Lowerer, cuda_lowerer_impl.h): matmuls on cuBLASLt,
 // convolutions and pooling on cuDNN with the layout changes and padding they need, output
-// fusions' epilogues, and all_reduce on NCCL.
+// fusions' epilogues, and all_reduce on NCCL: the handlers of dot_general, the convolutions,
+// reduce_window and all_reduce.
 #include "kiln/runtime/cuda/cuda_lowerer_impl.h"
 
 namespace kiln::cuda::lowering {
+
+bool Lowerer::dot_general(const Instruction& inst) {
+  return add_matmul(inst, inst, false, compiler::EpilogueActivation::kNone);
+}
+bool Lowerer::convolution(const Instruction& inst) { return add_convolution(inst, inst); }
+bool Lowerer::reduce_window(const Instruction& inst) { return add_pooling(inst); }
+
+bool Lowerer::all_reduce(const Instruction& inst) {
+  // One replica: the sum and the mean are the value itself.
+  if (!options_.collectives || options_.collectives->num_replicas() <= 1) return add_copy(inst, "all_reduce(1 replica)");
+  return add_nccl_all_reduce(inst);
+}
 
 bool Lowerer::add_nccl_all_reduce(const Instruction& inst) {
   auto* nccl = dynamic_cast<NcclCollectives*>(options_.collectives.get());

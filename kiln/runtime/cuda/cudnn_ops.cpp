@@ -376,12 +376,16 @@ void CudnnConvolution::run(CUstream stream, CUdeviceptr a, CUdeviceptr b, CUdevi
                                                s.x, po),
                 "cudnnConvolutionBackwardData");
       break;
-    default:
+    case Opcode::kConvBackwardFilter:
       check_dnn(d.cudnnConvolutionBackwardFilter(h, &one, s.x, pa, s.y, pb, s.conv,
                                                  static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes,
                                                  &zero, s.w, po),
                 "cudnnConvolutionBackwardFilter");
       break;
+#define KILN_SKIP_Contraction
+#include "kiln/ir/opcode_cases.inc"
+    case Opcode::kDotGeneral:
+      KILN_CHECK(false, "ConvGeometry::of admits only convolutions, not ", ir::opcode_name(s_->op));
   }
 }
 

@@ -61,6 +61,7 @@ std::optional<ncclDataType_t> nccl_type(DType t) {
     case DType::kI64: return ncclInt64;
     case DType::kU8: return ncclUint8;
     case DType::kBool: return std::nullopt;  // a sum of bools is not a bool
+    case DType::kString: return std::nullopt;
   }
   return std::nullopt;
 }

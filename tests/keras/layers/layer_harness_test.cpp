@@ -34,6 +34,9 @@ LayerCase random_at_training(std::function<LayerHandle()> make, Dims input) {
 
 const char* const kIntegerInput = "integer inputs and no weights: nothing is differentiable";
 const char* const kIntegerOutput = "integer outputs (bucket ids) have no gradient";
+const char* const kHostText =
+    "a vocabulary lookup on the host (strings have no IR dtype): it runs in the input pipeline or as a Sequential "
+    "model's first layers (tests/keras/layers/text_preprocessing_test.cpp, tests/keras/models/text_model_test.cpp)";
 
 std::vector<NamedCase> catalogue() {
   const Dims vec = {3, 4}, seq = {2, 5, 3}, image = {2, 4, 4, 3};
@@ -158,6 +161,21 @@ std::vector<NamedCase> catalogue() {
                    .int_high = 100,
                    .no_gradients_because = kIntegerInput,
                    .host_only_because = "FarmHash needs 64-bit bitwise ops Kiln's IR lacks: it hashes in the input pipeline"}},
+      {"StringLookup", {.make = maker([] { return StringLookup({.vocabulary = {"a", "b", "c"}}); }),
+                        .inputs = {{3, 4}},
+                        .no_gradients_because = kIntegerOutput,
+                        .host_only_because = kHostText}},
+      {"IntegerLookup", {.make = maker([] { return IntegerLookup({.vocabulary = {5, 7, 9}}); }),
+                         .inputs = {{3, 4}},
+                         .input_dtype = DType::kI32,
+                         .int_high = 10,
+                         .no_gradients_because = kIntegerInput,
+                         .host_only_because = kHostText}},
+      {"TextVectorization",
+       {.make = maker([] { return TextVectorization({.output_sequence_length = 4, .vocabulary = {"a", "b"}}); }),
+        .inputs = {{3, 1}},
+        .no_gradients_because = kIntegerOutput,
+        .host_only_because = kHostText}},
   };
 }
 

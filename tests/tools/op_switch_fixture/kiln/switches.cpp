@@ -1,4 +1,4 @@
-// Fixture for check_op_switches.py: two op switches with a default (the violations), and
+// Fixture for check_op_switches.py: three op switches with a default (the violations), and
 // switches the rule leaves alone. Never compiled.
 int over_opcode(Opcode op) {
   switch (op) {
@@ -25,4 +25,12 @@ int exhaustive(ir::Opcode op) {
     case ir::Opcode::kSub: return 5;
   }
   return 6;
+}
+
+int rows_only(ir::Opcode op) {
+  switch (op) {
+#include "kiln/ir/elementwise_cases.inc"
+      return 7;
+    default: return 8;  // violation 3: the table's rows are op labels too
+  }
 }

@@ -1,0 +1,32 @@
+// HostLayer: what a layer that runs on the host, before the compiled step, offers the model
+// and the savers (StringLookup, IntegerLookup, TextVectorization).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/core/host_tensor.h"
+
+namespace kiln::keras {
+
+/// A Sequential model's leading host layers run on each batch in fit, evaluate and predict
+/// (as a map over the input pipeline) and are skipped when the model is traced.
+class HostLayer {
+ public:
+  virtual ~HostLayer() = default;
+  /// The layer on a concrete batch.
+  virtual HostTensor host_call(const HostTensor& inputs) const = 0;
+  /// What Keras 3 keeps in the .keras archive's assets (assets/<layer path>/vocabulary.txt):
+  /// the vocabulary, special tokens first, joined by "\n"; nullopt when the config holds it.
+  virtual std::optional<std::string> vocabulary_asset() const = 0;
+  virtual void load_vocabulary_asset(const std::string& text) = 0;
+  /// The config with the vocabulary (and idf_weights) written in, for formats without assets
+  /// (.h5): Keras reads it back as a given vocabulary.
+  virtual std::string get_config_with_vocabulary() const = 0;
+  /// The idf weights Keras 3 saves as the variable "idf_weights" (tf_idf), empty otherwise.
+  virtual std::vector<float> saved_idf_weights() const = 0;
+  virtual void load_idf_weights(std::vector<float> weights) = 0;
+};
+
+}  // namespace kiln::keras
