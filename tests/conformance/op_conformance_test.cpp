@@ -233,6 +233,9 @@ TEST(OpConformanceTest, RejectedDTypesAreClearErrors) {
     for (int i = 0; i < kNumDTypes; ++i) {
       const auto t = static_cast<DType>(i);
       if (std::find(c.dtypes.begin(), c.dtypes.end(), t) != c.dtypes.end()) continue;
+      // Strings are host-only: no IR value holds them (making one is a DTypeError naming the
+      // tensor, before any op sees it; tests/core's HostTensorStringTest).
+      if (t == DType::kString) continue;
       try {
         std::unique_ptr<ir::Module> m = c.module(t);
         ir::evaluate(*m, c.arguments(t));
