@@ -287,6 +287,23 @@ void IndexLookupLayer<Key>::load_vocabulary_asset(const std::string& text) {
                                                                    : std::vector<double>{});
 }
 
+namespace {
+
+/// StringLookup's and IntegerLookup's from_config after their own key checks: Keras's lookup
+/// options, the class's own ones (`own`), then the layer with its trainable flag.
+template <class L, class Options, class Key, class Own>
+L lookup_from_config(const json& j, Key oov_token, const char* where, Own own) {
+  return internal::guarded(where, [&] {
+    Options o = lookup_options<Options, Key>(j, std::move(oov_token), where);
+    own(o);
+    L l(std::move(o));
+    l.set_trainable(j.value("trainable", true));
+    return l;
+  });
+}
+
+}  // namespace
+
 template class IndexLookupLayer<std::string>;
 template class IndexLookupLayer<int64_t>;
 
@@ -303,13 +320,8 @@ StringLookup StringLookup::from_config(const std::string& config_json) {
   const char* where = "StringLookup.from_config";
   const json j = internal::parse(config_json, where);
   internal::expect_layer_keys(j, {kLookupKeys}, "StringLookup");
-  return internal::guarded(where, [&] {
-    auto o = lookup_options<StringLookupOptions, std::string>(j, std::string("[UNK]"), where);
-    o.encoding = j.value("encoding", "utf-8");
-    StringLookup l(std::move(o));
-    l.set_trainable(j.value("trainable", true));
-    return l;
-  });
+  return lookup_from_config<StringLookup, StringLookupOptions>(
+      j, std::string("[UNK]"), where, [&](StringLookupOptions& o) { o.encoding = j.value("encoding", "utf-8"); });
 }
 
 IntegerLookup::IntegerLookup(IntegerLookupOptions o)
@@ -327,13 +339,8 @@ IntegerLookup IntegerLookup::from_config(const std::string& config_json) {
   internal::expect_layer_keys(j, {kLookupKeys}, "IntegerLookup");
   if (j.contains("oov_method") && j["oov_method"] != "floormod")
     KILN_THROW(ConfigError, "[", where, "] oov_method ", j["oov_method"].dump(), " is not built (Kiln: floormod).");
-  return internal::guarded(where, [&] {
-    auto o = lookup_options<IntegerLookupOptions, int64_t>(j, int64_t{-1}, where);
-    o.vocabulary_dtype = j.value("vocabulary_dtype", "int64");
-    IntegerLookup l(std::move(o));
-    l.set_trainable(j.value("trainable", true));
-    return l;
-  });
+  return lookup_from_config<IntegerLookup, IntegerLookupOptions>(
+      j, int64_t{-1}, where, [&](IntegerLookupOptions& o) { o.vocabulary_dtype = j.value("vocabulary_dtype", "int64"); });
 }
 
 }  // namespace kiln::keras
