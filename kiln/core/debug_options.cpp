@@ -60,6 +60,7 @@ DebugOptions DebugOptions::from_env() {
     o.profile = parse_bool(profile, "KILN_PROFILE", false);
   o.codegen = parse_bool(env("KILN_CODEGEN"), "KILN_CODEGEN", true);
   o.thread_governor = parse_bool(env("KILN_THREAD_GOVERNOR"), "KILN_THREAD_GOVERNOR", true);
+  o.unlisted_fallbacks = parse_bool(env("KILN_UNLISTED_FALLBACKS"), "KILN_UNLISTED_FALLBACKS", false);
   o.kernel_cache_dir = env("KILN_CACHE_DIR");
   if (o.kernel_cache_dir == "off") o.kernel_cache_dir.clear();
   else if (o.kernel_cache_dir.empty() && !env("HOME").empty()) o.kernel_cache_dir = env("HOME") + "/.cache/kiln/kernels";

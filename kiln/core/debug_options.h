@@ -57,6 +57,10 @@ struct DebugOptions {
   /// convolution sums in an order that does not depend on the batch) or none (0). Unset, each
   /// program keeps its own default (FunctionOptions::batch_invariant; PredictOptions::batch_invariant).
   std::optional<bool> batch_invariant;
+  /// KILN_UNLISTED_FALLBACKS=0|1: 1 runs an op that no CPU kernel takes and that
+  /// runtime/cpu/reference_fallbacks.cpp does not list on the reference evaluator, with a
+  /// warning; 0 (the default) refuses it with a CompileError naming it.
+  bool unlisted_fallbacks = false;
 
   /// Reads the variables above; throws ConfigError naming a variable with a bad value.
   static DebugOptions from_env();

@@ -92,11 +92,14 @@ class CpuBackend : public runtime::Backend {
         nested_options.debug.thread_governor = false;  // the enclosing step's governor decides
         return compile(std::move(nested), nested_options);
       };
-      lower(*exe, engine_,
-            horizontal_fusion_ && std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
-            MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir,
-                                options.debug.batch_invariant.value_or(options.batch_invariant)),
-            compile_nested);
+      const LoweringOptions lowering{
+          .engine = engine_,
+          .horizontal_fusion = horizontal_fusion_ &&
+                               std::find(disabled.begin(), disabled.end(), "horizontal-fusion") == disabled.end(),
+          .matmul = MatmulOptions::from(options.debug.sixteen_bit_contractions, options.debug.kernel_cache_dir,
+                                        options.debug.batch_invariant.value_or(options.batch_invariant)),
+          .unlisted_fallbacks = options.debug.unlisted_fallbacks};
+      lower(*exe, lowering, compile_nested);
     }
     check_fits(exe->module(), exe->plan(), exe->nested_bytes(), label);  // the nested programs are known now
     note_fallbacks(*exe);
@@ -140,7 +143,8 @@ class CpuBackend : public runtime::Backend {
       log(LogLevel::kWarning,
           str_cat("[cpu] no fast kernel for ", f.op, ": ", f.instruction,
                   " runs on the reference evaluator (correct, but slow)",
-                  f.listed ? "" : "; runtime/cpu/reference_fallbacks.cpp does not list it, so its kernel refused it",
+                  f.reason.empty() ? std::string("; runtime/cpu/reference_fallbacks.cpp does not list it (KILN_UNLISTED_FALLBACKS=1)")
+                                   : str_cat(" for ", f.reason),
                   ". Further ", f.op, " fallbacks are not reported; KILN_LOG=3 lists each."));
     }
   }

@@ -37,12 +37,12 @@ struct Step {
 };
 
 /// A step lowered to the reference evaluator: its op key (Executable::reference_fallbacks),
-/// the instruction it runs, described for the warning, and whether reference_fallbacks.h
-/// lists its op and dtype (false: a kernel refused it where none is listed as missing).
+/// the instruction it runs, described for the warning, and the reason of the rule that lists
+/// it (reference_fallbacks.h; empty for an unlisted one run under KILN_UNLISTED_FALLBACKS=1).
 struct ReferenceFallback {
   std::string op;
   std::string instruction;
-  bool listed = false;
+  std::string_view reason;
 };
 
 class CpuExecutable : public runtime::Executable {

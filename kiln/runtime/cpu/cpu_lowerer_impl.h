@@ -20,6 +20,7 @@
 #include "kiln/runtime/cpu/control_flow_steps.h"
 #include "kiln/runtime/cpu/cpu_executable.h"
 #include "kiln/runtime/cpu/loop_kernel.h"
+#include "kiln/runtime/cpu/lowering.h"
 #include "kiln/runtime/cpu/onednn_matmul.h"
 #include "kiln/runtime/cpu/team_impl.h"
 #include "kiln/runtime/cpu/widen.h"
@@ -36,10 +37,8 @@ const ir::Computation* wrap(ir::Module& scratch, const Instruction& inst);
 
 class Lowerer : public runtime::LoweringVisitor {
  public:
-  Lowerer(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul,
-          const CompileNested& compile_nested)
-      : exe_(exe), engine_(engine), horizontal_fusion_(horizontal_fusion), matmul_(matmul),
-        compile_nested_(compile_nested) {}
+  Lowerer(CpuExecutable& exe, const LoweringOptions& options, const CompileNested& compile_nested)
+      : exe_(exe), options_(options), compile_nested_(compile_nested) {}
 
   void lower_all();
 
@@ -156,9 +155,7 @@ class Lowerer : public runtime::LoweringVisitor {
   }
 
   CpuExecutable& exe_;
-  LoopEngine engine_;
-  bool horizontal_fusion_;
-  MatmulOptions matmul_;
+  const LoweringOptions options_;
   // The f32 copies of the executable's widened 16-bit matmuls, convolutions and pooling: one
   // buffer, as the steps run one at a time.
   std::shared_ptr<WidenScratch> widen_scratch_ = std::make_shared<WidenScratch>();

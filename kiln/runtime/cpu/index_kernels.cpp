@@ -90,8 +90,8 @@ void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, 
 Dims BoxGeometry::clamped_starts(const void* const* starts) const {
   Dims out(x_dims.size());
   for (size_t d = 0; d < out.size(); ++d) {
-    const int64_t s = index_dtype == DType::kI64 ? *static_cast<const int64_t*>(starts[d])
-                                                 : *static_cast<const int32_t*>(starts[d]);
+    const int64_t s = index_dtypes[d] == DType::kI64 ? *static_cast<const int64_t*>(starts[d])
+                                                     : *static_cast<const int32_t*>(starts[d]);
     out[d] = std::clamp<int64_t>(s, 0, x_dims[d] - box[d]);
   }
   return out;

@@ -28,7 +28,7 @@ void scatter_add_team(const IndexGeometry& g, DType dtype, const void* operand, 
 struct BoxGeometry {
   Dims x_dims, box;
   size_t element_size = 4;
-  DType index_dtype = DType::kI32;
+  std::vector<DType> index_dtypes;  // each start's (i32 or i64: XLA lets them differ)
 
   /// Starts read from the scalar index operands, clamped so the box fits (XLA).
   Dims clamped_starts(const void* const* starts) const;

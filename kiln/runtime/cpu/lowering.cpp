@@ -70,7 +70,7 @@ void Lowerer::lower_all() {
   find_folded_converts();
   std::vector<const Instruction*> group;  // consecutive loop fusions that run as one kernel
   for (const Instruction* inst : exe_.plan().order) {
-    if (horizontal_fusion_ && groupable(*inst)) {
+    if (options_.horizontal_fusion && groupable(*inst)) {
       if (!group.empty() && !can_join(group, *inst, exe_.plan())) lower_group(group);
       group.push_back(inst);
     } else if (has_step(*inst)) {
@@ -97,7 +97,7 @@ void Lowerer::lower_group(std::vector<const Instruction*>& group) {
   GroupedLoop g{};
   if (group.size() > 1) {
     g = merge_group(exe_.scratch_module(), group);
-    k = LoopKernel::create(*g.body, engine_, &batch_);
+    k = LoopKernel::create(*g.body, options_.engine, &batch_);
   }
   if (k == nullptr) {  // one member, or a member a loop cannot run: each on its own
     for (const Instruction* m : group) lower_one(*m);
@@ -162,7 +162,7 @@ bool Lowerer::folds_into(const Instruction& u, const Instruction* c) {
 }
 
 bool Lowerer::all_16bit_matmuls_widened(DType t) {
-  if (matmul_.choice == MatmulOptions::Choice::kF32) return true;
+  if (options_.matmul.choice == MatmulOptions::Choice::kF32) return true;
   auto it = native_16bit_.find(t);
   if (it == native_16bit_.end()) it = native_16bit_.emplace(t, !native_matmul_isa(t).empty()).first;
   return !it->second;
@@ -173,9 +173,16 @@ void Lowerer::lower_one(const Instruction& inst) {
 }
 
 void Lowerer::fallback(const Instruction& inst) {
+  const ReferenceFallbackRule* rule = find_reference_fallback(inst);
+  if (rule == nullptr && !options_.unlisted_fallbacks)
+    KILN_THROW(CompileError, "[cpu] no kernel takes ", ir::describe(inst),
+               inst.source().empty() ? "" : str_cat(" (from ", inst.source(), ")"),
+               ", and runtime/cpu/reference_fallbacks.cpp lists no reference fallback for it: a gap in the CPU ",
+               "backend, please report it. Hint: KILN_UNLISTED_FALLBACKS=1 runs it on the reference evaluator "
+               "(correct, but slow).");
   log(LogLevel::kDebug, str_cat("cpu: reference kernel for ", ir::describe(inst)));
-  const bool listed = inst.opcode() != Opcode::kFusion && find_reference_fallback(inst.opcode(), inst.dtype()) != nullptr;
-  exe_.add_reference_fallback({fallback_key(inst), ir::describe(inst), listed});
+  exe_.add_reference_fallback({fallback_key(inst), ir::describe(inst),
+                               rule != nullptr ? rule->reason : std::string_view()});
   std::vector<Shape> shapes;
   for (const Instruction* op : inst.operands()) shapes.push_back(op->shape());
   const Instruction* ip = &inst;
@@ -228,9 +235,8 @@ bool Lowerer::fusion(const Instruction& inst) {
 
 namespace kiln::cpu {
 
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion, const MatmulOptions& matmul,
-           const CompileNested& compile_nested) {
-  lowering::Lowerer(exe, engine, horizontal_fusion, matmul, compile_nested).lower_all();
+void lower(CpuExecutable& exe, const LoweringOptions& options, const CompileNested& compile_nested) {
+  lowering::Lowerer(exe, options, compile_nested).lower_all();
   exe.group_team_steps();
 }
 

@@ -1,7 +1,7 @@
 // Lowering: turns each planned entry instruction into a Step with the best CPU kernel for it
 // (oneDNN matmul with epilogues, fused loop and reduction kernels, ...), through one handler
-// per op (cpu_lowerer_impl.h), falling back to the reference evaluator where a kernel does not
-// take an op (reference_fallbacks.h lists the ops and dtypes), so every op runs.
+// per op (cpu_lowerer_impl.h), falling back to the reference evaluator where no kernel takes an
+// op and reference_fallbacks.h lists it.
 #pragma once
 
 #include "kiln/runtime/cpu/control_flow_steps.h"
@@ -11,13 +11,25 @@
 
 namespace kiln::cpu {
 
-/// Appends one Step per instruction of `exe.plan().order` that needs a kernel; fused loops
-/// and reduction producers run on `engine`. With `horizontal_fusion` (the default; off with
-/// KILN_DISABLE_PASSES=horizontal-fusion) consecutive loop fusions over one index space share
-/// a kernel (loop_grouping.h). `matmul` says how bf16/f16 matmuls choose their path.
-/// `compile_nested` compiles while bodies and conditions and conditional branches; without
-/// it a module holding one is a CompileError.
-void lower(CpuExecutable& exe, LoopEngine engine, bool horizontal_fusion = true, const MatmulOptions& matmul = {},
-           const CompileNested& compile_nested = {});
+/// How lower() runs each op.
+struct LoweringOptions {
+  /// What fused loops and reduction producers run on.
+  LoopEngine engine = LoopEngine::kGenerated;
+  /// Consecutive loop fusions over one index space share a kernel (loop_grouping.h); off with
+  /// KILN_DISABLE_PASSES=horizontal-fusion.
+  bool horizontal_fusion = true;
+  /// How bf16/f16 matmuls and convolutions choose their path.
+  MatmulOptions matmul;
+  /// Runs an op no kernel takes and reference_fallbacks.h does not list on the reference
+  /// evaluator with a warning (KILN_UNLISTED_FALLBACKS=1) instead of refusing it.
+  bool unlisted_fallbacks = false;
+};
+
+/// Appends one Step per instruction of `exe.plan().order` that needs a kernel. An op no kernel
+/// takes runs on the reference evaluator where reference_fallbacks.h lists it, and is a
+/// CompileError naming it otherwise (unless `options.unlisted_fallbacks`). `compile_nested`
+/// compiles while bodies and conditions and conditional branches; without it a module holding
+/// one is a CompileError.
+void lower(CpuExecutable& exe, const LoweringOptions& options, const CompileNested& compile_nested = {});
 
 }  // namespace kiln::cpu

@@ -137,9 +137,7 @@ bool Lowerer::add_dynamic_slice(const Instruction& inst) {
   g.x_dims = inst.operand(0)->shape().dims();
   g.box = update ? inst.operand(1)->shape().dims() : inst.shape().dims();
   g.element_size = size_of(inst.dtype());
-  g.index_dtype = inst.operand_count() > first ? inst.operand(first)->dtype() : DType::kI32;
-  for (size_t i = first; i < inst.operand_count(); ++i)
-    if (inst.operand(i)->dtype() != g.index_dtype) return false;
+  for (size_t i = first; i < inst.operand_count(); ++i) g.index_dtypes.push_back(inst.operand(i)->dtype());
   if (update) {
     // The plan gave the result x's own bytes (a dying x, or a donated loop-carried buffer):
     // the kernel then writes just the update.

@@ -21,7 +21,7 @@ bool Lowerer::try_matmul(const Instruction& inst, const Instruction& dot, bool h
   // Operands whose convert was folded in: the matmul reads the convert's f32 source.
   const auto folded = [&](size_t i) { return i < inst.operand_count() && folded_converts_.count(inst.operand(i)) > 0; };
   const F32Sources f32{folded(0), folded(1), has_bias && folded(2)};
-  std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, matmul_, widen_scratch_, f32);
+  std::shared_ptr<MatmulKernel> k = MatmulKernel::create(dot, has_bias, activation, options_.matmul, widen_scratch_, f32);
   KILN_CHECK(k != nullptr || !(f32.lhs || f32.rhs || f32.bias), "a matmul folding in a convert has no kernel");
   if (k == nullptr) return false;
   if (k->path() != MatmulPath::kF32) label += str_cat(" (", k->isa(), k->path() == MatmulPath::kWidened ? ", widened" : "", ")");
@@ -37,13 +37,13 @@ bool Lowerer::try_matmul(const Instruction& inst, const Instruction& dot, bool h
 }
 
 bool Lowerer::try_convolution(const Instruction& inst) {
-  if (matmul_.batch_invariant) {  // oneDNN's convolutions choose their sum order by shape
+  if (options_.matmul.batch_invariant) {  // oneDNN's convolutions choose their sum order by shape
     if (std::shared_ptr<FixedOrderConvolution> f = FixedOrderConvolution::create(inst)) {
       add(inst, f->label(), [f](const void* const* in, void* out) { f->run(in, out); });
       return true;
     }
   }
-  std::shared_ptr<ConvolutionKernel> k = ConvolutionKernel::create(inst, matmul_, widen_scratch_);
+  std::shared_ptr<ConvolutionKernel> k = ConvolutionKernel::create(inst, options_.matmul, widen_scratch_);
   if (k == nullptr) return false;
   add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
   return true;
@@ -51,7 +51,7 @@ bool Lowerer::try_convolution(const Instruction& inst) {
 
 bool Lowerer::try_pooling(const Instruction& inst) {
   std::shared_ptr<PoolingKernel> k =
-      PoolingKernel::create(inst, matmul_.choice != MatmulOptions::Choice::kF32, widen_scratch_);
+      PoolingKernel::create(inst, options_.matmul.choice != MatmulOptions::Choice::kF32, widen_scratch_);
   if (k == nullptr) return false;
   add(inst, k->label(), [k](const void* const* in, void* out) { k->run(in, out); });
   return true;

@@ -8,7 +8,7 @@
 namespace kiln::cpu::lowering {
 
 bool Lowerer::try_loop(const Instruction& inst, const ir::Computation& body, const std::string& label) {
-  std::shared_ptr<LoopKernel> k = LoopKernel::create(body, engine_, &batch_);
+  std::shared_ptr<LoopKernel> k = LoopKernel::create(body, options_.engine, &batch_);
   if (k == nullptr) return false;
   add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, &out); });
   return true;
@@ -19,7 +19,7 @@ bool Lowerer::try_loop(const Instruction& inst) {
 }
 
 bool Lowerer::try_reduce(const Instruction& inst, const Instruction& reduce, const std::string& label) {
-  std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce, engine_, &batch_);
+  std::shared_ptr<ReduceKernel> k = ReduceKernel::create(reduce, options_.engine, &batch_);
   if (k == nullptr) return false;
   add_team(inst, label, k->work(), [k](const void* const* in, void* out) { k->run_team(in, out); });
   return true;

@@ -126,6 +126,13 @@ ConvolutionKernel::ConvolutionKernel(std::unique_ptr<ConvolutionImpl> impl) : im
 ConvolutionKernel::~ConvolutionKernel() = default;
 const std::string& ConvolutionKernel::label() const { return impl_->label; }
 
+bool ConvolutionKernel::takes_padding(const ir::Instruction& conv) {
+  const ir::ConvDims& cd = conv.attrs().conv;
+  for (size_t i = 0; i < cd.padding_low.size(); ++i)
+    if (cd.padding_low[i] < 0 || cd.padding_high[i] < 0) return false;
+  return true;
+}
+
 std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instruction& inst, const MatmulOptions& options,
                                                              std::shared_ptr<WidenScratch> scratch) {
   const ir::Instruction* conv = &inst;
@@ -150,9 +157,8 @@ std::unique_ptr<ConvolutionKernel> ConvolutionKernel::create(const ir::Instructi
   const DType t = x.dtype();
   if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) return nullptr;
   if (inst.shape().dtype() != t) return nullptr;
+  if (!takes_padding(*conv)) return nullptr;
   const ir::ConvDims& cd = conv->attrs().conv;
-  for (size_t i = 0; i < 2; ++i)
-    if (cd.padding_low[i] < 0 || cd.padding_high[i] < 0) return nullptr;  // rare; reference path
   const memory::dims strides = {cd.strides[0], cd.strides[1]};
   const memory::dims dilates = {cd.dilation[0] - 1, cd.dilation[1] - 1};  // oneDNN counts the gaps
   const memory::dims pad_l = {cd.padding_low[0], cd.padding_low[1]};

@@ -25,6 +25,9 @@ class ConvolutionKernel {
   /// both exist), or forced. `scratch`: where the f32 path keeps its tiles (null: its own).
   static std::unique_ptr<ConvolutionKernel> create(const ir::Instruction& inst, const MatmulOptions& options = {},
                                                    std::shared_ptr<WidenScratch> scratch = nullptr);
+  /// Whether the convolution `conv` (any of the three) only pads: oneDNN's convolutions take
+  /// no negative padding (a crop of the input).
+  static bool takes_padding(const ir::Instruction& conv);
   ~ConvolutionKernel();
   ConvolutionKernel(const ConvolutionKernel&) = delete;
   ConvolutionKernel& operator=(const ConvolutionKernel&) = delete;

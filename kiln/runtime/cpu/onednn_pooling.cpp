@@ -263,6 +263,11 @@ PoolingKernel::PoolingKernel(std::unique_ptr<PoolingImpl> impl) : impl_(std::mov
 PoolingKernel::~PoolingKernel() = default;
 const std::string& PoolingKernel::label() const { return impl_->label; }
 
+bool PoolingKernel::takes_window(const ir::Instruction& inst) {
+  const Shape& y = inst.opcode() == Opcode::kReduceWindow ? inst.shape() : inst.operand(1)->shape();
+  return is_spatial_pooling(inst.operand(0)->shape(), y, inst.attrs().window);
+}
+
 std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst, bool native_16bit,
                                                      std::shared_ptr<WidenScratch> scratch) {
   const Opcode op = inst.opcode();
@@ -274,7 +279,7 @@ std::unique_ptr<PoolingKernel> PoolingKernel::create(const ir::Instruction& inst
   const DType t = x.dtype();
   if (t != DType::kF32 && t != DType::kBF16 && t != DType::kF16) return nullptr;
   const ir::Window& w = inst.attrs().window;
-  if (!is_spatial_pooling(x, y, w)) return nullptr;
+  if (!takes_window(inst)) return nullptr;
 
   auto impl = std::make_unique<PoolingImpl>();
   impl->x_shape = x;

@@ -27,6 +27,10 @@ class PoolingKernel {
   /// path keeps its tiles of the batch (null: its own).
   static std::unique_ptr<PoolingKernel> create(const ir::Instruction& inst, bool native_16bit = true,
                                                std::shared_ptr<WidenScratch> scratch = nullptr);
+  /// Whether `inst`'s window is one create() takes, whatever its dtype: it pools only H and W of
+  /// a rank-4 tensor, with no negative padding, and every window holds an unpadded element (a
+  /// window wholly in padding gives -inf/0 in Kiln, not in oneDNN).
+  static bool takes_window(const ir::Instruction& inst);
   ~PoolingKernel();
   PoolingKernel(const PoolingKernel&) = delete;
   PoolingKernel& operator=(const PoolingKernel&) = delete;
