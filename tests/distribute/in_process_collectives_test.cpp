@@ -1,9 +1,13 @@
-// InProcessCollectives: the rendezvous, the fixed-order sum and mean, the cross-process hook,
-// and abort.
+// InProcessCollectives: the rendezvous, the fixed-order sum and mean, the cross-process hooks
+// (sum and, for the exchange, gather), and abort.
 #include "kiln/distribute/in_process_collectives.h"
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <cstring>
+#include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -70,6 +74,68 @@ TEST(InProcessCollectivesTest, AbortReleasesAWaitingReplicaUntilReset) {
   c.reset();
   auto out = reduce_on_threads(c, {{1.f}, {2.f}}, ir::ReduceKind::kSum);
   EXPECT_EQ(out[1], (std::vector<float>{3.f}));
+}
+
+// Two processes of two replicas each, in one test: their cross-process gather meets here
+// (as MPI_Allgather: every process gets both processes' bytes, process 0's first).
+class TwoProcessGather {
+ public:
+  void gather(int process, const void* in, int64_t bytes, void* out) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    parts_[static_cast<size_t>(process)].assign(static_cast<const std::byte*>(in), static_cast<const std::byte*>(in) + bytes);
+    barrier(lock);  // both parts are in
+    std::memcpy(out, parts_[0].data(), static_cast<size_t>(bytes));
+    std::memcpy(static_cast<std::byte*>(out) + bytes, parts_[1].data(), static_cast<size_t>(bytes));
+    barrier(lock);  // both copied them: the next gather may overwrite them
+  }
+
+ private:
+  void barrier(std::unique_lock<std::mutex>& lock) {
+    const uint64_t generation = generation_;
+    if (++arrived_ == 2) {
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lock, [&] { return generation_ != generation; });
+    }
+  }
+
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<std::byte> parts_[2];
+};
+
+TEST(InProcessCollectivesTest, TheExchangeSeesEveryProcesssReplicasInGlobalOrder) {
+  TwoProcessGather world;
+  auto unused_sum = [](DType, void*, int64_t) {};
+  std::vector<std::unique_ptr<InProcessCollectives>> processes;
+  for (int p = 0; p < 2; ++p)
+    processes.push_back(std::make_unique<InProcessCollectives>(
+        2, 4, unused_sum, [&world, p](const void* in, int64_t bytes, void* out) { world.gather(p, in, bytes, out); }, p));
+  // Global replica g = 2p + r offers {g, 10g}; all_gather along dim 0 of [1, 2] lays them out
+  // in global order; collective_permute(g -> g+1 mod 4) hands g-1's to g.
+  std::vector<std::vector<float>> gathered(4, std::vector<float>(8)), permuted(4, std::vector<float>(2));
+  std::vector<std::thread> threads;
+  for (int p = 0; p < 2; ++p)
+    for (int r = 0; r < 2; ++r)
+      threads.emplace_back([&, p, r] {
+        const int g = 2 * p + r;
+        EXPECT_EQ(processes[static_cast<size_t>(p)]->global_replica_id(r), g);
+        const float x[2] = {static_cast<float>(g), 10.f * static_cast<float>(g)};
+        const Shape shape(DType::kF32, {1, 2});
+        processes[static_cast<size_t>(p)]->all_gather(r, {}, shape, 0, x, gathered[static_cast<size_t>(g)].data());
+        processes[static_cast<size_t>(p)]->collective_permute(r, {}, {{0, 1}, {1, 2}, {2, 3}, {3, 0}}, shape, x,
+                                                              permuted[static_cast<size_t>(g)].data());
+      });
+  for (std::thread& t : threads) t.join();
+  for (int g = 0; g < 4; ++g) {
+    EXPECT_EQ(gathered[static_cast<size_t>(g)], (std::vector<float>{0, 0, 1, 10, 2, 20, 3, 30}));
+    const float from = static_cast<float>((g + 3) % 4);
+    EXPECT_EQ(permuted[static_cast<size_t>(g)], (std::vector<float>{from, 10 * from}));
+  }
 }
 
 }  // namespace
