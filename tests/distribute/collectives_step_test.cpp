@@ -88,6 +88,7 @@ TEST_P(CollectivesStepTest, GradientsFlowBackAcrossTheReplicas) {
     const Tensor &x = in[0], &c = in[1], &d = in[2], &e = in[3];
     GradientTape tape;
     const Tensor loss = reduce_sum(all_gather(x, 0) * c) + reduce_sum(reduce_scatter(x, ir::ReduceKind::kSum, 0) * d) +
+                        reduce_sum(reduce_scatter(x, ir::ReduceKind::kMean, 0) * d) +
                         reduce_sum(all_to_all(x, 0, 1) * e) + reduce_sum(collective_permute(x, ring) * x);
     return tape.gradient(loss, std::vector<Tensor>{x});
   });
@@ -105,6 +106,7 @@ TEST_P(CollectivesStepTest, GradientsFlowBackAcrossTheReplicas) {
         float g = 0;
         for (int s = 0; s < n; ++s) g += weight(s, r * n + i, j);  // block r of every c_s
         g += weight(i, 0, j);                                      // row i of the sum is replica i's, weighed by d_i
+        g += weight(i, 0, j) / static_cast<float>(n);              // and of the mean, by d_i / N
         g += weight(i, 0, 2 * r + j);                              // row i went to replica i, at block r of its e
         g += collective_x_at((r + n - 1) % n, i, j) + collective_x_at((r + 1) % n, i, j);  // <x_{s-1}, x_s> summed over s
         want.push_back(g);
