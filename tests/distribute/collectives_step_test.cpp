@@ -5,8 +5,11 @@
 #include <string>
 #include <vector>
 
+#include "kiln/distribute/in_process_collectives.h"
 #include "kiln/distribute/logical_devices.h"
 #include "kiln/distribute/strategy.h"
+#include "kiln/ir/builder.h"
+#include "kiln/runtime/backend_registry.h"
 #include "kiln/trace/function.h"
 #include "kiln/trace/gradient_tape.h"
 #include "kiln/trace/ops/collective.h"
@@ -126,6 +129,18 @@ TEST_P(CollectivesStepTest, AShapeThatDoesNotSplitOverTheReplicasIsAClearError) 
   Function g("groups", [](const std::vector<Tensor>& x) { return std::vector<Tensor>{all_gather(x[0], 0, {{0, 1, 2}})}; });
   KILN_EXPECT_ERROR(run(g, in), ValueError,
                     str_cat("replica_groups {{0,1,2}} cover 3 replicas, but the step runs on ", n()));
+}
+
+// A program traced for another replica count (or whose groups do not cover the replicas) is
+// refused when the CPU backend compiles it for these collectives, naming both counts.
+TEST_P(CollectivesStepTest, AProgramForAnotherReplicaCountIsACompileError) {
+  auto m = std::make_unique<ir::Module>("gather");
+  ir::Builder b(m->entry());
+  m->entry()->set_outputs({b.all_gather(b.parameter(Shape(DType::kF32, {2}), "x"), 0, 3)});
+  runtime::CompileOptions options;
+  options.collectives = std::make_shared<InProcessCollectives>(n(), n());
+  KILN_EXPECT_ERROR(runtime::make_backend("cpu")->compile(std::move(m), options), CompileError,
+                    str_cat("it was made for 3 replicas in one group, but the step runs on ", n()));
 }
 
 INSTANTIATE_TEST_SUITE_P(LogicalCpuDevices, CollectivesStepTest, ::testing::Values(2, 4),
