@@ -27,10 +27,13 @@ void divide(void* data, int64_t count, int n) {
 
 }  // namespace
 
-InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum cross)
-    : local_(local), total_(total), cross_(std::move(cross)), buffers_(static_cast<size_t>(local), nullptr) {
+InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum cross, CrossProcessGather gather,
+                                           int process)
+    : local_(local), total_(total), process_(process), cross_(std::move(cross)), gather_(std::move(gather)),
+      buffers_(static_cast<size_t>(local), nullptr) {
   KILN_CHECK(local >= 1 && total >= local && total % local == 0, "bad replica counts local=", local, " total=", total);
   KILN_CHECK(total == local || cross_, "replicas in other processes need a cross-process sum");
+  KILN_CHECK(process >= 0 && (process + 1) * local <= total, "process ", process, " of ", total / local);
 }
 
 void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) {
@@ -40,11 +43,26 @@ void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dt
                "their gradients, stay f32; cast a 16-bit value to f32 before reducing it.");
   if (kind != ir::ReduceKind::kSum && kind != ir::ReduceKind::kMean)
     KILN_THROW(ValueError, "[all_reduce] supports sum and mean, received ", ir::reduce_kind_name(kind), ".");
-  KILN_CHECK(replica >= 0 && replica < local_, "replica id ", replica, " outside 0..", local_ - 1);
   std::unique_lock<std::mutex> lock(mutex_);
+  rendezvous(lock, replica, data, count, "all-reduces", [&] { reduce_locked(kind, dtype, count); });
+}
+
+void InProcessCollectives::exchange(int replica, const void* in, int64_t bytes, const OfferReader& read) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  // Only read here: the offers are copied before any replica reads them.
+  rendezvous(lock, replica, const_cast<void*>(in), bytes, "exchanges", [&] { gather_locked(bytes); });
+  std::vector<const std::byte*> offers(static_cast<size_t>(total_));
+  for (size_t r = 0; r < offers.size(); ++r) offers[r] = offers_.data() + static_cast<int64_t>(r) * bytes;
+  lock.unlock();
+  read(offers);
+}
+
+void InProcessCollectives::rendezvous(std::unique_lock<std::mutex>& lock, int replica, void* data, int64_t count,
+                                      const char* what, const std::function<void()>& complete) {
+  KILN_CHECK(replica >= 0 && replica < local_, "replica id ", replica, " outside 0..", local_ - 1);
   if (aborted_) throw ReplicaAborted{};
   if (arrived_ == 0) count_ = count;
-  KILN_CHECK(count == count_, "replica ", replica, " all-reduces ", count, " elements, another ", count_,
+  KILN_CHECK(count == count_, "replica ", replica, " ", what, " ", count, " elements, another ", count_,
              ": the replicas run different programs");
   KILN_CHECK(buffers_[static_cast<size_t>(replica)] == nullptr, "replica ", replica, " arrived twice");
   buffers_[static_cast<size_t>(replica)] = data;
@@ -54,11 +72,23 @@ void InProcessCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dt
     if (generation_ == generation) throw ReplicaAborted{};
     return;
   }
-  reduce_locked(kind, dtype, count);
+  complete();
   std::fill(buffers_.begin(), buffers_.end(), nullptr);
   arrived_ = 0;
   ++generation_;
   cv_.notify_all();
+}
+
+void InProcessCollectives::gather_locked(int64_t bytes) {
+  // One process: its replicas' operands are all the offers; else they are this process's part.
+  std::vector<std::byte>& mine = total_ == local_ ? offers_ : local_offers_;
+  mine.resize(static_cast<size_t>(local_ * bytes));
+  for (int r = 0; r < local_ && bytes > 0; ++r)
+    std::memcpy(mine.data() + r * bytes, buffers_[static_cast<size_t>(r)], static_cast<size_t>(bytes));
+  if (total_ == local_) return;
+  KILN_CHECK(gather_, "replicas in other processes need a cross-process gather");
+  offers_.resize(static_cast<size_t>(total_ * bytes));
+  gather_(local_offers_.data(), local_ * bytes, offers_.data());
 }
 
 void InProcessCollectives::reduce_locked(ir::ReduceKind kind, DType dtype, int64_t count) {

@@ -59,8 +59,13 @@ Strategy::Strategy(Config c)
   const int total = num_replicas_in_sync();
   if (total > 1) {
     InProcessCollectives::CrossProcessSum cross;
-    if (num_workers_ > 1) cross = [](DType t, void* p, int64_t n) { mpi::all_reduce_sum(t, p, n); };
-    collectives_ = std::make_shared<InProcessCollectives>(local, total, std::move(cross));
+    InProcessCollectives::CrossProcessGather gather;
+    if (num_workers_ > 1) {
+      cross = [](DType t, void* p, int64_t n) { mpi::all_reduce_sum(t, p, n); };
+      gather = [](const void* in, int64_t bytes, void* out) { mpi::all_gather(in, bytes, out); };
+    }
+    collectives_ = std::make_shared<InProcessCollectives>(local, total, std::move(cross), std::move(gather),
+                                                          num_workers_ > 1 ? worker_index_ : 0);
   }
   if (local > 1) {
     const int threads = threads_per_replica_;

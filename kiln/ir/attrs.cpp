@@ -11,7 +11,8 @@ bool operator==(const Attrs& a, const Attrs& b) {
       !(a.dot == b.dot) || !(a.conv == b.conv) || !(a.window == b.window) ||
       a.parameter_index != b.parameter_index || a.body != b.body ||
       a.fusion_kind != b.fusion_kind || a.condition != b.condition || a.trip_count != b.trip_count ||
-      a.branches != b.branches || a.tuple_index != b.tuple_index ||
+      a.branches != b.branches || a.tuple_index != b.tuple_index || a.replica_groups != b.replica_groups ||
+      a.group_size != b.group_size || a.source_target_pairs != b.source_target_pairs ||
       a.literal.defined() != b.literal.defined())
     return false;
   if (!a.literal.defined()) return true;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <iosfwd>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/core/host_tensor.h"
@@ -16,7 +17,7 @@ namespace kiln::ir {
 class Computation;
 
 enum class Comparison : uint8_t { kEq, kNe, kLt, kLe, kGt, kGe };
-/// all_reduce uses kSum/kMean; reduce_window and its gradient use kMax/kMean.
+/// all_reduce and reduce_scatter use kSum/kMean; reduce_window and its gradient use kMax/kMean.
 enum class ReduceKind : uint8_t { kSum, kMean, kMax, kMin };
 /// kLoop: elementwise chain; kReduction: elementwise producers feeding a reduce;
 /// kOutput: a dot_general/convolution with an elementwise epilogue (bias, activation).
@@ -46,7 +47,8 @@ struct Window {
 
 struct Attrs {
   /// broadcast_in_dim: result dim of each operand dim; transpose: permutation;
-  /// reduce_*: reduced axes (sorted); argmax, iota, concatenate, gather, scatter_add: {axis}.
+  /// reduce_*: reduced axes (sorted); argmax, iota, concatenate, gather, scatter_add: {axis};
+  /// all_gather, reduce_scatter: {dim}; all_to_all: {split_dim, concat_dim}.
   Dims dims;
   /// slice: start/limit/stride per dim; pad: low (starts) and high (limits) edge padding.
   Dims starts, limits, strides;
@@ -74,6 +76,17 @@ struct Attrs {
   std::vector<Computation*> branches;
   /// get_tuple_element: which result of its while/conditional operand.
   int64_t tuple_index = -1;
+  /// Collectives: the groups of replica ids that meet (each id in one group, all of size
+  /// group_size); empty: every replica in one group.
+  std::vector<Dims> replica_groups;
+  /// Collectives: the replicas in each group, fixed when the op is made (the replica count the
+  /// step is traced for, or the size of each replica group), since all_gather, reduce_scatter
+  /// and all_to_all shapes depend on it; compiling for another replica count is a CompileError.
+  /// all_reduce's result does not depend on it: 0 there means "whatever the replica count".
+  int64_t group_size = 0;
+  /// collective_permute: (source, target) positions in each group (replica ids without
+  /// groups); a replica that is no pair's target receives zeros.
+  std::vector<std::pair<int64_t, int64_t>> source_target_pairs;
 
   /// Equal when every field is equal; literals compare by shape and bytes.
   friend bool operator==(const Attrs& a, const Attrs& b);

@@ -182,10 +182,45 @@ Instruction* Builder::rng_bits(Instruction* key, Dims dims) {
   return add(Opcode::kRngBits, {key}, {}, &s);
 }
 
-Instruction* Builder::all_reduce(Instruction* x, ReduceKind kind) {
+Instruction* Builder::all_reduce(Instruction* x, ReduceKind kind, std::vector<Dims> groups) {
   Attrs a;
   a.reduce_kind = kind;
+  if (!groups.empty()) a.group_size = static_cast<int64_t>(groups[0].size());
+  a.replica_groups = std::move(groups);
   return add(Opcode::kAllReduce, {x}, std::move(a));
+}
+
+namespace {
+Attrs collective_attrs(Dims dims, int64_t group_size, std::vector<Dims> groups) {
+  Attrs a;
+  a.dims = std::move(dims);
+  a.group_size = group_size;
+  a.replica_groups = std::move(groups);
+  return a;
+}
+}  // namespace
+
+Instruction* Builder::all_gather(Instruction* x, int64_t dim, int64_t group_size, std::vector<Dims> groups) {
+  return add(Opcode::kAllGather, {x}, collective_attrs({dim}, group_size, std::move(groups)));
+}
+
+Instruction* Builder::reduce_scatter(Instruction* x, ReduceKind kind, int64_t dim, int64_t group_size,
+                                     std::vector<Dims> groups) {
+  Attrs a = collective_attrs({dim}, group_size, std::move(groups));
+  a.reduce_kind = kind;
+  return add(Opcode::kReduceScatter, {x}, std::move(a));
+}
+
+Instruction* Builder::all_to_all(Instruction* x, int64_t split_dim, int64_t concat_dim, int64_t group_size,
+                                 std::vector<Dims> groups) {
+  return add(Opcode::kAllToAll, {x}, collective_attrs({split_dim, concat_dim}, group_size, std::move(groups)));
+}
+
+Instruction* Builder::collective_permute(Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs,
+                                         int64_t group_size, std::vector<Dims> groups) {
+  Attrs a = collective_attrs({}, group_size, std::move(groups));
+  a.source_target_pairs = std::move(pairs);
+  return add(Opcode::kCollectivePermute, {x}, std::move(a));
 }
 
 Instruction* Builder::dynamic_slice(Instruction* x, std::vector<Instruction*> starts, Dims sizes) {

@@ -66,7 +66,21 @@ class Builder {
 
   /// Uniform random i32 bits of `dims` from a counter-based generator keyed by `key` (i64[]).
   Instruction* rng_bits(Instruction* key, Dims dims);
-  Instruction* all_reduce(Instruction* x, ReduceKind kind);
+  /// The collectives (XLA's), over groups of `group_size` replicas: `groups` lists the
+  /// replica ids of each, empty means every replica in one group (see attrs.h).
+  Instruction* all_reduce(Instruction* x, ReduceKind kind, std::vector<Dims> groups = {});
+  /// Every replica's x of its group concatenated along `dim`, in group order.
+  Instruction* all_gather(Instruction* x, int64_t dim, int64_t group_size, std::vector<Dims> groups = {});
+  /// The sum (mean) over the group, of which the replica at position p keeps part p along `dim`.
+  Instruction* reduce_scatter(Instruction* x, ReduceKind kind, int64_t dim, int64_t group_size,
+                              std::vector<Dims> groups = {});
+  /// x split along `split_dim` into group_size parts, part i sent to the group's replica i;
+  /// the parts received concatenated along `concat_dim` in group order.
+  Instruction* all_to_all(Instruction* x, int64_t split_dim, int64_t concat_dim, int64_t group_size,
+                          std::vector<Dims> groups = {});
+  /// x sent from each pair's source to its target (positions in a group); zeros where none arrives.
+  Instruction* collective_permute(Instruction* x, std::vector<std::pair<int64_t, int64_t>> pairs, int64_t group_size,
+                                  std::vector<Dims> groups = {});
 
   /// Runs `body` while `condition` holds over `carried` (both take the carried values; the
   /// body returns their next values). `trip_count`: iterations when known, else -1. Read the

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "kiln/core/dtype_dispatch.h"
+#include "kiln/ir/collectives.h"
 
 namespace kiln::ir {
 namespace {
@@ -23,6 +24,12 @@ std::string literal_text(const HostTensor& t) {
     if (t.rank() > 0) os << "}";
   });
   return os.str();
+}
+
+// A collective's replica groups, when it has any (none: every replica in one group).
+std::string groups_text(const Attrs& a) {
+  if (a.replica_groups.empty()) return "";
+  return str_cat(", replica_groups=", replica_groups_text(a.replica_groups));
 }
 
 std::string attrs_text(const Instruction& inst) {
@@ -61,7 +68,17 @@ std::string attrs_text(const Instruction& inst) {
                      ", strides=", list(a.window.strides), ", padding_low=", list(a.window.padding_low),
                      ", padding_high=", list(a.window.padding_high));
     case Opcode::kAllReduce:
-      return str_cat(", kind=", reduce_kind_name(a.reduce_kind));
+      return str_cat(", kind=", reduce_kind_name(a.reduce_kind), groups_text(a));
+    case Opcode::kAllGather:
+      return str_cat(", dim=", a.dims.at(0), ", group_size=", a.group_size, groups_text(a));
+    case Opcode::kReduceScatter:
+      return str_cat(", kind=", reduce_kind_name(a.reduce_kind), ", dim=", a.dims.at(0), ", group_size=", a.group_size,
+                     groups_text(a));
+    case Opcode::kAllToAll:
+      return str_cat(", split_dim=", a.dims.at(0), ", concat_dim=", a.dims.at(1), ", group_size=", a.group_size,
+                     groups_text(a));
+    case Opcode::kCollectivePermute:
+      return str_cat(", pairs=", pairs_text(a.source_target_pairs), ", group_size=", a.group_size, groups_text(a));
     case Opcode::kFusion:
       return str_cat(", kind=", fusion_kind_name(a.fusion_kind), ", calls=",
                      a.body != nullptr ? a.body->name() : "?");

@@ -1,6 +1,6 @@
 // The reference evaluator's driver: binds arguments, walks a computation in post order, and
 // dispatches each opcode to its family (reference_eval_<family>.cpp). Also holds the small ops:
-// constant, rng_bits, all_reduce and fusion.
+// constant, rng_bits and fusion (the collectives are reference_eval_collective.cpp's).
 #include "kiln/ir/reference_eval.h"
 
 #include <unordered_map>
@@ -89,8 +89,9 @@ HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTen
       return ref::eval_reduce_window_grad(inst, args[0], args[1]);
     case Opcode::kRngBits:
       return ref::rng_bits(inst, args[0]);
-    case Opcode::kAllReduce:  // one replica: sum and mean over a single value are the value
-      return args[0].clone();
+    case Opcode::kAllReduce: case Opcode::kAllGather: case Opcode::kReduceScatter: case Opcode::kAllToAll:
+    case Opcode::kCollectivePermute:  // one replica alone (evaluate_replicas runs several)
+      return ref::eval_collective(inst, args, 0);
     case Opcode::kFusion:
       return ref::fusion(inst, args);
     case Opcode::kWhile: case Opcode::kConditional: case Opcode::kGetTupleElement:

@@ -23,6 +23,13 @@ std::vector<HostTensor> evaluate(const Computation& computation,
 /// reference backend) decides whether to write aliased outputs into their arguments.
 std::vector<HostTensor> evaluate(const Module& module, std::span<const HostTensor> arguments);
 
+/// Evaluates `computation` as the replicas of a data-parallel step: arguments[r] are replica
+/// r's, and each collective combines the replicas' values (replica ids 0..n-1, as a strategy
+/// numbers them). Returns each replica's outputs. Collectives inside while/conditional are not
+/// evaluated across replicas (evaluate() each replica instead when there are none).
+std::vector<std::vector<HostTensor>> evaluate_replicas(const Computation& computation,
+                                                       std::span<const std::vector<HostTensor>> arguments);
+
 /// Evaluates one instruction on concrete operand values (one per operand). Parameters have no
 /// value of their own and are rejected; a fusion evaluates its body. A while or conditional
 /// yields several values: evaluate it with evaluate_tuple (get_tuple_element is evaluate()'s).

@@ -188,5 +188,7 @@ HostTensor eval_dot_general(const Instruction& inst, const HostTensor& lhs, cons
 HostTensor eval_convolution(const Instruction& inst, const HostTensor& a, const HostTensor& b);
 HostTensor eval_reduce_window(const Instruction& inst, const HostTensor& x);
 HostTensor eval_reduce_window_grad(const Instruction& inst, const HostTensor& x, const HostTensor& dy);
+/// Replica `replica`'s result of a collective, given every replica's operand in replica order.
+HostTensor eval_collective(const Instruction& inst, std::span<const HostTensor> replicas, int64_t replica);
 
 }  // namespace kiln::ir::ref

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kiln/core/check.h"
+#include "kiln/ir/collectives.h"
 #include "kiln/ir/computation.h"
 #include "kiln/ir/elementwise.h"
 
@@ -476,10 +477,9 @@ Shape infer_shape(Opcode op, std::span<const Shape> operands, const Attrs& attrs
       if (d.dtype() != DType::kI32) c.dtype_error(str_cat("produces i32 bits, declared ", d, "."));
       return d;
     }
-    case Opcode::kAllReduce:
-      if (!is_floating(c.in(0).dtype()) && attrs.reduce_kind == ReduceKind::kMean)
-        c.dtype_error("mean all_reduce needs a floating-point operand.");
-      return c.in(0);
+    case Opcode::kAllReduce: case Opcode::kAllGather: case Opcode::kReduceScatter: case Opcode::kAllToAll:
+    case Opcode::kCollectivePermute:
+      return collective_shape(op, c.in(0), attrs, c.prefix());
     case Opcode::kFusion:
       return c.need_declared();
     case Opcode::kWhile: return while_loop(c);

@@ -31,6 +31,10 @@ bool LoweringVisitor::visit(const ir::Instruction& inst) {
     case Opcode::kReduceWindow: case Opcode::kReduceWindowGrad: return reduce_window(inst);
     case Opcode::kRngBits: return rng_bits(inst);
     case Opcode::kAllReduce: return all_reduce(inst);
+    case Opcode::kAllGather: return all_gather(inst);
+    case Opcode::kReduceScatter: return reduce_scatter(inst);
+    case Opcode::kAllToAll: return all_to_all(inst);
+    case Opcode::kCollectivePermute: return collective_permute(inst);
     case Opcode::kFusion: return fusion(inst);
     case Opcode::kWhile: return while_loop(inst);
     case Opcode::kConditional: return conditional(inst);

@@ -18,8 +18,9 @@
   X(parameter) X(constant) X(iota) X(elementwise)                                          \
   X(broadcast_in_dim) X(reshape) X(transpose) X(slice) X(concatenate) X(pad)               \
   X(gather) X(scatter_add) X(dynamic_slice) X(dynamic_update_slice) X(reduce) X(argmax)    \
-  X(dot_general) X(convolution) X(reduce_window) X(rng_bits) X(all_reduce) X(fusion)       \
-  X(while_loop) X(conditional) X(get_tuple_element)
+  X(dot_general) X(convolution) X(reduce_window) X(rng_bits)                              \
+  X(all_reduce) X(all_gather) X(reduce_scatter) X(all_to_all) X(collective_permute)        \
+  X(fusion) X(while_loop) X(conditional) X(get_tuple_element)
 
 /// Declares every handler as an override, in a backend's lowerer class; the backend defines
 /// each in the file of its family (one it leaves out is a link error).

@@ -123,7 +123,7 @@ void record_variable_read(const std::shared_ptr<VariableState>& variable, const 
 }
 
 const VjpEntry* find_vjp_entry(ir::Opcode op) {
-  for (auto table : {elementwise_vjps(), shape_vjps(), reduce_vjps(), contraction_vjps()})
+  for (auto table : {elementwise_vjps(), shape_vjps(), reduce_vjps(), contraction_vjps(), collective_vjps()})
     for (const VjpEntry& e : table)
       if (e.op == op) return &e;
   return nullptr;

@@ -6,6 +6,7 @@
 
 #include "kiln/core/check.h"
 #include "kiln/trace/emit.h"
+#include "kiln/trace/ops/collective.h"
 #include "kiln/trace/ops/shape.h"
 #include "kiln/trace/trace_context.h"
 
@@ -47,7 +48,9 @@ HostTensor& replica_storage(VariableState& variable, int replica) {
 
 namespace kiln {
 
-Tensor all_reduce(const Tensor& x, ir::ReduceKind kind) {
+Tensor all_reduce(const Tensor& x, ir::ReduceKind kind, const ReplicaGroups& groups) {
+  if (!groups.empty())
+    return trace::emit_collective(ir::Opcode::kAllReduce, x, [&](ir::Attrs& a) { a.reduce_kind = kind; }, groups);
   const trace::ReplicaContext* rc = trace::current_replica_context();
   if (rc == nullptr || rc->num_replicas_in_sync() <= 1) return x;
   if (trace::TraceContext::current() == nullptr)

@@ -93,9 +93,14 @@ class SummedReads {
 
 namespace kiln {
 
-/// all_reduce(x, kind) over the replicas in sync: the sum or mean of every replica's x,
-/// emitted as one IR instruction in the compiled step. Outside a replica context, or with one
-/// replica, it is x itself (so single-device code pays nothing).
-Tensor all_reduce(const Tensor& x, ir::ReduceKind kind);
+/// The replica ids of each group a collective runs over (all of one size, every replica in
+/// one); empty: all replicas in sync in one group.
+using ReplicaGroups = std::vector<Dims>;
+
+/// all_reduce(x, kind) over the replicas in sync (or within each of `groups`): the sum or mean
+/// of every replica's x, emitted as one IR instruction in the compiled step. Outside a replica
+/// context, or with one replica, it is x itself (so single-device code pays nothing). The
+/// other collectives are in trace/ops/collective.h.
+Tensor all_reduce(const Tensor& x, ir::ReduceKind kind, const ReplicaGroups& groups = {});
 
 }  // namespace kiln

@@ -346,6 +346,33 @@ std::vector<OpCase> make_cases() {
     add(c);
   }
 
+  // The other collectives on one replica, a group of one: gathers, scatters and moves of x itself,
+  // the permutation {0,0} (and with no pair, zeros). tests/distribute runs them over replicas.
+  const auto collective = [](Dims dims) {
+    ir::Attrs a;
+    a.dims = std::move(dims);
+    a.group_size = 1;
+    return a;
+  };
+  add({.name = "all_gather", .op = Opcode::kAllGather, .dtypes = kAll,
+       .variants = {unary({3, 5}, collective({1})), unary({4}, collective({0}))}});
+  for (auto [kind, text] : {std::pair{ir::ReduceKind::kSum, "sum"}, {ir::ReduceKind::kMean, "mean"}}) {
+    ir::Attrs a = collective({0});
+    a.reduce_kind = kind;
+    add({.name = str_cat("reduce_scatter(", text, ")"), .op = Opcode::kReduceScatter,
+         .dtypes = kind == ir::ReduceKind::kSum ? kAll : kFloats, .variants = {unary({2, 3}, a)}});
+  }
+  add({.name = "all_to_all", .op = Opcode::kAllToAll, .dtypes = kAll,
+       .variants = {unary({3, 4}, collective({0, 1})), unary({2, 2, 3}, collective({2, 2}))}});
+  {
+    ir::Attrs to_self = collective({}), to_none = collective({});
+    to_self.source_target_pairs = {{0, 0}};
+    add({.name = "collective_permute", .op = Opcode::kCollectivePermute, .dtypes = kAll,
+         .variants = {unary({3, 5}, to_self)}});
+    add({.name = "collective_permute(no source)", .op = Opcode::kCollectivePermute, .dtypes = kAll,
+         .variants = {unary({3, 5}, to_none)}, .values_only = true});
+  }
+
   // A loop fusion as the compiler makes it: exp(x) * y in a body.
   {
     OpCase c = elementwise(rng, "fusion(loop)", Opcode::kFusion, kFloats, 2);

@@ -99,6 +99,23 @@ std::vector<std::string> nccl_id_driver(const std::string& mode, const testing::
     GTEST_SKIP() << "mpirun is not installed (openmpi-bin)";                                       \
   if (!mpi::built_with_mpi()) GTEST_SKIP() << "this build has no MPI (libopenmpi-dev)"
 
+// all_gather, reduce_scatter, all_to_all, collective_permute and grouped all_reduce over 4
+// replicas on 2 ranks (2 logical CPU devices each): every replica's results are the
+// hand-computed ones (mpi_collectives_driver checks them and says which differ).
+TEST(MultiWorkerMirroredStrategyTest, CollectivesAcrossTwoRanksGiveEveryReplicaItsResult) {
+  KILN_MPIRUN_OR_SKIP();
+  testing::TempDir dir;
+  const std::string cmd = "env OMPI_MCA_btl=self,vader OMP_NUM_THREADS=1 timeout 120 " + std::string(KILN_MPIEXEC) +
+                          " --allow-run-as-root --oversubscribe -np 2 " KILN_MPI_COLLECTIVES_DRIVER " > " +
+                          (dir.path() / "log.txt").string() + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream log(dir.path() / "log.txt");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(rc, 0) << cmd << "\n" << text;
+  for (int g = 0; g < 4; ++g)
+    EXPECT_NE(text.find("replica " + std::to_string(g) + " of 4: all collectives match"), std::string::npos) << text;
+}
+
 TEST(NcclIdExchangeTest, RankZerosNcclIdReachesEveryRankOverMpi) {
   KILN_MPIRUN_OR_SKIP();
   if (!runtime::cuda_backend_built()) GTEST_SKIP() << "this build has no CUDA backend (NCCL makes the id)";

@@ -29,6 +29,28 @@ TEST(CudaStrategyTest, SeveralReplicasOverHostCollectivesAreACompileError) {
                     "reduce with NCCL (make_nccl_collectives)) (x2)");
 }
 
+// The other collectives lower to NCCL along leading dims only; an inner dim says so before
+// the collectives are looked at, a leading one needs NCCL's, and one replica is a copy.
+TEST(CudaStrategyTest, CollectivesSayWhatNcclCannotDoWithoutAGpu) {
+  auto lower = [](int replicas, auto make) {
+    auto m = std::make_unique<ir::Module>("collective");
+    ir::Builder b(m->entry());
+    m->entry()->set_outputs({make(b, b.parameter(Shape(DType::kF32, {2, 4}), "x"))});
+    runtime::CompileOptions options;
+    if (replicas > 1) options.collectives = std::make_shared<distribute::InProcessCollectives>(replicas, replicas);
+    return cuda::lower_to_ptx(*m, 90, options);
+  };
+  KILN_EXPECT_ERROR(lower(2, [](ir::Builder& b, ir::Instruction* x) { return b.all_gather(x, 1, 2); }), CompileError,
+                    "NCCL gathers along the leading dims only, and dim 1 of f32[2,4] has 2 elements before it");
+  KILN_EXPECT_ERROR(lower(2, [](ir::Builder& b, ir::Instruction* x) { return b.all_to_all(x, 1, 0, 2); }), CompileError,
+                    "NCCL's all_to_all moves contiguous blocks");
+  KILN_EXPECT_ERROR(lower(2, [](ir::Builder& b, ir::Instruction* x) { return b.reduce_scatter(x, ir::ReduceKind::kSum, 0, 2); }),
+                    CompileError, "2 replicas over host collectives");
+  KILN_EXPECT_ERROR(lower(4, [](ir::Builder& b, ir::Instruction* x) { return b.collective_permute(x, {{0, 1}}, 2); }),
+                    CompileError, "it was made for 2 replicas in one group, but the step runs on 4");
+  EXPECT_NO_THROW(lower(1, [](ir::Builder& b, ir::Instruction* x) { return b.collective_permute(x, {}, 1); }));
+}
+
 TEST(CudaStrategyTest, TwoGpusRunTheirOwnStepsAndAllReduceThroughNccl) {
   const runtime::GpuSurvey gpus = runtime::find_gpus();
   if (gpus.gpus.size() < 2)

@@ -47,6 +47,10 @@ class RecordingVisitor : public LoweringVisitor {
   bool reduce_window(const Instruction&) override { return on("reduce_window"); }
   bool rng_bits(const Instruction&) override { return on("rng_bits"); }
   bool all_reduce(const Instruction&) override { return on("all_reduce"); }
+  bool all_gather(const Instruction&) override { return on("all_gather"); }
+  bool reduce_scatter(const Instruction&) override { return on("reduce_scatter"); }
+  bool all_to_all(const Instruction&) override { return on("all_to_all"); }
+  bool collective_permute(const Instruction&) override { return on("collective_permute"); }
   bool fusion(const Instruction&) override { return on("fusion"); }
   bool while_loop(const Instruction&) override { return !on("while_loop"); }
   bool conditional(const Instruction&) override { return on("conditional"); }
@@ -66,7 +70,8 @@ TEST(LoweringVisitorTest, EveryOpcodeReachesItsHandler) {
       {"convolution", "convolution"}, {"conv_backward_input", "convolution"},
       {"conv_backward_filter", "convolution"}, {"reduce_window", "reduce_window"},
       {"reduce_window_grad", "reduce_window"}, {"rng_bits", "rng_bits"}, {"all_reduce", "all_reduce"},
-      {"fusion", "fusion"}, {"while", "while_loop"}, {"conditional", "conditional"},
+      {"all_gather", "all_gather"}, {"reduce_scatter", "reduce_scatter"}, {"all_to_all", "all_to_all"},
+      {"collective_permute", "collective_permute"}, {"fusion", "fusion"}, {"while", "while_loop"}, {"conditional", "conditional"},
       {"get_tuple_element", "get_tuple_element"},
   };
   ASSERT_EQ(static_cast<int>(kHandler.size()), ir::kNumOpcodes - ir::kNumElementwiseRows);

@@ -17,7 +17,8 @@ namespace {
 bool never_folded(Opcode op) {
   switch (op) {
     case Opcode::kParameter: case Opcode::kConstant: case Opcode::kIota: case Opcode::kRngBits:
-    case Opcode::kAllReduce: case Opcode::kFusion: case Opcode::kBroadcastInDim:
+    case Opcode::kAllReduce: case Opcode::kAllGather: case Opcode::kReduceScatter: case Opcode::kAllToAll:
+    case Opcode::kCollectivePermute: case Opcode::kFusion: case Opcode::kBroadcastInDim:
     case Opcode::kWhile: case Opcode::kConditional: case Opcode::kGetTupleElement:
       return true;
 #define KILN_SKIP_Leaf

@@ -13,7 +13,7 @@ namespace kiln::compiler {
 /// or broadcasts of one) is folded on the scalars and re-broadcast, whatever its size.
 ///
 /// Deliberately does not fold: parameters, iota (cheap to generate, big to store), rng_bits
-/// (random by design), all_reduce (its value depends on the other replicas), fusions, and
+/// (random by design), the collectives (their values depend on the other replicas), fusions, and
 /// broadcast_in_dim (a broadcast scalar stays a broadcast: fused loops read it for free, a
 /// literal would cost memory and bandwidth). Operands larger than `max_operand_elements` are
 /// not read, to keep compile time small.

@@ -18,7 +18,8 @@ namespace {
 
 bool movable(Opcode op) {
   switch (op) {
-    case Opcode::kParameter: case Opcode::kConstant: case Opcode::kAllReduce: case Opcode::kWhile:
+    case Opcode::kParameter: case Opcode::kConstant: case Opcode::kAllReduce: case Opcode::kAllGather:
+    case Opcode::kReduceScatter: case Opcode::kAllToAll: case Opcode::kCollectivePermute: case Opcode::kWhile:
     case Opcode::kConditional: case Opcode::kGetTupleElement:
       return false;
 #define KILN_SKIP_Leaf

@@ -11,7 +11,7 @@ namespace kiln::compiler {
 /// motion). A scan's backward loop, for instance, transposes the weights once, not per step.
 ///
 /// Deliberately does not hoist: constants and what depends only on constants (constant
-/// folding's), all_reduce (a collective stays where the program put it), nested while and
+/// folding's), the collectives (a collective stays where the program put it), nested while and
 /// conditional, or anything that reads a value the loop changes. A loop that never runs then
 /// computes the hoisted values for nothing; they are pure, so only time is spent.
 ///

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <initializer_list>
 #include <mutex>
@@ -132,6 +133,26 @@ void all_reduce_sum(DType dtype, void* data, int64_t count) {
   }
 }
 
+void all_gather(const void* in, int64_t bytes, void* out) {
+  // MPI counts are int: gather chunks of every rank's bytes, then lay them out rank by rank.
+  constexpr int64_t kChunk = int64_t{1} << 30;
+  const World world = init();
+  if (bytes <= kChunk) {
+    check(MPI_Allgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes), MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    return;
+  }
+  std::vector<std::byte> chunks(static_cast<size_t>(kChunk * world.size));
+  for (int64_t done = 0; done < bytes; done += kChunk) {
+    const int64_t n = std::min(kChunk, bytes - done);
+    check(MPI_Allgather(static_cast<const std::byte*>(in) + done, static_cast<int>(n), MPI_BYTE, chunks.data(),
+                        static_cast<int>(n), MPI_BYTE, MPI_COMM_WORLD),
+          "MPI_Allgather");
+    for (int r = 0; r < world.size; ++r)
+      std::memcpy(static_cast<std::byte*>(out) + r * bytes + done, chunks.data() + r * n, static_cast<size_t>(n));
+  }
+}
+
 void broadcast(void* data, int64_t bytes, int root) {
   constexpr int64_t kChunk = int64_t{1} << 30;  // MPI counts are int
   auto* p = static_cast<std::byte*>(data);
@@ -171,6 +192,7 @@ namespace {
 bool built_with_mpi() { return false; }
 World init() { no_mpi("MultiWorkerMirroredStrategy"); }
 void all_reduce_sum(DType, void*, int64_t) { no_mpi("all_reduce"); }
+void all_gather(const void*, int64_t, void*) { no_mpi("all_gather"); }
 void broadcast(void*, int64_t, int) { no_mpi("broadcast"); }
 void barrier() { no_mpi("barrier"); }
 void abort_world_on_error(int /*exit_code*/) {}

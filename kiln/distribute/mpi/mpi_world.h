@@ -34,6 +34,9 @@ struct World {
 World init();
 /// Sums `count` elements in place over every rank (MPI_Allreduce, MPI_SUM on MPI_COMM_WORLD).
 void all_reduce_sum(DType dtype, void* data, int64_t count);
+/// Gathers `bytes` bytes at `in` from every rank into `out` (size x bytes), rank by rank
+/// (MPI_Allgather on MPI_COMM_WORLD): the exchange of all_gather and the other collectives.
+void all_gather(const void* in, int64_t bytes, void* out);
 /// Sends `bytes` bytes at `data` from rank `root` to every rank (MPI_Bcast on MPI_COMM_WORLD).
 void broadcast(void* data, int64_t bytes, int root);
 /// The NCCL id exchange of MultiWorkerMirroredStrategy over GPUs (a

@@ -84,6 +84,8 @@ class Lowerer : public runtime::LoweringVisitor {
 
   // while/conditional: a step running the nested programs (always lowered: true).
   bool lower_tuple(const Instruction& inst);
+  // The replicas a collective meets (1 without collectives), its groups checked against them.
+  int64_t collective_replicas(const Instruction& inst) const;
   // Whether the plan puts `a` and `b` in the same bytes.
   bool same_bytes(const Instruction* a, const Instruction* b) const;
   // The starts (operands after x, and after the update) share one index dtype, else the

@@ -1,11 +1,13 @@
 // The CPU lowering's control flow and collectives (cpu_lowerer_impl.h): while and
 // conditional as steps running their nested programs (control_flow_steps.h),
-// get_tuple_element as a copy of a result, all_reduce through the replicas' collectives.
+// get_tuple_element as a copy of a result, the collectives through the replicas' collectives
+// (runtime/collectives.h); with one replica each is a copy (a permutation to nowhere: zeros).
 #include "kiln/runtime/cpu/cpu_lowerer_impl.h"
 
 #include <cstring>
 
 #include "kiln/core/check.h"
+#include "kiln/ir/collectives.h"
 #include "kiln/ir/printer.h"
 
 namespace kiln::cpu::lowering {
@@ -40,10 +42,19 @@ bool Lowerer::get_tuple_element(const Instruction& inst) {
   return true;
 }
 
+int64_t Lowerer::collective_replicas(const Instruction& inst) const {
+  const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();
+  const int64_t replicas = c ? c->num_replicas() : 1;
+  const ir::Attrs& a = inst.attrs();
+  if (std::string error = ir::replica_groups_error(a.replica_groups, a.group_size, replicas); !error.empty())
+    KILN_THROW(CompileError, "[cpu] ", ir::describe(inst), ": ", error, ".");
+  return replicas;
+}
+
 bool Lowerer::all_reduce(const Instruction& inst) {
   const auto copy = copy_run(inst);
   const std::shared_ptr<runtime::Collectives>& c = exe_.collectives();
-  if (!c || c->num_replicas() <= 1) {  // one replica: the sum and the mean are the value itself
+  if (collective_replicas(inst) <= 1) {  // one replica: the sum and the mean are the value itself
     add(inst, "all_reduce(1 replica)", copy);
     return true;
   }
@@ -52,10 +63,89 @@ bool Lowerer::all_reduce(const Instruction& inst) {
   const ir::ReduceKind kind = inst.attrs().reduce_kind;
   const DType dtype = inst.dtype();
   const int64_t count = inst.shape().num_elements();
+  const std::vector<Dims> groups = inst.attrs().replica_groups;
+  if (!groups.empty()) {
+    add(inst, str_cat("all_reduce(", c->num_replicas(), " replicas, groups of ", groups[0].size(), ")"),
+        [copy, c, replica, groups, kind, dtype, count](const void* const* in, void* out) {
+          copy(in, out);
+          c->all_reduce_in_groups(replica, groups, kind, dtype, out, count);
+        });
+    return true;
+  }
   add(inst, str_cat("all_reduce(", c->num_replicas(), " replicas)"),
       [copy, c, replica, kind, dtype, count](const void* const* in, void* out) {
         copy(in, out);
         c->all_reduce(replica, kind, dtype, out, count);
+      });
+  return true;
+}
+
+// With one replica a group of one gathers, scatters and moves x itself: a copy.
+bool Lowerer::all_gather(const Instruction& inst) {
+  if (collective_replicas(inst) <= 1) {
+    add(inst, "all_gather(1 replica)", copy_run(inst));
+    return true;
+  }
+  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
+  const int replica = exe_.replica_id();
+  const ir::Attrs& a = inst.attrs();
+  add(inst, str_cat("all_gather(", c->num_replicas(), " replicas)"),
+      [c, replica, groups = a.replica_groups, x = inst.operand(0)->shape(), dim = a.dims[0]](const void* const* in,
+                                                                                           void* out) {
+        c->all_gather(replica, groups, x, dim, in[0], out);
+      });
+  return true;
+}
+
+bool Lowerer::reduce_scatter(const Instruction& inst) {
+  if (collective_replicas(inst) <= 1) {
+    add(inst, "reduce_scatter(1 replica)", copy_run(inst));
+    return true;
+  }
+  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
+  const int replica = exe_.replica_id();
+  const ir::Attrs& a = inst.attrs();
+  add(inst, str_cat("reduce_scatter(", c->num_replicas(), " replicas)"),
+      [c, replica, groups = a.replica_groups, kind = a.reduce_kind, x = inst.operand(0)->shape(),
+       dim = a.dims[0]](const void* const* in, void* out) {
+        c->reduce_scatter(replica, groups, kind, x, dim, in[0], out);
+      });
+  return true;
+}
+
+bool Lowerer::all_to_all(const Instruction& inst) {
+  if (collective_replicas(inst) <= 1) {
+    add(inst, "all_to_all(1 replica)", copy_run(inst));
+    return true;
+  }
+  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
+  const int replica = exe_.replica_id();
+  const ir::Attrs& a = inst.attrs();
+  add(inst, str_cat("all_to_all(", c->num_replicas(), " replicas)"),
+      [c, replica, groups = a.replica_groups, x = inst.operand(0)->shape(), split = a.dims[0],
+       concat = a.dims[1]](const void* const* in, void* out) {
+        c->all_to_all(replica, groups, x, split, concat, in[0], out);
+      });
+  return true;
+}
+
+bool Lowerer::collective_permute(const Instruction& inst) {
+  const ir::Attrs& a = inst.attrs();
+  if (collective_replicas(inst) <= 1) {  // the pair {0,0}, or none: zeros
+    if (!a.source_target_pairs.empty()) {
+      add(inst, "collective_permute(1 replica)", copy_run(inst));
+      return true;
+    }
+    const size_t bytes = static_cast<size_t>(inst.shape().byte_size());
+    add(inst, "collective_permute(1 replica, zeros)", [bytes](const void* const*, void* out) { std::memset(out, 0, bytes); });
+    return true;
+  }
+  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
+  const int replica = exe_.replica_id();
+  add(inst, str_cat("collective_permute(", c->num_replicas(), " replicas)"),
+      [c, replica, groups = a.replica_groups, pairs = a.source_target_pairs, x = inst.shape()](const void* const* in,
+                                                                                             void* out) {
+        c->collective_permute(replica, groups, pairs, x, in[0], out);
       });
   return true;
 }

@@ -107,6 +107,16 @@ class Lowerer : public runtime::LoweringVisitor {
   // by NCCL, on the compute stream. Several replicas need the NCCL collectives of GPU
   // replicas (make_nccl_collectives); host collectives cannot reach device memory.
   bool add_nccl_all_reduce(const Instruction& inst);
+  // The replicas a collective meets (1 without collectives), its groups checked against them
+  // (CompileError).
+  int64_t collective_replicas(const Instruction& inst) const;
+  // The NCCL collectives of this replica for `inst`, or null with why_ set (host collectives,
+  // replica groups, another GPU).
+  NcclCollectives* nccl_for(const Instruction& inst);
+  // A step queueing `run(nccl, stream, in, out)` on the compute stream, reading the operand and
+  // writing the result, checked for an abort once the GPU work ended.
+  void add_nccl_step(const Instruction& inst, std::string label, NcclCollectives* nccl,
+                     std::function<void(CUstream, CUdeviceptr in, CUdeviceptr out)> run);
 
   // A matmul on cuBLASLt: `dot` itself, or the contraction of the output fusion `inst`, whose
   // bias and relu epilogues cuBLASLt applies (not over a batch: the bias would need a batch

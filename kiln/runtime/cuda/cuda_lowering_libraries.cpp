@@ -1,7 +1,7 @@
 // The GPU lowering's library calls (Lowerer, cuda_lowerer_impl.h): matmuls on cuBLASLt,
-// convolutions and pooling on cuDNN with the layout changes and padding they need, output
-// fusions' epilogues, and all_reduce on NCCL: the handlers of dot_general, the convolutions,
-// reduce_window and all_reduce.
+// convolutions and pooling on cuDNN with the layout changes and padding they need, and output
+// fusions' epilogues: the handlers of dot_general, the convolutions and reduce_window (NCCL's
+// collectives are cuda_lowering_collectives.cpp's).
 #include "kiln/runtime/cuda/cuda_lowerer_impl.h"
 
 namespace kiln::cuda::lowering {
@@ -11,42 +11,6 @@ bool Lowerer::dot_general(const Instruction& inst) {
 }
 bool Lowerer::convolution(const Instruction& inst) { return add_convolution(inst, inst); }
 bool Lowerer::reduce_window(const Instruction& inst) { return add_pooling(inst); }
-
-bool Lowerer::all_reduce(const Instruction& inst) {
-  // One replica: the sum and the mean are the value itself.
-  if (!options_.collectives || options_.collectives->num_replicas() <= 1) return add_copy(inst, "all_reduce(1 replica)");
-  return add_nccl_all_reduce(inst);
-}
-
-bool Lowerer::add_nccl_all_reduce(const Instruction& inst) {
-  auto* nccl = dynamic_cast<NcclCollectives*>(options_.collectives.get());
-  const int replicas = options_.collectives->num_replicas();
-  if (nccl == nullptr) {
-    why_ = str_cat(replicas, " replicas over host collectives: GPU replicas reduce with NCCL (make_nccl_collectives)");
-    return false;
-  }
-  const int replica = options_.replica_id;
-  const DType dtype = inst.dtype();
-  const ir::ReduceKind kind = inst.attrs().reduce_kind;
-  if (!NcclCollectives::supports(kind, dtype)) {
-    why_ = str_cat("NCCL has no ", ir::reduce_kind_name(kind), " of ", name(dtype));
-    return false;
-  }
-  if (device_ != nullptr && nccl->ordinal(replica) != device_->ordinal()) {
-    why_ = str_cat("replica ", replica, " is on cuda:", nccl->ordinal(replica), ", not ", device_->name());
-    return false;
-  }
-  if (!add_copy(inst, "copy(all_reduce operand)")) return false;
-  const int64_t count = inst.shape().num_elements();
-  std::shared_ptr<runtime::Collectives> keep = options_.collectives;
-  emit({str_cat("all_reduce(nccl, ", replicas, " replicas, ", ir::reduce_kind_name(kind), ", ", count, " ", name(dtype), ")"),
-                 {value_.at(&inst)}, {value_.at(&inst)},
-                 [nccl, keep, replica, count, dtype, kind](CUstream s, const CUdeviceptr*, const CUdeviceptr* out, CUdeviceptr) {
-                   if (count > 0) nccl->all_reduce_on_device(replica, s, out[0], count, dtype, kind);
-                 }});
-  exe_.add_finish_check([nccl, keep] { nccl->throw_if_aborted(); });
-  return true;
-}
 
 bool Lowerer::add_matmul(const Instruction& inst, const Instruction& dot, bool bias, compiler::EpilogueActivation act) {
   std::optional<MatmulGeometry> g = MatmulGeometry::of(dot, why_);

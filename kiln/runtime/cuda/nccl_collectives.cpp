@@ -13,7 +13,8 @@
 
 #define KILN_NCCL_FUNCTIONS(X) \
   X(ncclGetVersion) X(ncclGetErrorString) X(ncclCommInitAll) X(ncclCommDestroy) X(ncclAllReduce) \
-  X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommAbort)
+  X(ncclGetUniqueId) X(ncclCommInitRank) X(ncclCommAbort) X(ncclAllGather) X(ncclReduceScatter) X(ncclSend) \
+  X(ncclRecv) X(ncclGroupStart) X(ncclGroupEnd)
 
 namespace kiln::cuda {
 namespace {
@@ -92,7 +93,7 @@ NcclCollectives::NcclCollectives(std::vector<int> ordinals)
 }
 
 NcclCollectives::NcclCollectives(int ordinal, int rank, int num_ranks, const runtime::CollectivesIdExchange& exchange)
-    : ordinals_{ordinal}, num_replicas_(num_ranks) {
+    : ordinals_{ordinal}, num_replicas_(num_ranks), first_rank_(rank) {
   // Every process reaches the exchange, ready or not: one that could not join NCCL would
   // leave the others waiting in ncclCommInitRank forever.
   std::string why_not;
@@ -167,6 +168,47 @@ void NcclCollectives::all_reduce_on_device(int replica, CUstream stream, CUdevic
                                   static_cast<ncclComm_t>(comms_.at(static_cast<size_t>(replica))),
                                   reinterpret_cast<cudaStream_t>(stream)),
              "ncclAllReduce");
+}
+
+template <typename Fn>
+void NcclCollectives::enqueue(int replica, Fn fn) const {
+  std::lock_guard lock(mutex_);
+  if (aborted_) throw runtime::ReplicaAborted{};
+  fn(static_cast<ncclComm_t>(comms_.at(static_cast<size_t>(replica))));
+}
+
+void NcclCollectives::all_gather_on_device(int replica, CUstream stream, CUdeviceptr send, CUdeviceptr recv,
+                                           int64_t bytes) const {
+  enqueue(replica, [&](ncclComm_t comm) {
+    check_nccl(nccl().ncclAllGather(reinterpret_cast<void*>(send), reinterpret_cast<void*>(recv), static_cast<size_t>(bytes),
+                                    ncclUint8, comm, reinterpret_cast<cudaStream_t>(stream)),
+               "ncclAllGather");
+  });
+}
+
+void NcclCollectives::reduce_scatter_on_device(int replica, CUstream stream, CUdeviceptr send, CUdeviceptr recv,
+                                               int64_t count, DType dtype, ir::ReduceKind kind) const {
+  KILN_CHECK(supports(kind, dtype), "NCCL reduce_scatter of an unsupported kind or dtype");
+  enqueue(replica, [&](ncclComm_t comm) {
+    check_nccl(nccl().ncclReduceScatter(reinterpret_cast<void*>(send), reinterpret_cast<void*>(recv),
+                                        static_cast<size_t>(count), *nccl_type(dtype),
+                                        kind == ir::ReduceKind::kSum ? ncclSum : ncclAvg, comm,
+                                        reinterpret_cast<cudaStream_t>(stream)),
+               "ncclReduceScatter");
+  });
+}
+
+void NcclCollectives::send_recv_on_device(int replica, CUstream stream, const std::vector<Transfer>& transfers) const {
+  enqueue(replica, [&](ncclComm_t comm) {
+    check_nccl(nccl().ncclGroupStart(), "ncclGroupStart");
+    for (const Transfer& t : transfers) {
+      void* p = reinterpret_cast<void*>(t.data);
+      const auto n = static_cast<size_t>(t.bytes);
+      if (t.send) check_nccl(nccl().ncclSend(p, n, ncclUint8, t.peer, comm, reinterpret_cast<cudaStream_t>(stream)), "ncclSend");
+      else check_nccl(nccl().ncclRecv(p, n, ncclUint8, t.peer, comm, reinterpret_cast<cudaStream_t>(stream)), "ncclRecv");
+    }
+    check_nccl(nccl().ncclGroupEnd(), "ncclGroupEnd");
+  });
 }
 
 void NcclCollectives::all_reduce(int replica, ir::ReduceKind kind, DType dtype, void* data, int64_t count) {

@@ -48,10 +48,32 @@ class NcclCollectives final : public runtime::Collectives {
   /// reductions in the same order, each from its own thread.
   void all_reduce_on_device(int replica, CUstream stream, CUdeviceptr data, int64_t count, DType dtype,
                             ir::ReduceKind kind) const;
+  /// The replica's rank in the communicators (its id among all replicas).
+  int global_replica_id(int replica) const override { return first_rank_ + replica; }
+  /// ncclAllGather of `bytes` bytes per replica: `recv` gets every replica's `send` in rank order.
+  void all_gather_on_device(int replica, CUstream stream, CUdeviceptr send, CUdeviceptr recv, int64_t bytes) const;
+  /// ncclReduceScatter: `recv` gets this replica's `count` elements of the sum (mean) of
+  /// every replica's count x replicas elements at `send`.
+  void reduce_scatter_on_device(int replica, CUstream stream, CUdeviceptr send, CUdeviceptr recv, int64_t count,
+                                DType dtype, ir::ReduceKind kind) const;
+  /// One ncclSend or ncclRecv of `bytes` bytes with rank `peer`.
+  struct Transfer {
+    bool send = true;
+    int peer = 0;
+    CUdeviceptr data = 0;
+    int64_t bytes = 0;
+  };
+  /// The transfers as one NCCL group (ncclGroupStart/End), so sends and receives pair up.
+  void send_recv_on_device(int replica, CUstream stream, const std::vector<Transfer>& transfers) const;
 
  private:
+  // Runs `fn(comm)` (which queues NCCL work) on the replica's communicator unless aborted (ReplicaAborted).
+  template <typename Fn>
+  void enqueue(int replica, Fn fn) const;
+
   std::vector<int> ordinals_;  // this process's GPUs
   int num_replicas_;
+  int first_rank_ = 0;  // the rank of this process's first replica
   mutable std::mutex mutex_;  // orders enqueues against abort()
   bool aborted_ = false;
   std::vector<void*> comms_;  // ncclComm_t, one per local replica; null once aborted

@@ -1,4 +1,4 @@
-// VJP rules of the reductions (and the other ops that reduce: argmax, rng_bits, all_reduce).
+// VJP rules of the reductions (and the other ops that reduce: argmax, rng_bits).
 // reduce_max/min split the cotangent evenly among tied extrema, as central differences do.
 #include "kiln/trace/emit.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -30,9 +30,6 @@ const VjpEntry kTable[] = {
     {Opcode::kArgmax, nullptr},
     // rng_bits: integer result, no gradient
     {Opcode::kRngBits, nullptr},
-    // d/dx_r all_reduce(sum) = all_reduce(sum) of the replicas' cotangents (mean: mean)
-    {Opcode::kAllReduce,
-     [](const VjpArgs& a) -> Grads { return {emit(Opcode::kAllReduce, {a.g()}, a.attrs)}; }},
 };
 
 }  // namespace

@@ -43,6 +43,7 @@ std::span<const VjpEntry> elementwise_vjps();
 std::span<const VjpEntry> shape_vjps();
 std::span<const VjpEntry> reduce_vjps();
 std::span<const VjpEntry> contraction_vjps();
+std::span<const VjpEntry> collective_vjps();
 
 /// The row for `op`, or nullptr when no table has one.
 const VjpEntry* find_vjp_entry(ir::Opcode op);
