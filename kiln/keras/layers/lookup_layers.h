@@ -1,7 +1,7 @@
 // StringLookup and IntegerLookup (keras.layers): tokens to vocabulary ids and back, with
 // Keras's OOV and mask ids, encodings and adapt (index_lookup.h holds the rules). They run on
-// the host: `layer(host_tensor)` in a Dataset::map, or as a Sequential model's first layers,
-// which predict/fit apply to each batch before the compiled step (docs/data.md).
+// the host: `layer(host_tensor)` in a Dataset::map, or at the front of a model (Sequential or
+// Functional), which predict/fit apply to each batch before the compiled step (docs/data.md).
 #pragma once
 
 #include <cstdint>
@@ -97,6 +97,7 @@ class StringLookup : public IndexLookupLayer<std::string> {
   static StringLookup from_config(const std::string& config_json);
   std::string class_name() const override { return "StringLookup"; }
   std::string get_config() const override { return config_with(std::nullopt); }
+  std::shared_ptr<Layer> shared_copy() const override { return std::make_shared<StringLookup>(*this); }
 };
 
 struct IntegerLookupOptions {
@@ -122,6 +123,7 @@ class IntegerLookup : public IndexLookupLayer<int64_t> {
   static IntegerLookup from_config(const std::string& config_json);
   std::string class_name() const override { return "IntegerLookup"; }
   std::string get_config() const override { return config_with(std::nullopt); }
+  std::shared_ptr<Layer> shared_copy() const override { return std::make_shared<IntegerLookup>(*this); }
 };
 
 extern template class IndexLookupLayer<std::string>;

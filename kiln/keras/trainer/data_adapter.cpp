@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "kiln/core/check.h"
-#include "kiln/keras/models/sequential.h"
 #include "kiln/keras/trainer/class_weight.h"
 
 namespace kiln::keras {
@@ -196,13 +195,13 @@ std::vector<HostTensor> DataAdapter::predict_args(const data::Element& element) 
 }
 
 data::Dataset with_host_layers(const Model& model, data::Dataset dataset) {
-  const auto* sequential = dynamic_cast<const Sequential*>(&model);
-  if (sequential == nullptr) return dataset;
-  std::vector<const HostLayer*> layers = sequential->host_layers();
-  if (layers.empty()) return dataset;
+  std::vector<std::vector<const HostLayer*>> per_input = model.host_layers();
+  if (std::all_of(per_input.begin(), per_input.end(), [](const auto& layers) { return layers.empty(); }))
+    return dataset;
   // The layers' tables are shared with the model's copies, so a later adapt shows here too.
-  data::MapFn apply = [layers](data::Element e) {
-    for (const HostLayer* l : layers) e[0] = l->host_call(e[0]);
+  data::MapFn apply = [per_input](data::Element e) {
+    for (size_t i = 0; i < per_input.size() && i < e.size(); ++i)
+      for (const HostLayer* l : per_input[i]) e[i] = l->host_call(e[i]);
     return e;
   };
   return dataset.map(std::move(apply), {.num_parallel_calls = data::kAutotune, .stateless = true,
