@@ -225,6 +225,16 @@ TEST(TextFunctionalTest, RunsEachInputThroughItsOwnHostLayers) {
   EXPECT_EQ(model.predict(ds).to_vector<float>(), (std::vector<float>{24, 12, 6}));
 }
 
+TEST(TextFunctionalTest, AdaptAfterTheCallReachesTheModelsLayer) {
+  // The user's object and the graph's copy share one table, so adapting either way round works.
+  StringLookup lookup;
+  KerasTensor words = Input({1}, {.dtype = DType::kString});
+  Functional model({words}, lookup(words));
+  lookup.adapt(HostTensor::from_vector<std::string>({4}, {"b", "a", "b", "b"}));  // [UNK] 0, b 1, a 2
+  EXPECT_EQ(model.predict(HostTensor::from_vector<std::string>({3, 1}, {"a", "b", "zz"})).to_vector<int64_t>(),
+            (std::vector<int64_t>{2, 1, 0}));
+}
+
 TEST(TextFunctionalTest, AHostLayerAfterACompiledLayerIsACompileErrorNamingIt) {
   KerasTensor x = Input({3});
   KerasTensor h = Dense(3, {.name = "dense_in"})(x);
