@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/core/dtype.h"
 #include "kiln/core/host_tensor.h"
 
 namespace kiln::keras {
@@ -20,6 +21,9 @@ class HostLayer {
   virtual ~HostLayer() = default;
   /// The layer on a concrete batch.
   virtual HostTensor host_call(const HostTensor& inputs) const = 0;
+  /// Keras's compute_output_spec dtype, which a functional graph's KerasTensor carries (and a
+  /// .keras config's __keras_tensor__): int64 ids for output_mode "int", float32 otherwise.
+  virtual DType output_dtype() const = 0;
   /// A heap copy sharing this layer's tables: what a functional graph holds when the user's
   /// object joins it (a copy made from the config would lose an adapted vocabulary).
   virtual std::shared_ptr<Layer> shared_copy() const = 0;

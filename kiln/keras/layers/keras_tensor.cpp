@@ -50,6 +50,7 @@ KerasTensor record_call(std::shared_ptr<Layer> layer, std::vector<KerasTensor> i
   // The layer is named and built by the model that uses it (so names are unique per model);
   // here only its output shape is inferred.
   node->shape = layer->compute_output_shape_multi(shapes);
+  if (const auto* host = dynamic_cast<const HostLayer*>(layer.get())) node->dtype = host->output_dtype();
   node->layer = std::move(layer);
   node->inputs = std::move(inputs);
   node->flags = std::move(flags);

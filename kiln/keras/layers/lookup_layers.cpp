@@ -232,6 +232,9 @@ template <typename Key>
 std::string IndexLookupLayer<Key>::config_with(const std::optional<std::vector<Key>>& vocabulary) const {
   json j = internal::base_config(*this);
   const internal::LookupArgs<Key>& a = table_->args();
+  // tf.keras 2's IndexLookup dtype (its output's), which it checks on load: int64 for ids;
+  // Keras 3 writes its float32 policy (keras3_config.cpp).
+  j["dtype"] = a.output_mode == "int" ? "int64" : "float32";
   j["invert"] = a.invert;
   j["max_tokens"] = a.max_tokens ? json(*a.max_tokens) : json(nullptr);
   j["num_oov_indices"] = a.num_oov_indices;

@@ -41,6 +41,8 @@ class IndexLookupLayer : public Layer, public HostLayer {
   }
   int64_t vocabulary_size() const { return table_->vocabulary_size(); }
   Dims compute_output_shape(const Dims& input_shape) const override;
+  // Keras 3 says int64 for an inverted lookup too (its spec, not the tokens it returns).
+  DType output_dtype() const override { return table_->args().output_mode == "int" ? DType::kI64 : DType::kF32; }
 
   std::optional<std::string> vocabulary_asset() const override;
   void load_vocabulary_asset(const std::string& text) override;

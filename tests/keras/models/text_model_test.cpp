@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/io/zip_archive.h"
+#include "tests/io/python_check.h"
 #include "tests/keras/keras_testing.h"
 #include "tests/testing/expect_error.h"
 #include "tests/testing/temp_dir.h"
@@ -184,6 +185,10 @@ TEST(TextFunctionalTest, TrainsTheTutorialModelOnATextFolderAndReloadsIt) {
     // The loaded model keeps its compile arguments and evaluates the folder alike.
     EXPECT_EQ(loaded->evaluate(val_ds, {.verbose = 0}).at("binary_accuracy"), logs.at("binary_accuracy"));
   }
+  // Keras 3's layout: the string input, the vocabulary assets, the int64 ids into Embedding.
+  if (!io::testing::python_has("h5py, numpy")) GTEST_SKIP() << "/usr/bin/python3 lacks h5py";
+  const std::string check = "/usr/bin/python3 " KILN_KERAS3_LAYOUT_CHECK " " + dir.file("m.keras");
+  EXPECT_EQ(std::system(check.c_str()), 0);
 }
 
 TEST(TextFunctionalTest, TheSequentialFormTrainsAlike) {
@@ -202,6 +207,9 @@ TEST(TextFunctionalTest, TheSequentialFormTrainsAlike) {
   EXPECT_LT(want[1], 0);
   model.save(dir.file("s.keras"));
   EXPECT_EQ(load_model(dir.file("s.keras"))->predict(probe).to_vector<float>(), want);
+  if (!io::testing::python_has("h5py, numpy")) GTEST_SKIP() << "/usr/bin/python3 lacks h5py";
+  const std::string check = "/usr/bin/python3 " KILN_KERAS3_LAYOUT_CHECK " " + dir.file("s.keras");
+  EXPECT_EQ(std::system(check.c_str()), 0);
 }
 
 TEST(TextFunctionalTest, RunsEachInputThroughItsOwnHostLayers) {
