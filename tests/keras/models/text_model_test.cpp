@@ -258,5 +258,24 @@ TEST(TextFunctionalTest, AHostLayerAfterACompiledLayerIsACompileErrorNamingIt) {
                     "input 'ids' feeds the host layer 'lookup' (IntegerLookup) and also 'raw' (Dense)");
 }
 
+TEST(TextFunctionalTest, ANestedModelsHostLayerIsACompileErrorNamingBoth) {
+  // The tutorial's export model: the vectorizing model nested in one that adds the sigmoid.
+  KerasTensor text = Input({1}, {.dtype = DType::kString});
+  KerasTensor ids = StringLookup({.vocabulary = {"a", "b"}, .name = "words"})(text);
+  KerasTensor logit = Dense(1)(GlobalAveragePooling1D()(Embedding(3, 2)(ids)));
+  auto inner = std::make_shared<Functional>(std::vector<KerasTensor>{text}, logit, FunctionalOptions{.name = "scorer"});
+  KerasTensor raw = Input({1}, {.dtype = DType::kString});
+  Functional outer({raw}, Activation("sigmoid")((*inner)(raw)), {.name = "export"});
+  const HostTensor probe = HostTensor::from_vector<std::string>({2, 1}, {"a", "zz"});
+  KILN_EXPECT_ERROR(outer.predict(probe), CompileError,
+                    "[export] the model 'scorer' (Functional), used here as a layer, holds the host layer 'words' "
+                    "(StringLookup)");
+  // A Sequential around it alike.
+  Sequential wrapped({InputLayer({.shape = {1}}), ModelLayer(inner), Activation("sigmoid")}, {.name = "wrapped"});
+  KILN_EXPECT_ERROR(wrapped.predict(probe), CompileError, "[wrapped] the model 'scorer' (Functional)");
+  // The inner model alone runs its host layer.
+  EXPECT_EQ(inner->predict(probe).dims(), (Dims{2, 1}));
+}
+
 }  // namespace
 }  // namespace kiln::keras
