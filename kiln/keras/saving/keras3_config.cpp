@@ -255,6 +255,16 @@ json functional_config3(const Functional& model, const json& k2) {
           {"registered_name", "Functional"}};
 }
 
+// The dtype of the Input Keras 3 needs before a Sequential's first layer: the keys of a
+// leading lookup layer or TextVectorization (Kiln's Sequential declares shapes only).
+std::string sequential_input_dtype(const json& first) {
+  const std::string cls = first["class_name"].get<std::string>();
+  const bool invert = first["config"].value("invert", false);
+  if (cls == "TextVectorization" || (cls == "StringLookup" && !invert)) return "string";
+  if (cls == "IntegerLookup" || cls == "StringLookup") return "int64";
+  return "float32";
+}
+
 json sequential_config3(const Model& model, const json& k2) {
   const json& src = k2["config"]["layers"];
   json layers = json::array();
@@ -267,7 +277,7 @@ json sequential_config3(const Model& model, const json& k2) {
          ++k)
       input_name = "input_layer_" + std::to_string(k);
     const json& bis = src[0]["config"]["batch_input_shape"];
-    layers.push_back(input_layer3(bis, "float32", input_name));
+    layers.push_back(input_layer3(bis, sequential_input_dtype(src[0]), input_name));
     for (size_t i = 1; i < bis.size(); ++i) shape.push_back(bis[i].is_null() ? kNoneDim : bis[i].get<int64_t>());
   }
   const Dims input_shape = shape;

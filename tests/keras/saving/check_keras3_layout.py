@@ -16,7 +16,7 @@ keras/src/models/functional.py:
   object; layer dtypes as DTypePolicy objects, float32 (the lookup layers and TextVectorization
   too: Keras 3 passes them no dtype, unlike tf.keras 2); no Keras 2 "batch_input_shape" in layer
   configs (Keras 3 layers reject it), the input as an InputLayer with "batch_shape" and a dtype
-  name ("string" for text); Functional nodes as {"args", "kwargs"} of __keras_tensor__ objects
+  name (a Sequential's: the keys of a leading lookup layer, "string" for text); Functional nodes as {"args", "kwargs"} of __keras_tensor__ objects
   with a 3-part keras_history and the producer's compute_output_spec dtype (the Input's; int64
   from a lookup layer or TextVectorization in output_mode "int", else float32); optimizer
   configs without Keras 2's "decay" / "is_legacy_optimizer" (Keras 3 rejects unknown kwargs);
@@ -159,6 +159,12 @@ def check_config(cfg):
         model_layers = [e for e in layers if e["class_name"] != "InputLayer"]
         if layers and layers[0]["class_name"] == "InputLayer":
             check(c.get("build_input_shape") == layers[0]["config"]["batch_shape"], "Sequential: build_input_shape")
+            if model_layers and model_layers[0]["class_name"] in HOST_LAYERS:
+                first = model_layers[0]
+                keys = "string" if first["class_name"] == "TextVectorization" or (
+                    first["class_name"] == "StringLookup" and not first["config"].get("invert")) else "int64"
+                check(layers[0]["config"]["dtype"] == keys,
+                      f"Sequential: input dtype {layers[0]['config']['dtype']!r} before {first['class_name']}, expected {keys!r}")
             check(cfg.get("build_config", {}).get("input_shape") == c.get("build_input_shape"), "Sequential: build_config")
     elif cls == "Functional":
         check(cfg["module"] == "keras.src.models.functional" and cfg["registered_name"] == "Functional",
