@@ -31,6 +31,7 @@
 #include "kiln/keras/layers/keras_tensor.h"
 #include "kiln/keras/layers/layer_normalization.h"
 #include "kiln/keras/layers/multi_head_attention.h"
+#include "kiln/keras/layers/pooling1d.h"
 #include "kiln/keras/layers/pooling2d.h"
 #include "kiln/keras/layers/rescaling.h"
 #include "kiln/keras/layers/category_encoding.h"
@@ -76,7 +77,9 @@ using keras::Dense;
 using keras::Dropout;
 using keras::Embedding;
 using keras::Flatten;
+using keras::GlobalAveragePooling1D;
 using keras::GlobalAveragePooling2D;
+using keras::GlobalMaxPooling1D;
 using keras::Input;
 using keras::InputLayer;
 using keras::Layer;

@@ -2,6 +2,7 @@
 // save/load of weights and the errors of an uncompiled model.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 
 #include "kiln/ir/printer.h"
@@ -142,6 +143,24 @@ TEST(ModelTest, EvaluateOnArraysWeighsAShortLastBatchByItsRows) {
   Logs sevens = model->evaluate(mnist->x_train, mnist->y_train, 7, {.verbose = 0});  // 14 of 7, one of 2
   EXPECT_NEAR(sevens.at("loss"), whole.at("loss"), 1e-5);
   EXPECT_NEAR(sevens.at("accuracy"), whole.at("accuracy"), 1e-9);
+}
+
+TEST(ModelTest, RankOneLabelsMeetADenseOneOutputAsKerasMatchesThem) {
+  // Logits x . (1, 1) = 1, -1, 4 for labels 1, 0, 0 given as (3,) (text_dataset_from_directory's
+  // int labels): Keras gives them the output's axis instead of broadcasting to (3, 3), so the
+  // loss is mean(softplus(-1), softplus(-1), softplus(4)) and 2 of 3 logits are on the right side.
+  Sequential model({InputLayer({.shape = {2}}), Dense(1, {.kernel_initializer = "ones"})});
+  model.compile({.optimizer = "sgd", .loss = BinaryCrossentropy({.from_logits = true}),
+                 .metrics = {BinaryAccuracy("binary_accuracy", 0.0)}});
+  const HostTensor x = HostTensor::from_vector<float>({3, 2}, {1, 0, 0, -1, 2, 2});
+  const double want = (2 * std::log1p(std::exp(-1.0)) + std::log1p(std::exp(4.0))) / 3;
+  for (const HostTensor& y : {HostTensor::from_vector<int32_t>({3}, {1, 0, 0}),
+                              HostTensor::from_vector<int32_t>({3, 1}, {1, 0, 0})}) {
+    SCOPED_TRACE(y.shape().to_string());
+    const Logs logs = model.evaluate(x, y, 3, {.verbose = 0});
+    EXPECT_NEAR(logs.at("loss"), want, 1e-6);
+    EXPECT_NEAR(logs.at("binary_accuracy"), 2.0 / 3, 1e-6);
+  }
 }
 
 TEST(ModelTest, FitOnArraysRejectsMismatchedRowsAndBadSplits) {

@@ -81,6 +81,7 @@ constexpr Registered kRegistry[] = {
     {"MaxPooling1D", &build<MaxPooling1D>},
     {"AveragePooling1D", &build<AveragePooling1D>},
     {"GlobalMaxPooling1D", &build<GlobalMaxPooling1D>},
+    {"GlobalAveragePooling1D", &build<GlobalAveragePooling1D>},
     {"GlobalMaxPooling2D", &build<GlobalMaxPooling2D>},
     {"ReLU", &build<ReLU>},
     {"LeakyReLU", &build<LeakyReLU>},

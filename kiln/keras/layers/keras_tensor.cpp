@@ -3,6 +3,7 @@
 #include "kiln/keras/layers/keras_tensor.h"
 
 #include "kiln/core/check.h"
+#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/keras/layers/layer.h"
 
@@ -49,6 +50,7 @@ KerasTensor record_call(std::shared_ptr<Layer> layer, std::vector<KerasTensor> i
   // The layer is named and built by the model that uses it (so names are unique per model);
   // here only its output shape is inferred.
   node->shape = layer->compute_output_shape_multi(shapes);
+  if (const auto* host = dynamic_cast<const HostLayer*>(layer.get())) node->dtype = host->output_dtype();
   node->layer = std::move(layer);
   node->inputs = std::move(inputs);
   node->flags = std::move(flags);
@@ -60,9 +62,11 @@ KerasTensor record_call(std::shared_ptr<Layer> layer, std::vector<KerasTensor> i
 namespace {
 
 // A layer object no shared_ptr owns joins the graph as a copy made from its config (the same
-// route a loaded model takes), since its concrete type is unknown here.
+// route a loaded model takes), since its concrete type is unknown here; a host layer copies
+// itself, keeping its adapted vocabulary and sharing its tables with the user's object.
 std::shared_ptr<Layer> shared_copy(Layer& layer) {
   if (std::shared_ptr<Layer> self = layer.weak_from_this().lock()) return self;
+  if (const auto* host = dynamic_cast<const HostLayer*>(&layer)) return host->shared_copy();
   if (layer.built())
     KILN_THROW(ValueError, "[", layer.name(), "] a built layer that no model holds yet cannot join a functional "
                "graph (its weights would be lost). Hint: hold it in a LayerHandle, or call it on KerasTensors "

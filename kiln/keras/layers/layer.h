@@ -77,8 +77,8 @@ class Layer : public std::enable_shared_from_this<Layer> {
 
   /// Functional API: records this layer applied to symbolic inputs and returns its output.
   /// Every call of one layer shares it (one set of weights); a temporary (`Dense(10)(x)`) moves
-  /// into the graph. A layer object that is not shared yet joins as a copy made from its config
-  /// that it forwards to (ValueError when it is already built: its weights would be lost).
+  /// into the graph. An unshared layer object joins as a copy made from its config that it forwards to (ValueError
+  /// when built: its weights would be lost); a host layer as a copy sharing its tables (HostLayer::shared_copy).
   KerasTensor operator()(const KerasTensor& x) &;
   KerasTensor operator()(const KerasTensor& x) &&;
   KerasTensor operator()(const std::vector<KerasTensor>& inputs, const CallFlags& flags = {}) &;

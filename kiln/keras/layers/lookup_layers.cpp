@@ -134,7 +134,12 @@ HostTensor IndexLookupLayer<Key>::host_call(const HostTensor& inputs) const {
   if (mode == "one_hot") {
     std::vector<std::vector<int64_t>> rows;
     for (int64_t id : ids) rows.push_back({id});
-    return t.encode(rows).reshape(compute_output_shape(inputs.dims()));
+    // The per-example rule (a last axis of 1 replaced) with the batch axis in front.
+    const Dims& d = inputs.dims();
+    if (d.empty()) return t.encode(rows).reshape(compute_output_shape({}));
+    Dims shape = compute_output_shape(Dims(d.begin() + 1, d.end()));
+    shape.insert(shape.begin(), d[0]);
+    return t.encode(rows).reshape(shape);
   }
   if (inputs.rank() > 2)
     KILN_THROW(ShapeError, "[", where(), "] output_mode=\"", mode, "\" takes inputs of rank 0 to 2, received ",
@@ -153,8 +158,8 @@ Dims IndexLookupLayer<Key>::compute_output_shape(const Dims& input_shape) const 
   if (mode == "int") return input_shape;
   const int64_t depth = table_->has_vocabulary() || table_->args().pad_to_max_tokens ? table_->depth() : kNoneDim;
   Dims out = input_shape;
-  if (mode == "one_hot") {
-    if (out.size() > 1 && out.back() == 1) out.back() = depth;
+  if (mode == "one_hot") {  // per example: (1,) -> (depth,), as Keras's (None, 1) -> (None, depth)
+    if (!out.empty() && out.back() == 1) out.back() = depth;
     else out.push_back(depth);
     return out;
   }
@@ -166,9 +171,10 @@ Dims IndexLookupLayer<Key>::compute_output_shape(const Dims& input_shape) const 
 template <typename Key>
 Tensor IndexLookupLayer<Key>::call(const Tensor& x, bool /*training*/) {
   if (x.is_symbolic())
-    KILN_THROW(CompileError, "[", where(), "] ", class_name(), " runs on the host, before the compiled step. Hint: ",
-               "map it over the Dataset (ds.map([&](HostTensor t) { return layer(t); })), or make it one of a ",
-               "Sequential model's first layers, which predict and fit apply on the host.");
+    KILN_THROW(CompileError, "[", where(), "] ", class_name(), " runs on the host, before the compiled step, but ",
+               "here it takes the output of a compiled layer. Hint: map it over the Dataset (ds.map([&](HostTensor t) ",
+               "{ return layer(t); })), or put it at the front of the model (right after its input, or after other ",
+               "host layers), where fit, evaluate and predict apply it on the host.");
   return Tensor(host_call(x.value()));
 }
 
@@ -226,6 +232,9 @@ template <typename Key>
 std::string IndexLookupLayer<Key>::config_with(const std::optional<std::vector<Key>>& vocabulary) const {
   json j = internal::base_config(*this);
   const internal::LookupArgs<Key>& a = table_->args();
+  // tf.keras 2's IndexLookup dtype (its output's), which it checks on load: int64 for ids;
+  // Keras 3 writes its float32 policy (keras3_config.cpp).
+  j["dtype"] = a.output_mode == "int" ? "int64" : "float32";
   j["invert"] = a.invert;
   j["max_tokens"] = a.max_tokens ? json(*a.max_tokens) : json(nullptr);
   j["num_oov_indices"] = a.num_oov_indices;

@@ -1,7 +1,7 @@
 // StringLookup and IntegerLookup (keras.layers): tokens to vocabulary ids and back, with
 // Keras's OOV and mask ids, encodings and adapt (index_lookup.h holds the rules). They run on
-// the host: `layer(host_tensor)` in a Dataset::map, or as a Sequential model's first layers,
-// which predict/fit apply to each batch before the compiled step (docs/data.md).
+// the host: `layer(host_tensor)` in a Dataset::map, or at the front of a model (Sequential or
+// Functional), which predict/fit apply to each batch before the compiled step (docs/data.md).
 #pragma once
 
 #include <cstdint>
@@ -41,6 +41,8 @@ class IndexLookupLayer : public Layer, public HostLayer {
   }
   int64_t vocabulary_size() const { return table_->vocabulary_size(); }
   Dims compute_output_shape(const Dims& input_shape) const override;
+  // Keras 3 says int64 for an inverted lookup too (its spec, not the tokens it returns).
+  DType output_dtype() const override { return table_->args().output_mode == "int" ? DType::kI64 : DType::kF32; }
 
   std::optional<std::string> vocabulary_asset() const override;
   void load_vocabulary_asset(const std::string& text) override;
@@ -97,6 +99,7 @@ class StringLookup : public IndexLookupLayer<std::string> {
   static StringLookup from_config(const std::string& config_json);
   std::string class_name() const override { return "StringLookup"; }
   std::string get_config() const override { return config_with(std::nullopt); }
+  std::shared_ptr<Layer> shared_copy() const override { return std::make_shared<StringLookup>(*this); }
 };
 
 struct IntegerLookupOptions {
@@ -122,6 +125,7 @@ class IntegerLookup : public IndexLookupLayer<int64_t> {
   static IntegerLookup from_config(const std::string& config_json);
   std::string class_name() const override { return "IntegerLookup"; }
   std::string get_config() const override { return config_with(std::nullopt); }
+  std::shared_ptr<Layer> shared_copy() const override { return std::make_shared<IntegerLookup>(*this); }
 };
 
 extern template class IndexLookupLayer<std::string>;

@@ -1,10 +1,12 @@
-// 1-D pooling as 2-D pooling over (steps, 1), and global max pooling as one reduce_max.
+// 1-D pooling as 2-D pooling over (steps, 1), and global pooling as one reduce_max or mean
+// (a masked mean as a sum over a sum).
 #include "kiln/keras/layers/pooling1d.h"
 
 #include "kiln/core/check.h"
 #include "kiln/keras/config_keys_impl.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/conv_utils_impl.h"
+#include "kiln/trace/ops/elementwise.h"
 #include "kiln/trace/ops/nn.h"
 #include "kiln/trace/ops/reduce.h"
 #include "kiln/trace/ops/shape.h"
@@ -91,14 +93,14 @@ AveragePooling1D AveragePooling1D::from_config(const std::string& config_json) {
   return from_config_as<AveragePooling1D>(config_json, "AveragePooling1D.from_config");
 }
 
-// ---- global max pooling ----------------------------------------------------------------------
+// ---- global pooling --------------------------------------------------------------------------
 
-GlobalMaxPooling::GlobalMaxPooling(const char* class_name, size_t rank, GlobalPoolingOptions options)
-    : Layer(options.name, options.input_shape, options.dtype), rank_(rank), options_(std::move(options)) {
+GlobalPooling::GlobalPooling(const char* class_name, size_t rank, bool is_max, GlobalPoolingOptions options)
+    : Layer(options.name, options.input_shape, options.dtype), rank_(rank), is_max_(is_max), options_(std::move(options)) {
   internal::check_data_format(options_.name.empty() ? class_name : options_.name, options_.data_format);
 }
 
-Dims GlobalMaxPooling::compute_output_shape(const Dims& input_shape) const {
+Dims GlobalPooling::compute_output_shape(const Dims& input_shape) const {
   const std::string at = name().empty() ? class_name() : name();
   if (input_shape.size() != rank_ + 1)
     KILN_THROW(ShapeError, "[", at, "] expected input ", rank_ == 1 ? "(batch, steps, features)" : "(batch, rows, cols, channels)",
@@ -111,26 +113,30 @@ Dims GlobalMaxPooling::compute_output_shape(const Dims& input_shape) const {
   return out;
 }
 
-// x: (N, *spatial, C) -> (N, C) (or keepdims); channels_first reduces the axes after C.
-Tensor GlobalMaxPooling::call(const Tensor& x, bool /*training*/) {
-  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+std::vector<int> GlobalPooling::spatial_axes() const {
   std::vector<int> axes;
   const int start = options_.data_format == "channels_first" ? 2 : 1;
   for (size_t i = 0; i < rank_; ++i) axes.push_back(start + static_cast<int>(i));
-  return reduce_max(x, axes, options_.keepdims);
+  return axes;
 }
 
-std::string GlobalMaxPooling::get_config() const {
+// x: (N, *spatial, C) -> (N, C) (or keepdims); channels_first reduces the axes after C.
+Tensor GlobalPooling::call(const Tensor& x, bool /*training*/) {
+  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+  return is_max_ ? reduce_max(x, spatial_axes(), options_.keepdims) : mean(x, spatial_axes(), options_.keepdims);
+}
+
+std::string GlobalPooling::get_config() const {
   nlohmann::json j = internal::base_config(*this);
   j["data_format"] = options_.data_format;
   j["keepdims"] = options_.keepdims;
   return j.dump();
 }
 
-// GlobalMaxPooling1D's and 2D's keys (keepdims: tf.keras 2.6+ and Keras 3).
+// The global poolings' keys (keepdims: tf.keras 2.6+ and Keras 3).
 constexpr internal::ConfigKey kGlobalPoolingKeys[] = {{"data_format"}, {"keepdims"}};
-GlobalPoolingOptions GlobalMaxPooling::options_from_config(const std::string& config_json, const char* where,
-                                                           bool* trainable) {
+GlobalPoolingOptions GlobalPooling::options_from_config(const std::string& config_json, const char* where,
+                                                        bool* trainable) {
   nlohmann::json j = internal::parse(config_json, where);
   internal::expect_layer_keys(j, {kGlobalPoolingKeys}, where);
   GlobalPoolingOptions o;
@@ -142,18 +148,34 @@ GlobalPoolingOptions GlobalMaxPooling::options_from_config(const std::string& co
   return o;
 }
 
-GlobalMaxPooling1D GlobalMaxPooling1D::from_config(const std::string& config_json) {
+template <typename L>
+L GlobalPooling::from_config_as(const std::string& config_json, const char* where) {
   bool trainable = true;
-  GlobalMaxPooling1D p(options_from_config(config_json, "GlobalMaxPooling1D.from_config", &trainable));
+  L p(options_from_config(config_json, where, &trainable));
   p.set_trainable(trainable);
   return p;
 }
 
+GlobalMaxPooling1D GlobalMaxPooling1D::from_config(const std::string& config_json) {
+  return from_config_as<GlobalMaxPooling1D>(config_json, "GlobalMaxPooling1D.from_config");
+}
+
 GlobalMaxPooling2D GlobalMaxPooling2D::from_config(const std::string& config_json) {
-  bool trainable = true;
-  GlobalMaxPooling2D p(options_from_config(config_json, "GlobalMaxPooling2D.from_config", &trainable));
-  p.set_trainable(trainable);
-  return p;
+  return from_config_as<GlobalMaxPooling2D>(config_json, "GlobalMaxPooling2D.from_config");
+}
+
+GlobalAveragePooling1D GlobalAveragePooling1D::from_config(const std::string& config_json) {
+  return from_config_as<GlobalAveragePooling1D>(config_json, "GlobalAveragePooling1D.from_config");
+}
+
+// Keras's masked mean: the (N, steps) mask as 0/1 in x's dtype, broadcast over the features
+// (axis 2, or 1 for channels_first), weighs the sum and counts the steps.
+Tensor GlobalAveragePooling1D::call_masked(const Tensor& x, const Tensor& mask, bool /*training*/) {
+  compute_output_shape(Dims(x.dims().begin() + 1, x.dims().end()));
+  const bool first = options().data_format == "channels_first";
+  const Tensor weight = expand_dims(cast(mask, x.dtype()), first ? 1 : 2);
+  const std::vector<int> steps = spatial_axes();
+  return reduce_sum(x * weight, steps, options().keepdims) / reduce_sum(weight, steps, options().keepdims);
 }
 
 }  // namespace kiln::keras

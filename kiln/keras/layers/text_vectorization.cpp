@@ -198,6 +198,7 @@ void TextVectorization::adapt(const data::Dataset& dataset, std::optional<int64_
 std::string TextVectorization::config_with(const std::optional<std::vector<std::string>>& vocabulary) const {
   const json lookup = json::parse(IndexLookupLayer<std::string>::config_with(vocabulary));
   json j = internal::base_config(*this);
+  j["dtype"] = "string";  // tf.keras 2 rejects any other; Keras 3 writes its float32 policy
   j["max_tokens"] = lookup["max_tokens"];
   j["standardize"] = options_.standardize ? json(*options_.standardize) : json(nullptr);
   j["split"] = options_.split ? json(*options_.split) : json(nullptr);

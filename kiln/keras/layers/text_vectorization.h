@@ -50,6 +50,7 @@ class TextVectorization : public IndexLookupLayer<std::string> {
   static TextVectorization from_config(const std::string& config_json);
   std::string class_name() const override { return "TextVectorization"; }
   std::string get_config() const override { return config_with(std::nullopt); }
+  std::shared_ptr<Layer> shared_copy() const override { return std::make_shared<TextVectorization>(*this); }
 
   /// string[batch] (or [batch, 1]) -> "int": i64 [batch, length]; the others: f32 [batch, depth].
   /// A string[] scalar gives one row without the batch axis.

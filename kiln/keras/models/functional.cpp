@@ -6,6 +6,7 @@
 #include <set>
 
 #include "kiln/core/check.h"
+#include "kiln/core/str_cat.h"
 #include "kiln/keras/layers/config_impl.h"
 #include "kiln/keras/layers/input_layer.h"
 #include "kiln/trace/ops/elementwise.h"
@@ -190,25 +191,89 @@ Tensor Functional::call_multi(const std::vector<Tensor>& inputs, bool training) 
   return call_outputs(inputs, training)[0];
 }
 
+namespace {
+
+std::string layer_label(const Layer& l) { return str_cat("'", l.name(), "' (", l.class_name(), ")"); }
+
+}  // namespace
+
+std::vector<std::vector<std::shared_ptr<KerasNode>>> Functional::host_chains() const {
+  std::map<const KerasNode*, std::vector<std::shared_ptr<KerasNode>>> readers;
+  for (const auto& n : nodes_)
+    for (const KerasTensor& in : n->inputs) readers[in.node().get()].push_back(n);
+  std::set<const KerasNode*> outputs;
+  for (const KerasTensor& o : outputs_) outputs.insert(o.node().get());
+  auto on_host = [](const std::shared_ptr<KerasNode>& n) { return dynamic_cast<const HostLayer*>(n->layer.get()) != nullptr; };
+  std::vector<std::vector<std::shared_ptr<KerasNode>>> chains;
+  for (const KerasTensor& in : inputs_) {
+    std::vector<std::shared_ptr<KerasNode>> chain;
+    const KerasNode* at = in.node().get();
+    for (;;) {
+      const std::vector<std::shared_ptr<KerasNode>>& next = readers[at];
+      const auto host = std::find_if(next.begin(), next.end(), on_host);
+      if (host == next.end()) break;
+      // fit, evaluate and predict replace the value a host layer reads by what it returns, so
+      // nothing else may read that value.
+      const std::string what = chain.empty() ? str_cat("input '", in.layer().name(), "'")
+                                             : str_cat("the output of ", layer_label(*chain.back()->layer));
+      if (outputs.count(at))
+        KILN_THROW(CompileError, "[", name_, "] ", what, " feeds the host layer ", layer_label(*(*host)->layer),
+                   " and is also a model output; the host layers replace the value they read before the compiled "
+                   "step. Hint: output the host layer's result instead, or map the layer over the Dataset.");
+      if (next.size() > 1) {
+        const auto other = next[next[0] == *host ? 1 : 0];
+        KILN_THROW(CompileError, "[", name_, "] ", what, " feeds the host layer ", layer_label(*(*host)->layer),
+                   " and also ", layer_label(*other->layer), "; the host layers replace the value they read before "
+                   "the compiled step, so it can feed only them. Hint: give ", other->layer->name(),
+                   " its own Input, or map the host layer over the Dataset.");
+      }
+      chain.push_back(*host);
+      at = host->get();
+    }
+    chains.push_back(std::move(chain));
+  }
+  return chains;
+}
+
+std::vector<std::vector<const HostLayer*>> Functional::host_layers() const {
+  std::vector<std::vector<const HostLayer*>> out;
+  for (const auto& chain : host_chains()) {
+    out.emplace_back();
+    for (const auto& n : chain) out.back().push_back(dynamic_cast<const HostLayer*>(n->layer.get()));
+  }
+  return out;
+}
+
 std::vector<Tensor> Functional::call_outputs(const std::vector<Tensor>& inputs, bool training) {
   if (inputs.size() != inputs_.size())
     KILN_THROW(ValueError, "[", name_, "] expected ", inputs_.size(), " inputs, received ", inputs.size(),
                ". Hint: dataset elements are (x_1, ..., x_n, y) for a model with n inputs.");
+  // A traced call (the compiled steps) starts after the host layers, which fit, evaluate and
+  // predict ran already: an input arrives as its last host layer's output.
+  const bool traced = std::any_of(inputs.begin(), inputs.end(), [](const Tensor& x) { return x.is_symbolic(); });
+  std::set<const KerasNode*> ran_on_host;
   std::map<const KerasNode*, Tensor> values;
+  const std::vector<std::vector<std::shared_ptr<KerasNode>>> chains =
+      traced ? host_chains() : std::vector<std::vector<std::shared_ptr<KerasNode>>>(inputs_.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const KerasTensor& spec = inputs_[i];
     const Tensor& x = inputs[i];
+    const KerasNode* feed = chains[i].empty() ? spec.node().get() : chains[i].back().get();
+    for (const auto& n : chains[i]) ran_on_host.insert(n.get());
     // A None dimension takes any size: the model is traced once per concrete shape.
-    if (x.rank() != static_cast<int>(spec.shape().size()) + 1 ||
-        !std::equal(spec.shape().begin(), spec.shape().end(), x.dims().begin() + 1,
+    if (x.rank() != static_cast<int>(feed->shape.size()) + 1 ||
+        !std::equal(feed->shape.begin(), feed->shape.end(), x.dims().begin() + 1,
                     [](int64_t want, int64_t got) { return want == kNoneDim || want == got; }))
       KILN_THROW(ShapeError, "[", name_, "] input '", spec.layer().name(), "' expected shape ",
-                 shape_json(spec.shape()).dump(), " (batch first), received ", x.shape(), ".");
-    values[spec.node().get()] = cast(x, spec.dtype());  // Keras casts inputs to the Input dtype
+                 shape_json(feed->shape).dump(), " (batch first",
+                 chains[i].empty() ? "" : str_cat(", after its host layers up to '", chains[i].back()->layer->name(), "'"),
+                 "), received ", x.shape(), ".");
+    // Keras casts inputs to the Input dtype; a host layer's output keeps its own.
+    values[feed] = chains[i].empty() ? cast(x, spec.dtype()) : x;
   }
   std::map<const KerasNode*, Tensor> masks;  // Keras's _keras_mask of each node's output
   for (const auto& n : nodes_) {
-    if (n->inputs.empty()) continue;
+    if (n->inputs.empty() || ran_on_host.count(n.get())) continue;
     std::vector<Tensor> xs;
     for (const KerasTensor& in : n->inputs) xs.push_back(values.at(in.node().get()));
     const Tensor mask = n->inputs.size() == 1 ? masks[n->inputs[0].node().get()] : Tensor();

@@ -45,6 +45,10 @@ class Functional : public Model {
   /// The forward pass returning one tensor per output.
   std::vector<Tensor> call_outputs(const std::vector<Tensor>& inputs, bool training) override;
   size_t num_inputs() const override { return inputs_.size(); }
+  /// For each input, the host layers it runs through before any compiled layer: the chain of
+  /// StringLookup, IntegerLookup and TextVectorization calls starting at that Input, each read
+  /// only by the next. A traced call takes the last one's output in place of the input.
+  std::vector<std::vector<const HostLayer*>> host_layers() const override;
   std::vector<std::string> output_names() const override;
 
   /// Keras 2 {"class_name": "Functional", "config": {"name", "layers" (each with "name" and
@@ -67,6 +71,9 @@ class Functional : public Model {
   bool summary_shows_connections() const override { return !sequential_like_; }
 
  private:
+  /// The nodes of host_layers(), per input; CompileError when an input or a host layer's output
+  /// feeds a host layer and also a compiled layer, a second host layer or a model output.
+  std::vector<std::vector<std::shared_ptr<internal::KerasNode>>> host_chains() const;
   /// "[name, node_index, 0]" reference parts for a tensor of this model.
   std::pair<std::string, int> node_ref(const KerasTensor& t) const;
 

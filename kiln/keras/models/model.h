@@ -15,6 +15,7 @@
 #include "kiln/core/host_tensor.h"
 #include "kiln/data/dataset.h"
 #include "kiln/keras/callbacks/callback.h"
+#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/layers/layer.h"
 #include "kiln/keras/losses/loss.h"
 #include "kiln/keras/metrics/metric.h"
@@ -197,6 +198,12 @@ class Model : public std::enable_shared_from_this<Model> {
   /// optionally the sample weights: one array w for every output, or one per output (w_1, ..., w_m);
   /// predict's are (x_1, ..., x_n).
   virtual size_t num_inputs() const { return 1; }
+  /// The host layers (StringLookup, IntegerLookup, TextVectorization) at the front of the
+  /// model, one list per input in input order (empty lists, or none, when there are none): fit,
+  /// evaluate and predict run them on each batch as a map over the input pipeline, and a traced
+  /// call (the compiled steps) takes their outputs in place of the inputs. CompileError when a
+  /// host layer's input also feeds a compiled layer.
+  virtual std::vector<std::vector<const HostLayer*>> host_layers() const { return {}; }
   /// The outputs' names (Keras's output_names: the layers that make them); one per output.
   virtual std::vector<std::string> output_names() const { return {layers_.empty() ? name_ : layers_.back()->name()}; }
   size_t num_outputs() const { return output_names().size(); }

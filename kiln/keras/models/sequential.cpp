@@ -60,7 +60,7 @@ std::string batch_dims_text(const Dims& dims) {
 
 }  // namespace
 
-std::vector<const HostLayer*> Sequential::host_layers() const {
+std::vector<const HostLayer*> Sequential::leading_host_layers() const {
   std::vector<const HostLayer*> out;
   for (const LayerHandle& l : layers_) {
     const auto* host = dynamic_cast<const HostLayer*>(&*l);
@@ -76,7 +76,7 @@ Tensor Sequential::call(const Tensor& x, bool training) {
   const Dims example(x.dims().begin() + 1, x.dims().end());
   if (!built()) input_shape_ = example;
   // A traced call starts after the host layers, which fit, evaluate and predict ran already.
-  const size_t first = x.is_symbolic() ? host_layers().size() : 0;
+  const size_t first = x.is_symbolic() ? leading_host_layers().size() : 0;
   Dims expected = input_shape_;
   for (size_t i = 0; i < first; ++i) expected = layers_[i]->compute_output_shape(expected);
   const bool fits = example.size() == expected.size() &&

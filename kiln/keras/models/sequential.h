@@ -4,7 +4,6 @@
 
 #include <memory>
 
-#include "kiln/keras/layers/host_layer.h"
 #include "kiln/keras/models/model.h"
 
 namespace kiln::keras {
@@ -19,10 +18,8 @@ class Sequential : public Model {
   /// Appends a layer, naming it uniquely within the model (dense, dense_1, ...) unless it has
   /// a name. An InputLayer only declares the input shape.
   void add(LayerHandle layer);
-  /// The leading layers that run on the host (StringLookup, IntegerLookup, TextVectorization):
-  /// fit, evaluate and predict apply them to each batch as a map over the input pipeline, and
-  /// a traced call (the compiled steps) starts after them.
-  std::vector<const HostLayer*> host_layers() const;
+  /// The leading layers that run on the host (Model::host_layers): a traced call starts after them.
+  std::vector<std::vector<const HostLayer*>> host_layers() const override { return {leading_host_layers()}; }
   /// Builds every layer for per-example input dims (batch excluded).
   void build(const Dims& input_shape);
   bool built() const { return !input_shape_.empty(); }
@@ -40,6 +37,8 @@ class Sequential : public Model {
   std::vector<Dims> layer_output_shapes() const override;
 
  private:
+  std::vector<const HostLayer*> leading_host_layers() const;
+
   Dims input_shape_;
   bool warned_input_shape_ = false;  // Keras's "constructed with shape ... called on ..." once
 };

@@ -116,6 +116,10 @@ void recurrent_config3(const std::string& class_name, json& c) {
 
 json layer_entry3(const std::string& class_name, const json& config) {
   json c = layer_config3(config);
+  // tf.keras 2's host layers carry their output dtype ("int64", "string"); Keras 3's pass
+  // none to Layer, so they write the global float32 policy.
+  if (class_name == "TextVectorization" || class_name == "StringLookup" || class_name == "IntegerLookup")
+    c["dtype"] = dtype_policy("float32");
   // Keras 3 renamed LeakyReLU's alpha (it still reads alpha, with a deprecation warning).
   if (class_name == "LeakyReLU" && c.contains("alpha")) {
     c["negative_slope"] = c["alpha"];
@@ -188,7 +192,8 @@ json functional_config3(const Functional& model, const json& k2) {
   std::map<NodeKey, const KerasNode*> nodes;
   for (const KerasTensor& in : model.inputs()) index_nodes(in.node(), done, count, nodes);
   for (const KerasTensor& out : model.outputs()) index_nodes(out.node(), done, count, nodes);
-  // Kiln's layers compute in float32; an Input keeps its declared dtype.
+  // Kiln's compiled layers compute in float32; an Input keeps its declared dtype, a host
+  // layer gives int64 ids (output_mode "int") or float32 rows.
   std::map<std::string, std::string> input_dtypes;
   for (const json& entry : k2["config"]["layers"])
     if (entry["class_name"] == "InputLayer") input_dtypes[entry["name"].get<std::string>()] = entry["config"].value("dtype", "float32");
@@ -198,7 +203,9 @@ json functional_config3(const Functional& model, const json& k2) {
     const KerasNode* n = nodes.at(key);
     return json{{"class_name", "__keras_tensor__"},
                 {"config", {{"shape", batch_shape(n->shape)},
-                            {"dtype", input_dtypes.count(key.first) ? input_dtypes[key.first] : "float32"},
+                            {"dtype", input_dtypes.count(key.first) ? input_dtypes[key.first]
+                                      : n->dtype == DType::kI64           ? "int64"
+                                                                          : "float32"},
                             {"keras_history", json::array({key.first, key.second, ref.size() > 2 ? ref[2] : json(0)})}}}};
   };
   json layers = json::array();
@@ -248,6 +255,16 @@ json functional_config3(const Functional& model, const json& k2) {
           {"registered_name", "Functional"}};
 }
 
+// The dtype of the Input Keras 3 needs before a Sequential's first layer: the keys of a
+// leading lookup layer or TextVectorization (Kiln's Sequential declares shapes only).
+std::string sequential_input_dtype(const json& first) {
+  const std::string cls = first["class_name"].get<std::string>();
+  const bool invert = first["config"].value("invert", false);
+  if (cls == "TextVectorization" || (cls == "StringLookup" && !invert)) return "string";
+  if (cls == "IntegerLookup" || cls == "StringLookup") return "int64";
+  return "float32";
+}
+
 json sequential_config3(const Model& model, const json& k2) {
   const json& src = k2["config"]["layers"];
   json layers = json::array();
@@ -260,7 +277,7 @@ json sequential_config3(const Model& model, const json& k2) {
          ++k)
       input_name = "input_layer_" + std::to_string(k);
     const json& bis = src[0]["config"]["batch_input_shape"];
-    layers.push_back(input_layer3(bis, "float32", input_name));
+    layers.push_back(input_layer3(bis, sequential_input_dtype(src[0]), input_name));
     for (size_t i = 1; i < bis.size(); ++i) shape.push_back(bis[i].is_null() ? kNoneDim : bis[i].get<int64_t>());
   }
   const Dims input_shape = shape;

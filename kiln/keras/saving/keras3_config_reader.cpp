@@ -80,6 +80,7 @@ const std::map<std::string, std::set<std::string>>& known_keys() {
       {"MaxPooling1D", {"pool_size", "strides", "padding", "data_format"}},
       {"AveragePooling1D", {"pool_size", "strides", "padding", "data_format"}},
       {"GlobalMaxPooling1D", {"data_format", "keepdims"}},
+      {"GlobalAveragePooling1D", {"data_format", "keepdims"}},
       {"GlobalMaxPooling2D", {"data_format", "keepdims"}},
       {"ReLU", {"max_value", "negative_slope", "threshold"}},
       {"LeakyReLU", {"negative_slope"}},

@@ -13,10 +13,18 @@
 #include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/saving/training_config.h"
 #include "kiln/trace/ops/elementwise.h"
+#include "kiln/trace/ops/shape.h"
 #include "kiln/trace/replica_context.h"
 
 namespace kiln::keras {
 namespace {
+
+// tf.keras 2's match_dtype_and_rank where Keras 3's squeeze_or_expand_to_same_rank agrees:
+// labels (batch,) against a prediction (batch, 1) gain its axis, so the text tutorial's int
+// labels (text_dataset_from_directory) for a Dense(1) logit do not broadcast to (batch, batch).
+Tensor label_like(const Tensor& y, const Tensor& y_pred) {
+  return y.rank() == 1 && y_pred.rank() == 2 && y_pred.dim(1) == 1 ? expand_dims(y, -1) : y;
+}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -161,7 +169,7 @@ CompiledOutputs::StepLoss CompiledOutputs::compute_loss(const std::vector<Tensor
     else if (masks[i].defined())
       weights[i] = masks[i];
     if (!targets_[i].loss) continue;
-    own[i] = targets_[i].loss->weighted(ys[i], y_preds[i], sample_weights.empty() ? Tensor() : sample_weights[i], masks[i]);
+    own[i] = targets_[i].loss->weighted(label_like(ys[i], y_preds[i]), y_preds[i], sample_weights.empty() ? Tensor() : sample_weights[i], masks[i]);
     const Tensor weighted = targets_[i].loss_weight == 1.0 ? own[i] : own[i] * targets_[i].loss_weight;
     total = total.defined() ? total + weighted : weighted;
   }
@@ -188,12 +196,13 @@ std::vector<Tensor> CompiledOutputs::update_metrics(const std::vector<Tensor>& y
       // Metrics compute in float32 as Keras's do (their dtype), whatever the model's policy.
       const Tensor& p = y_preds[i];
       const Tensor y_pred = size_of(p.dtype()) == 2 && is_floating(p.dtype()) ? cast(p, DType::kF32) : p;
+      const Tensor y = label_like(ys[i], y_pred);
       // Keras's compiled metrics take the output's mask as their sample weights, the weighted
       // ones the sample weights times the mask.
       auto update = [&](const std::vector<MetricHandle>& metrics, const Tensor& weights) {
         for (const MetricHandle& m : metrics)
-          if (weights.defined()) m->update_state_weighted(ys[i], y_pred, weights);
-          else m->update_state(ys[i], y_pred);
+          if (weights.defined()) m->update_state_weighted(y, y_pred, weights);
+          else m->update_state(y, y_pred);
       };
       update(targets_[i].metrics, loss.masks[i]);
       update(targets_[i].weighted_metrics, loss.weights[i]);

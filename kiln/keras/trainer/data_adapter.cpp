@@ -6,7 +6,8 @@
 #include <algorithm>
 
 #include "kiln/core/check.h"
-#include "kiln/keras/models/sequential.h"
+#include "kiln/keras/layers/host_layer.h"
+#include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/trainer/class_weight.h"
 
 namespace kiln::keras {
@@ -195,14 +196,38 @@ std::vector<HostTensor> DataAdapter::predict_args(const data::Element& element) 
   return {element.begin(), element.begin() + static_cast<std::ptrdiff_t>(model_.num_inputs())};
 }
 
+namespace {
+
+// The first host layer `model` holds, in its nested models too; null when none.
+const Layer* first_host_layer(const Model& model) {
+  for (const LayerHandle& l : model.layers()) {
+    if (dynamic_cast<const HostLayer*>(&*l) != nullptr) return &*l;
+    if (const auto* nested = dynamic_cast<const ModelLayer*>(&*l))
+      if (const Layer* host = first_host_layer(nested->model())) return host;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 data::Dataset with_host_layers(const Model& model, data::Dataset dataset) {
-  const auto* sequential = dynamic_cast<const Sequential*>(&model);
-  if (sequential == nullptr) return dataset;
-  std::vector<const HostLayer*> layers = sequential->host_layers();
-  if (layers.empty()) return dataset;
+  // Only the front of the model fit, evaluate or predict runs is mapped over the pipeline; a
+  // nested model's host layers would meet raw strings inside the compiled step.
+  for (const LayerHandle& l : model.layers())
+    if (const auto* nested = dynamic_cast<const ModelLayer*>(&*l))
+      if (const Layer* host = first_host_layer(nested->model()))
+        KILN_THROW(CompileError, "[", model.name(), "] the model '", nested->name(), "' (", nested->class_name(),
+                   "), used here as a layer, holds the host layer '", host->name(), "' (", host->class_name(),
+                   "); host layers run before the compiled step only at the front of the model that fit, evaluate "
+                   "or predict is called on. Hint: call the host layer on this model's input (or map it over the "
+                   "Dataset) and nest '", nested->name(), "' without it.");
+  std::vector<std::vector<const HostLayer*>> per_input = model.host_layers();
+  if (std::all_of(per_input.begin(), per_input.end(), [](const auto& layers) { return layers.empty(); }))
+    return dataset;
   // The layers' tables are shared with the model's copies, so a later adapt shows here too.
-  data::MapFn apply = [layers](data::Element e) {
-    for (const HostLayer* l : layers) e[0] = l->host_call(e[0]);
+  data::MapFn apply = [per_input](data::Element e) {
+    for (size_t i = 0; i < per_input.size() && i < e.size(); ++i)
+      for (const HostLayer* l : per_input[i]) e[i] = l->host_call(e[i]);
     return e;
   };
   return dataset.map(std::move(apply), {.num_parallel_calls = data::kAutotune, .stateless = true,

@@ -63,8 +63,8 @@ class DataAdapter {
   const Model& model_;
 };
 
-/// `dataset` with the model's leading host layers (Sequential::host_layers) applied to each
-/// element's first component (the input batch) by a parallel map; `dataset` itself when there
+/// `dataset` with the model's host layers (Model::host_layers) applied to each element's input
+/// components, input i through its own list, by a parallel map; `dataset` itself when there
 /// are none. fit, evaluate and predict run their steps on this.
 data::Dataset with_host_layers(const Model& model, data::Dataset dataset);
 

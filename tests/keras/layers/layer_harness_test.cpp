@@ -35,8 +35,8 @@ LayerCase random_at_training(std::function<LayerHandle()> make, Dims input) {
 const char* const kIntegerInput = "integer inputs and no weights: nothing is differentiable";
 const char* const kIntegerOutput = "integer outputs (bucket ids) have no gradient";
 const char* const kHostText =
-    "a vocabulary lookup on the host (strings have no IR dtype): it runs in the input pipeline or as a Sequential "
-    "model's first layers (tests/keras/layers/text_preprocessing_test.cpp, tests/keras/models/text_model_test.cpp)";
+    "a vocabulary lookup on the host (strings have no IR dtype): it runs in the input pipeline or as a model's "
+    "first layers (tests/keras/layers/text_preprocessing_test.cpp, tests/keras/models/text_model_test.cpp)";
 
 std::vector<NamedCase> catalogue() {
   const Dims vec = {3, 4}, seq = {2, 5, 3}, image = {2, 4, 4, 3};
@@ -105,6 +105,10 @@ std::vector<NamedCase> catalogue() {
       {"MaxPooling1D", {.make = maker([] { return MaxPooling1D(2); }), .inputs = {{2, 6, 3}}}},
       {"AveragePooling1D", {.make = maker([] { return AveragePooling1D(2); }), .inputs = {{2, 6, 3}}}},
       {"GlobalMaxPooling1D", {.make = maker([] { return GlobalMaxPooling1D(); }), .inputs = {seq}}},
+      {"GlobalAveragePooling1D", {.make = maker([] { return GlobalAveragePooling1D(); }), .inputs = {seq}}},
+      {"GlobalAveragePooling1D_channels_first",
+       {.make = maker([] { return GlobalAveragePooling1D({.data_format = "channels_first", .keepdims = true}); }),
+        .inputs = {seq}}},
       {"MaxPooling2D", {.make = maker([] { return MaxPooling2D(2); }), .inputs = {image}}},
       {"AveragePooling2D", {.make = maker([] { return AveragePooling2D(2); }), .inputs = {image}}},
       {"GlobalMaxPooling2D", {.make = maker([] { return GlobalMaxPooling2D(); }), .inputs = {image}}},

@@ -185,8 +185,9 @@ TEST(TextPreprocessingConfigTest, ConfigsAsKerasWritesThemAndTheVocabularyAsset)
   TextVectorization layer({.max_tokens = 10, .ngrams = std::vector<int64_t>{1, 2}, .output_sequence_length = 5});
   layer.set_name("text_vectorization");
   layer.adapt(strings({2}, {"b a", "a"}));
+  // tf.keras 2's dtypes, which it checks on load: "string" here, the output's for the lookups.
   EXPECT_EQ(layer.get_config(),
-            R"({"dtype":"float32","encoding":"utf-8","idf_weights":null,"max_tokens":10,"name":"text_vectorization",)"
+            R"({"dtype":"string","encoding":"utf-8","idf_weights":null,"max_tokens":10,"name":"text_vectorization",)"
             R"("ngrams":[1,2],"output_mode":"int","output_sequence_length":5,"pad_to_max_tokens":false,)"
             R"("ragged":false,"sparse":false,"split":"whitespace","standardize":"lower_and_strip_punctuation",)"
             R"("trainable":true,"vocabulary":null,"vocabulary_size":5})");
@@ -204,7 +205,7 @@ TEST(TextPreprocessingConfigTest, ConfigsAsKerasWritesThemAndTheVocabularyAsset)
 
   StringLookup lookup({.mask_token = "", .vocabulary = kVocab, .name = "string_lookup"});
   EXPECT_EQ(lookup.get_config(),
-            R"({"dtype":"float32","encoding":"utf-8","idf_weights":null,"invert":false,"mask_token":"",)"
+            R"({"dtype":"int64","encoding":"utf-8","idf_weights":null,"invert":false,"mask_token":"",)"
             R"("max_tokens":null,"name":"string_lookup","num_oov_indices":1,"oov_token":"[UNK]","output_mode":"int",)"
             R"("pad_to_max_tokens":false,"sparse":false,"trainable":true,"vocabulary":["a","b","c","d"],)"
             R"("vocabulary_dtype":"string","vocabulary_size":6})");
@@ -216,6 +217,7 @@ TEST(TextPreprocessingConfigTest, ConfigsAsKerasWritesThemAndTheVocabularyAsset)
       "output_mode": "multi_hot", "sparse": false, "pad_to_max_tokens": false, "vocabulary_dtype": "int64",
       "idf_weights": null, "vocabulary": [5, 6], "vocabulary_size": 3, "oov_method": "floormod"})");
   EXPECT_EQ(dynamic_cast<IntegerLookup&>(*k3)(ints({3}, {6, 6, 9})).to_vector<float>(), (std::vector<float>{1, 0, 1}));
+  EXPECT_NE(k3->get_config().find(R"("dtype":"float32")"), std::string::npos);  // multi_hot rows: tf.keras's floatx
   KILN_EXPECT_ERROR(layer_from_config("StringLookup", R"({"name": "s", "vocabulary": "/etc/vocab.txt"})"), ConfigError,
                     "vocabulary is a file path");
   KILN_EXPECT_ERROR(layer_from_config("TextVectorization", R"({"name": "t", "ragged": true})"), ConfigError, "ragged");

@@ -6,11 +6,19 @@ dataset names, dtypes and attributes. Usage: check_keras3_layout.py FILE.keras|F
 
 What Keras 3 needs, from keras/src/saving (saving_lib.py, serialization_lib.py) and
 keras/src/models/functional.py:
-- zip members config.json, metadata.json, model.weights.h5 (no assets/ for these models);
+- zip members metadata.json, config.json, model.weights.h5, then the assets DiskIOStore writes
+  on close: files only (no directory entries), assets/<the layer's weights path>/vocabulary.txt
+  of each TextVectorization, StringLookup or IntegerLookup whose config vocabulary is null
+  (IndexLookup.save_assets: "\n".join of get_vocabulary(), special tokens first), a
+  TextVectorization's again under _lookup_layer/ (its StringLookup, which _walk_saveable
+  visits too); no assets/ members for other models;
 - config.json: {"module", "class_name", "config", "registered_name"} on every serialized
-  object; layer dtypes as DTypePolicy objects; no Keras 2 "batch_input_shape" in layer configs
-  (Keras 3 layers reject it), the input as an InputLayer with "batch_shape"; Functional nodes
-  as {"args", "kwargs"} of __keras_tensor__ objects with a 3-part keras_history; optimizer
+  object; layer dtypes as DTypePolicy objects, float32 (the lookup layers and TextVectorization
+  too: Keras 3 passes them no dtype, unlike tf.keras 2); no Keras 2 "batch_input_shape" in layer
+  configs (Keras 3 layers reject it), the input as an InputLayer with "batch_shape" and a dtype
+  name (a Sequential's: the keys of a leading lookup layer, "string" for text); Functional nodes as {"args", "kwargs"} of __keras_tensor__ objects
+  with a 3-part keras_history and the producer's compute_output_spec dtype (the Input's; int64
+  from a lookup layer or TextVectorization in output_mode "int", else float32); optimizer
   configs without Keras 2's "decay" / "is_legacy_optimizer" (Keras 3 rejects unknown kwargs);
 - model.weights.h5: layers/<snake_case class>[_<n>]/vars/<i> per model layer (Sequential
   without its InputLayer), the root's vars, and optimizer/vars/<i> for a compiled model; each
@@ -22,7 +30,9 @@ keras/src/models/functional.py:
   and output_dense under it (kernel, then bias unless use_bias is false; names "query", "key",
   "value", "attention_output"), beside empty _dropout_layer and _softmax groups (Keras 3.1+'s
   _walk_saveable); its config has no tf.keras query_shape/value_shape/key_shape, and its
-  build_config is {"shapes_dict": {"query_shape", "value_shape"[, "key_shape"]}}.
+  build_config is {"shapes_dict": {"query_shape", "value_shape"[, "key_shape"]}}. A lookup
+  layer's vars group is empty ("idf_weights" in tf_idf); a TextVectorization's group holds
+  vars and _lookup_layer/vars (its StringLookup's name), alike.
 """
 import io
 import json
@@ -68,6 +78,30 @@ def check_object(o, where, layer=False):
             if k.endswith("_initializer") and v is not None:
                 check_object(v, f"{where}.{k}")
                 check(v.get("module") == "keras.initializers", f"{where}.{k}: module")
+
+
+HOST_LAYERS = ("TextVectorization", "StringLookup", "IntegerLookup")
+
+
+def output_dtype(entry):
+    """The dtype Keras 3's compute_output_spec gives the layer's output."""
+    if entry["class_name"] == "InputLayer":
+        return entry["config"]["dtype"]
+    if entry["class_name"] in HOST_LAYERS and entry["config"].get("output_mode") == "int":
+        return "int64"
+    return "float32"
+
+
+def layer_paths(model_layers):
+    """(entry, path under layers/) per model layer: Keras's snake_case class name, _<n> from the
+    second of a class on."""
+    used = {}
+    out = []
+    for e in model_layers:
+        base = snake(e["class_name"])
+        out.append((e, base if base not in used else f"{base}_{used[base] + 1}"))
+        used[base] = used.get(base, -1) + 1
+    return out
 
 
 MHA_SUBLAYERS = (("query_dense", "query"), ("key_dense", "key"), ("value_dense", "value"),
@@ -125,11 +159,18 @@ def check_config(cfg):
         model_layers = [e for e in layers if e["class_name"] != "InputLayer"]
         if layers and layers[0]["class_name"] == "InputLayer":
             check(c.get("build_input_shape") == layers[0]["config"]["batch_shape"], "Sequential: build_input_shape")
+            if model_layers and model_layers[0]["class_name"] in HOST_LAYERS:
+                first = model_layers[0]
+                keys = "string" if first["class_name"] == "TextVectorization" or (
+                    first["class_name"] == "StringLookup" and not first["config"].get("invert")) else "int64"
+                check(layers[0]["config"]["dtype"] == keys,
+                      f"Sequential: input dtype {layers[0]['config']['dtype']!r} before {first['class_name']}, expected {keys!r}")
             check(cfg.get("build_config", {}).get("input_shape") == c.get("build_input_shape"), "Sequential: build_config")
     elif cls == "Functional":
         check(cfg["module"] == "keras.src.models.functional" and cfg["registered_name"] == "Functional",
               "Functional: module/registered_name")
         names = {e.get("name") for e in layers}
+        dtypes = {e.get("name"): output_dtype(e) for e in layers}
         for e in layers:
             check(e.get("name") == e["config"].get("name"), f"layer {e.get('name')}: name")
             for n in e.get("inbound_nodes", []):
@@ -144,8 +185,9 @@ def check_config(cfg):
                     h = t.get("config", {}).get("keras_history") if ok else None
                     if ok and check(isinstance(h, list) and len(h) == 3 and h[0] in names,
                                     f"layer {e['name']}: keras_history {h!r}"):
-                        check(t["config"]["shape"][0] is None and t["config"]["dtype"] == "float32",
-                              f"layer {e['name']}: tensor shape/dtype")
+                        check(t["config"]["shape"][0] is None, f"layer {e['name']}: tensor shape {t['config']['shape']}")
+                        check(t["config"]["dtype"] == dtypes[h[0]],
+                              f"layer {e['name']}: tensor dtype {t['config']['dtype']!r}, {h[0]} gives {dtypes[h[0]]!r}")
             if e["class_name"] == "InputLayer":
                 check(e["inbound_nodes"] == [], "InputLayer has inbound nodes")
         for key in ("input_layers", "output_layers"):
@@ -188,18 +230,63 @@ def check_vars(g, where, owner, expected_count):
     return [g[n] for n in names]
 
 
+def check_host_layer_vars(f, path, e):
+    """A lookup layer's (or TextVectorization's and its StringLookup's) vars: none, or
+    "idf_weights" in tf_idf."""
+    tf_idf = e["config"].get("output_mode") == "tf_idf"
+    groups = [(f"layers/{path}/vars", e["config"].get("name"))]
+    if e["class_name"] == "TextVectorization":
+        g = f.get(f"layers/{path}")
+        check(isinstance(g, h5py.Group) and set(g.keys()) == {"vars", "_lookup_layer"},
+              f"layers/{path}: {sorted(g.keys()) if isinstance(g, h5py.Group) else g}, expected ['_lookup_layer', 'vars']")
+        groups.append((f"layers/{path}/_lookup_layer/vars", None))
+    for where, owner in groups:
+        g = f.get(where)
+        if not check(isinstance(g, h5py.Group), f"{where}: not a group"):
+            continue
+        check(sorted(g.keys()) == (["idf_weights"] if tf_idf else []), f"{where}: members {list(g.keys())}")
+        name = g.attrs.get("name")
+        check(isinstance(name, str) and (owner is None or name == owner), f"{where}: name {name!r}, expected {owner!r}")
+
+
+def check_assets(z, model_layers, names):
+    """The assets/ members: each adapted host layer's vocabulary.txt at its weights path."""
+    expect = {}
+    for e, path in layer_paths(model_layers):
+        c = e["config"]
+        if e["class_name"] not in HOST_LAYERS or c.get("vocabulary") is not None:
+            continue
+        expect[f"assets/layers/{path}/vocabulary.txt"] = c
+        if e["class_name"] == "TextVectorization":
+            expect[f"assets/layers/{path}/_lookup_layer/vocabulary.txt"] = c
+    assets = [n for n in names if n.startswith("assets/")]
+    check(names[:3] == ["metadata.json", "config.json", "model.weights.h5"] and len(assets) == len(names) - 3,
+          f"members {names}")
+    check(sorted(assets) == sorted(expect), f"assets {sorted(assets)}, expected {sorted(expect)} (files only)")
+    for member, c in expect.items():
+        if member not in assets:
+            continue
+        words = z.read(member).decode("utf-8").split("\n")
+        size = c.get("vocabulary_size")
+        check(size is None or len(words) == size, f"{member}: {len(words)} lines, vocabulary_size {size}")
+    for e, path in layer_paths(model_layers):
+        pair = [f"assets/layers/{path}/vocabulary.txt", f"assets/layers/{path}/_lookup_layer/vocabulary.txt"]
+        if all(p in assets for p in pair):
+            check(z.read(pair[0]) == z.read(pair[1]), f"{pair[1]}: differs from {pair[0]}")
+
+
 def check_weights(f, model_layers, cc, model_name):
     top = set(f.keys())
     expected_top = {"vars"} | ({"layers"} if model_layers else set()) | ({"optimizer"} if cc is not None else set())
     check(top == expected_top, f"weights: top-level groups {sorted(top)}, expected {sorted(expected_top)}")
     check(len(f.attrs) == 0, f"weights: root attributes {list(f.attrs)}")
-    used = {}
     trainable_shapes = []
-    for e in model_layers:
-        base = snake(e["class_name"])
-        path = base if base not in used else f"{base}_{used[base] + 1}"
-        used[base] = used.get(base, -1) + 1
+    paths = layer_paths(model_layers)
+    for e, path in paths:
         lname = e["config"].get("name")
+        if e["class_name"] in HOST_LAYERS:
+            check_host_layer_vars(f, path, e)
+            continue
         ds = check_vars(f.get(f"layers/{path}/vars"), f"layers/{path}/vars", lname, weights_per_layer(e))
         if e["class_name"] == "MultiHeadAttention":
             ds = check_mha(f, path, e)
@@ -208,7 +295,7 @@ def check_weights(f, model_layers, cc, model_name):
         n_trainable = len(ds) - (2 if e["class_name"] == "BatchNormalization" else 0)
         trainable_shapes += [d.shape for d in ds[:n_trainable]]
     if "layers" in f:
-        expect = {p if i == 0 else f"{p}_{i}" for p, n in used.items() for i in range(n + 1)}
+        expect = {path for _, path in paths}
         check(set(f["layers"].keys()) == expect, f"layers/: {sorted(f['layers'].keys())}, expected {sorted(expect)}")
     check_vars(f.get("vars"), "vars", model_name, 0)
     if cc is not None:
@@ -240,7 +327,6 @@ def main():
         else:
             with zipfile.ZipFile(path) as z:
                 names = z.namelist()
-                check(names == ["metadata.json", "config.json", "model.weights.h5"], f"{path}: members {names}")
                 for info in z.infolist():
                     check(info.compress_type == zipfile.ZIP_STORED, f"{path}: {info.filename} is compressed")
                 meta = json.loads(z.read("metadata.json"))
@@ -249,6 +335,7 @@ def main():
                 check(re.fullmatch(r"\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d", meta.get("date_saved", "")), "date_saved")
                 cfg = json.loads(z.read("config.json"))
                 model_layers, cc = check_config(cfg)
+                check_assets(z, model_layers, names)
                 with h5py.File(io.BytesIO(z.read("model.weights.h5")), "r") as f:
                     check_weights(f, model_layers, cc, cfg["config"]["name"])
         for p in problems[before:]:
