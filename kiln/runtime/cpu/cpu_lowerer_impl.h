@@ -86,10 +86,14 @@ class Lowerer : public runtime::LoweringVisitor {
   bool lower_tuple(const Instruction& inst);
   // The replicas a collective meets (1 without collectives), its groups checked against them.
   int64_t collective_replicas(const Instruction& inst) const;
+  // A collective's step (lowering_control.cpp): a copy with one replica, else `run` on the
+  // executable's collectives.
+  template <typename Run>
+  bool add_collective(const Instruction& inst, Run run);
   // Whether the plan puts `a` and `b` in the same bytes.
   bool same_bytes(const Instruction* a, const Instruction* b) const;
-  // The starts (operands after x, and after the update) share one index dtype, else the
-  // reference evaluator runs it.
+  // dynamic_slice or dynamic_update_slice on the slice kernel, each start (the operands after x,
+  // and after the update) read in its own index dtype.
   bool add_dynamic_slice(const Instruction& inst);
 
   // Calls `fn(inputs, outputs)` with the pointers of values `reads` and `writes`: from stack

@@ -80,74 +80,56 @@ bool Lowerer::all_reduce(const Instruction& inst) {
   return true;
 }
 
-// With one replica a group of one gathers, scatters and moves x itself: a copy.
-bool Lowerer::all_gather(const Instruction& inst) {
+// A collective step on the executable's collectives: `run(collectives, replica, x, out)`. With
+// one replica a group of one gathers, scatters and moves x itself: a copy.
+template <typename Run>
+bool Lowerer::add_collective(const Instruction& inst, Run run) {
+  const std::string_view op = ir::opcode_name(inst.opcode());
   if (collective_replicas(inst) <= 1) {
-    add(inst, "all_gather(1 replica)", copy_run(inst));
+    add(inst, str_cat(op, "(1 replica)"), copy_run(inst));
     return true;
   }
   const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
-  const int replica = exe_.replica_id();
-  const ir::Attrs& a = inst.attrs();
-  add(inst, str_cat("all_gather(", c->num_replicas(), " replicas)"),
-      [c, replica, groups = a.replica_groups, x = inst.operand(0)->shape(), dim = a.dims[0]](const void* const* in,
-                                                                                           void* out) {
-        c->all_gather(replica, groups, x, dim, in[0], out);
-      });
+  add(inst, str_cat(op, "(", c->num_replicas(), " replicas)"),
+      [c, replica = exe_.replica_id(), run](const void* const* in, void* out) { run(*c, replica, in[0], out); });
   return true;
+}
+
+bool Lowerer::all_gather(const Instruction& inst) {
+  const ir::Attrs& a = inst.attrs();
+  return add_collective(inst, [groups = a.replica_groups, x = inst.operand(0)->shape(), dim = a.dims[0]](
+                                  runtime::Collectives& c, int replica, const void* in, void* out) {
+    c.all_gather(replica, groups, x, dim, in, out);
+  });
 }
 
 bool Lowerer::reduce_scatter(const Instruction& inst) {
-  if (collective_replicas(inst) <= 1) {
-    add(inst, "reduce_scatter(1 replica)", copy_run(inst));
-    return true;
-  }
-  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
-  const int replica = exe_.replica_id();
   const ir::Attrs& a = inst.attrs();
-  add(inst, str_cat("reduce_scatter(", c->num_replicas(), " replicas)"),
-      [c, replica, groups = a.replica_groups, kind = a.reduce_kind, x = inst.operand(0)->shape(),
-       dim = a.dims[0]](const void* const* in, void* out) {
-        c->reduce_scatter(replica, groups, kind, x, dim, in[0], out);
-      });
-  return true;
+  return add_collective(inst, [groups = a.replica_groups, kind = a.reduce_kind, x = inst.operand(0)->shape(),
+                               dim = a.dims[0]](runtime::Collectives& c, int replica, const void* in, void* out) {
+    c.reduce_scatter(replica, groups, kind, x, dim, in, out);
+  });
 }
 
 bool Lowerer::all_to_all(const Instruction& inst) {
-  if (collective_replicas(inst) <= 1) {
-    add(inst, "all_to_all(1 replica)", copy_run(inst));
-    return true;
-  }
-  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
-  const int replica = exe_.replica_id();
   const ir::Attrs& a = inst.attrs();
-  add(inst, str_cat("all_to_all(", c->num_replicas(), " replicas)"),
-      [c, replica, groups = a.replica_groups, x = inst.operand(0)->shape(), split = a.dims[0],
-       concat = a.dims[1]](const void* const* in, void* out) {
-        c->all_to_all(replica, groups, x, split, concat, in[0], out);
-      });
-  return true;
+  return add_collective(inst, [groups = a.replica_groups, x = inst.operand(0)->shape(), split = a.dims[0],
+                               concat = a.dims[1]](runtime::Collectives& c, int replica, const void* in, void* out) {
+    c.all_to_all(replica, groups, x, split, concat, in, out);
+  });
 }
 
 bool Lowerer::collective_permute(const Instruction& inst) {
   const ir::Attrs& a = inst.attrs();
-  if (collective_replicas(inst) <= 1) {  // the pair {0,0}, or none: zeros
-    if (!a.source_target_pairs.empty()) {
-      add(inst, "collective_permute(1 replica)", copy_run(inst));
-      return true;
-    }
+  if (collective_replicas(inst) <= 1 && a.source_target_pairs.empty()) {  // one replica, no pair {0,0}: zeros
     const size_t bytes = static_cast<size_t>(inst.shape().byte_size());
     add(inst, "collective_permute(1 replica, zeros)", [bytes](const void* const*, void* out) { std::memset(out, 0, bytes); });
     return true;
   }
-  const std::shared_ptr<runtime::Collectives> c = exe_.collectives();
-  const int replica = exe_.replica_id();
-  add(inst, str_cat("collective_permute(", c->num_replicas(), " replicas)"),
-      [c, replica, groups = a.replica_groups, pairs = a.source_target_pairs, x = inst.shape()](const void* const* in,
-                                                                                             void* out) {
-        c->collective_permute(replica, groups, pairs, x, in[0], out);
-      });
-  return true;
+  return add_collective(inst, [groups = a.replica_groups, pairs = a.source_target_pairs, x = inst.shape()](
+                                  runtime::Collectives& c, int replica, const void* in, void* out) {
+    c.collective_permute(replica, groups, pairs, x, in, out);
+  });
 }
 
 }  // namespace kiln::cpu::lowering
