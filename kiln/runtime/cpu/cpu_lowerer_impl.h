@@ -5,7 +5,7 @@
 // reduce, argmax, rng_bits), lowering_data_movement.cpp (copies and index kernels: reshape,
 // concatenate, pad, gather, scatter_add, dynamic slices), lowering_libraries.cpp (oneDNN:
 // dot_general, convolutions, pooling), lowering_control.cpp (while, conditional,
-// get_tuple_element, all_reduce). Internal to those files.
+// get_tuple_element, the collectives). Internal to those files.
 #pragma once
 
 #include <cstddef>
