@@ -101,57 +101,82 @@ HostTensor evaluate_instruction(const Instruction& inst, std::span<const HostTen
   KILN_CHECK(false, "unhandled opcode ", opcode_name(inst.opcode()));
 }
 
-std::vector<HostTensor> evaluate(const Computation& computation,
-                                 std::span<const HostTensor> arguments) {
-  const auto& params = computation.parameters();
-  if (arguments.size() != params.size())
-    KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] expected ", params.size(),
-               " arguments, received ", arguments.size(), ".");
-  std::unordered_map<const Instruction*, HostTensor> values;
-  for (size_t i = 0; i < params.size(); ++i) {
-    if (!arguments[i].defined() || !(arguments[i].shape() == params[i]->shape()))
-      KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] argument ", i, " (\"",
-                 params[i]->name(), "\") must be ", params[i]->shape(), ", received ",
-                 arguments[i].defined() ? str_cat(arguments[i].shape()) : "an undefined tensor", ".");
-    values[params[i]] = arguments[i];
-  }
-  // Drop each value after its last use so long programs stay small.
+namespace ref {
+
+// Walks `computation` in post order for each replica's bound parameters (`values[r]`), in
+// lockstep: a collective combines the replicas' operands, every other op runs per replica.
+// Each value is dropped after its last use so long programs stay small. Returns each
+// replica's outputs.
+std::vector<std::vector<HostTensor>> walk_replicas(const Computation& computation,
+                                                   std::vector<std::unordered_map<const Instruction*, HostTensor>> values) {
+  const size_t n = values.size();
   std::unordered_map<const Instruction*, size_t> uses_left;
   for (const Instruction* inst : computation.post_order())
     for (const Instruction* op : inst->operands()) ++uses_left[op];
   for (const Instruction* out : computation.outputs()) ++uses_left[out];
 
   // Results of while/conditional, read by get_tuple_element (values holds their placeholder).
-  std::unordered_map<const Instruction*, std::vector<HostTensor>> tuples;
+  // A while or conditional runs its computations on one replica alone: a collective inside
+  // one needs every replica and says so (eval_collective's replica count is 1 there).
+  std::vector<std::unordered_map<const Instruction*, std::vector<HostTensor>>> tuples(n);
   std::vector<HostTensor> operand_values;
   for (const Instruction* inst : computation.post_order()) {
     if (inst->opcode() == Opcode::kParameter) continue;
-    operand_values.clear();
-    for (const Instruction* op : inst->operands()) operand_values.push_back(values.at(op));
-    HostTensor result;
-    if (is_tuple_op(inst->opcode())) {
-      tuples[inst] = evaluate_tuple(*inst, operand_values);
-      result = HostTensor(inst->shape());
-    } else if (inst->opcode() == Opcode::kGetTupleElement) {
-      result = tuples.at(inst->operand(0)).at(static_cast<size_t>(inst->attrs().tuple_index));
-    } else {
-      result = evaluate_instruction(*inst, operand_values);
-    }
-    KILN_CHECK(result.shape() == inst->shape(), "reference result of ", opcode_name(inst->opcode()),
-               " is ", result.shape(), ", instruction says ", inst->shape());
-    values[inst] = std::move(result);
-    for (const Instruction* op : inst->operands())
-      if (--uses_left[op] == 0) {
-        values.erase(op);
-        tuples.erase(op);
+    const bool collective = opcode_family(inst->opcode()) == OpFamily::Collective;
+    std::vector<HostTensor> replica_operands;  // a collective's operand on each replica
+    if (collective)
+      for (size_t r = 0; r < n; ++r) replica_operands.push_back(values[r].at(inst->operand(0)));
+    for (size_t r = 0; r < n; ++r) {
+      operand_values.clear();
+      for (const Instruction* op : inst->operands()) operand_values.push_back(values[r].at(op));
+      HostTensor result;
+      if (collective) {
+        result = eval_collective(*inst, replica_operands, static_cast<int64_t>(r));
+      } else if (is_tuple_op(inst->opcode())) {
+        tuples[r][inst] = evaluate_tuple(*inst, operand_values);
+        result = HostTensor(inst->shape());
+      } else if (inst->opcode() == Opcode::kGetTupleElement) {
+        result = tuples[r].at(inst->operand(0)).at(static_cast<size_t>(inst->attrs().tuple_index));
+      } else {
+        result = evaluate_instruction(*inst, operand_values);
       }
+      KILN_CHECK(result.shape() == inst->shape(), "reference result of ", opcode_name(inst->opcode()),
+                 " is ", result.shape(), ", instruction says ", inst->shape());
+      values[r][inst] = std::move(result);
+    }
+    for (const Instruction* op : inst->operands())
+      if (--uses_left[op] == 0)
+        for (size_t r = 0; r < n; ++r) {
+          values[r].erase(op);
+          tuples[r].erase(op);
+        }
   }
-  std::vector<HostTensor> outputs;
-  for (const Instruction* out : computation.outputs()) {
-    const HostTensor& v = values.at(out);
-    outputs.push_back(out->opcode() == Opcode::kParameter ? v.clone() : v);
-  }
+  std::vector<std::vector<HostTensor>> outputs(n);
+  for (size_t r = 0; r < n; ++r)
+    for (const Instruction* out : computation.outputs()) {
+      const HostTensor& v = values[r].at(out);
+      outputs[r].push_back(out->opcode() == Opcode::kParameter ? v.clone() : v);
+    }
   return outputs;
+}
+
+}  // namespace ref
+
+std::vector<HostTensor> evaluate(const Computation& computation,
+                                 std::span<const HostTensor> arguments) {
+  const auto& params = computation.parameters();
+  if (arguments.size() != params.size())
+    KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] expected ", params.size(),
+               " arguments, received ", arguments.size(), ".");
+  std::vector<std::unordered_map<const Instruction*, HostTensor>> values(1);
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!arguments[i].defined() || !(arguments[i].shape() == params[i]->shape()))
+      KILN_THROW(ShapeError, "[evaluate ", computation.name(), "] argument ", i, " (\"",
+                 params[i]->name(), "\") must be ", params[i]->shape(), ", received ",
+                 arguments[i].defined() ? str_cat(arguments[i].shape()) : "an undefined tensor", ".");
+    values[0][params[i]] = arguments[i];
+  }
+  return std::move(ref::walk_replicas(computation, std::move(values))[0]);
 }
 
 std::vector<HostTensor> evaluate(const Module& module, std::span<const HostTensor> arguments) {

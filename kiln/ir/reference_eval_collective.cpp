@@ -119,9 +119,9 @@ std::vector<std::vector<HostTensor>> evaluate_replicas(const Computation& comput
                                                        std::span<const std::vector<HostTensor>> arguments) {
   const size_t n = arguments.size();
   KILN_CHECK(n >= 1, "evaluate_replicas needs one argument list per replica");
+  const auto& params = computation.parameters();
   std::vector<std::unordered_map<const Instruction*, HostTensor>> values(n);
   for (size_t r = 0; r < n; ++r) {
-    const auto& params = computation.parameters();
     if (arguments[r].size() != params.size())
       KILN_THROW(ShapeError, "[evaluate_replicas ", computation.name(), "] replica ", r, " has ", arguments[r].size(),
                  " arguments, expected ", params.size(), ".");
@@ -132,35 +132,7 @@ std::vector<std::vector<HostTensor>> evaluate_replicas(const Computation& comput
       values[r][params[i]] = arguments[r][i];
     }
   }
-  std::vector<std::unordered_map<const Instruction*, std::vector<HostTensor>>> tuples(n);
-  std::vector<HostTensor> operands;
-  for (const Instruction* inst : computation.post_order()) {
-    if (inst->opcode() == Opcode::kParameter) continue;
-    if (opcode_family(inst->opcode()) == OpFamily::Collective) {
-      std::vector<HostTensor> xs;
-      for (size_t r = 0; r < n; ++r) xs.push_back(values[r].at(inst->operand(0)));
-      for (size_t r = 0; r < n; ++r) values[r][inst] = ref::eval_collective(*inst, xs, static_cast<int64_t>(r));
-      continue;
-    }
-    // A while or conditional runs its computations on one replica alone: a collective inside
-    // one needs every replica and says so (eval_collective's replica count is 1 there).
-    for (size_t r = 0; r < n; ++r) {
-      operands.clear();
-      for (const Instruction* op : inst->operands()) operands.push_back(values[r].at(op));
-      if (is_tuple_op(inst->opcode())) {
-        tuples[r][inst] = evaluate_tuple(*inst, operands);
-        values[r][inst] = HostTensor(inst->shape());
-      } else if (inst->opcode() == Opcode::kGetTupleElement) {
-        values[r][inst] = tuples[r].at(inst->operand(0)).at(static_cast<size_t>(inst->attrs().tuple_index));
-      } else {
-        values[r][inst] = evaluate_instruction(*inst, operands);
-      }
-    }
-  }
-  std::vector<std::vector<HostTensor>> outputs(n);
-  for (size_t r = 0; r < n; ++r)
-    for (const Instruction* out : computation.outputs()) outputs[r].push_back(values[r].at(out).clone());
-  return outputs;
+  return ref::walk_replicas(computation, std::move(values));
 }
 
 }  // namespace kiln::ir

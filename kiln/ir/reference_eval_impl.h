@@ -6,6 +6,7 @@
 #include <limits>
 #include <span>
 #include <type_traits>
+#include <unordered_map>
 #include <vector>
 
 #include "kiln/core/check.h"
@@ -190,5 +191,8 @@ HostTensor eval_reduce_window(const Instruction& inst, const HostTensor& x);
 HostTensor eval_reduce_window_grad(const Instruction& inst, const HostTensor& x, const HostTensor& dy);
 /// Replica `replica`'s result of a collective, given every replica's operand in replica order.
 HostTensor eval_collective(const Instruction& inst, std::span<const HostTensor> replicas, int64_t replica);
+/// evaluate()'s and evaluate_replicas' walk over the replicas' bound parameters (reference_eval.cpp).
+std::vector<std::vector<HostTensor>> walk_replicas(const Computation& computation,
+                                                   std::vector<std::unordered_map<const Instruction*, HostTensor>> values);
 
 }  // namespace kiln::ir::ref

@@ -52,6 +52,14 @@ TEST(LossesTest, BinaryCrossentropyAveragesTheLastAxis) {
               1.41003760, 1e-6);
 }
 
+TEST(LossesTest, RankOneLabelsMeetAColumnOfPredictionsAsKerasMatchesThem) {
+  // Labels (3,) against predictions (3, 1) gain the axis (Keras's squeeze_or_expand_to_same_rank)
+  // instead of broadcasting to (3, 3): -(log 0.9 + log 0.8 + log 0.6) / 3 = 0.27977656.
+  Tensor p = f32({3, 1}, {0.9f, 0.2f, 0.6f});
+  EXPECT_NEAR(scalar(BinaryCrossentropy()(f32({3}, {1, 0, 1}), p)), 0.27977656, 1e-6);
+  EXPECT_NEAR(scalar(MeanSquaredError()(f32({3}, {1, 0, 1}), p)), (0.01 + 0.04 + 0.16) / 3, 1e-6);
+}
+
 TEST(LossesTest, MeanSquaredErrorAveragesTheLastAxisThenTheBatch) {
   Tensor y = f32({2, 2}, {1, 2, 3, 4});
   Tensor p = f32({2, 2}, {1, 1, 1, 1});

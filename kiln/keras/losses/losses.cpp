@@ -45,7 +45,8 @@ Loss::Loss(std::string name, std::string reduction) : name_(std::move(name)), re
 Tensor Loss::per_sample(const Tensor& y_true, const Tensor& y_pred) const {
   // Keras computes losses in float32 (the loss's dtype): a mixed-precision model's bf16/f16
   // output is widened first, so log and the sums do not round to 8 or 11 mantissa bits.
-  return call(y_true, size_of(y_pred.dtype()) == 2 && is_floating(y_pred.dtype()) ? cast(y_pred, DType::kF32) : y_pred);
+  return call(label_like(y_true, y_pred),
+              size_of(y_pred.dtype()) == 2 && is_floating(y_pred.dtype()) ? cast(y_pred, DType::kF32) : y_pred);
 }
 
 Tensor Loss::operator()(const Tensor& y_true, const Tensor& y_pred) const {

@@ -22,4 +22,8 @@ Tensor broadcast_weights(const Tensor& sample_weight, const Shape& values, const
   return w.dims() == values.dims() ? w : broadcast_to(w, values.dims());
 }
 
+Tensor label_like(const Tensor& y_true, const Tensor& y_pred) {
+  return y_true.rank() == 1 && y_pred.rank() == 2 && y_pred.dim(1) == 1 ? expand_dims(y_true, -1) : y_true;
+}
+
 }  // namespace kiln::keras

@@ -13,18 +13,10 @@
 #include "kiln/keras/models/model_layer.h"
 #include "kiln/keras/saving/training_config.h"
 #include "kiln/trace/ops/elementwise.h"
-#include "kiln/trace/ops/shape.h"
 #include "kiln/trace/replica_context.h"
 
 namespace kiln::keras {
 namespace {
-
-// tf.keras 2's match_dtype_and_rank where Keras 3's squeeze_or_expand_to_same_rank agrees:
-// labels (batch,) against a prediction (batch, 1) gain its axis, so the text tutorial's int
-// labels (text_dataset_from_directory) for a Dense(1) logit do not broadcast to (batch, batch).
-Tensor label_like(const Tensor& y, const Tensor& y_pred) {
-  return y.rank() == 1 && y_pred.rank() == 2 && y_pred.dim(1) == 1 ? expand_dims(y, -1) : y;
-}
 
 std::string joined(const std::vector<std::string>& names) {
   std::string out;
@@ -169,7 +161,7 @@ CompiledOutputs::StepLoss CompiledOutputs::compute_loss(const std::vector<Tensor
     else if (masks[i].defined())
       weights[i] = masks[i];
     if (!targets_[i].loss) continue;
-    own[i] = targets_[i].loss->weighted(label_like(ys[i], y_preds[i]), y_preds[i], sample_weights.empty() ? Tensor() : sample_weights[i], masks[i]);
+    own[i] = targets_[i].loss->weighted(ys[i], y_preds[i], sample_weights.empty() ? Tensor() : sample_weights[i], masks[i]);
     const Tensor weighted = targets_[i].loss_weight == 1.0 ? own[i] : own[i] * targets_[i].loss_weight;
     total = total.defined() ? total + weighted : weighted;
   }
