@@ -6,26 +6,6 @@
 #include "kiln/core/check.h"
 
 namespace kiln::distribute {
-namespace {
-
-// dst = b[0] + b[1] + ... in replica order; a fixed order keeps results bit-identical.
-template <typename T>
-void sum_in_order(const std::vector<void*>& buffers, int64_t count, void* dst) {
-  T* out = static_cast<T*>(dst);
-  std::memcpy(out, buffers[0], static_cast<size_t>(count) * sizeof(T));
-  for (size_t r = 1; r < buffers.size(); ++r) {
-    const T* in = static_cast<const T*>(buffers[r]);
-    for (int64_t i = 0; i < count; ++i) out[i] += in[i];
-  }
-}
-
-template <typename T>
-void divide(void* data, int64_t count, int n) {
-  T* p = static_cast<T*>(data);
-  for (int64_t i = 0; i < count; ++i) p[i] /= static_cast<T>(n);
-}
-
-}  // namespace
 
 InProcessCollectives::InProcessCollectives(int local, int total, CrossProcessSum cross, CrossProcessGather gather,
                                            int process)
@@ -95,23 +75,9 @@ void InProcessCollectives::reduce_locked(ir::ReduceKind kind, DType dtype, int64
   const size_t bytes = static_cast<size_t>(count) * size_of(dtype);
   scratch_.resize(bytes);
   void* sum = scratch_.data();
-  switch (dtype) {
-    case DType::kF32: sum_in_order<float>(buffers_, count, sum); break;
-    case DType::kF64: sum_in_order<double>(buffers_, count, sum); break;
-    case DType::kI32: sum_in_order<int32_t>(buffers_, count, sum); break;
-    case DType::kI64: sum_in_order<int64_t>(buffers_, count, sum); break;
-    default: KILN_CHECK(false, "unreachable dtype");
-  }
+  runtime::sum_in_order(dtype, std::vector<const void*>(buffers_.begin(), buffers_.end()), count, sum);
   if (cross_) cross_(dtype, sum, count);
-  if (kind == ir::ReduceKind::kMean) {
-    switch (dtype) {
-      case DType::kF32: divide<float>(sum, count, total_); break;
-      case DType::kF64: divide<double>(sum, count, total_); break;
-      case DType::kI32: divide<int32_t>(sum, count, total_); break;
-      case DType::kI64: divide<int64_t>(sum, count, total_); break;
-      default: break;
-    }
-  }
+  if (kind == ir::ReduceKind::kMean) runtime::divide_by(dtype, sum, count, total_);
   for (void* b : buffers_) std::memcpy(b, sum, bytes);
 }
 

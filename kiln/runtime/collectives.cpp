@@ -29,29 +29,27 @@ ir::GroupPlace place_of(const Collectives& c, int replica, const Collectives::Gr
   return ir::group_place(groups, c.num_replicas(), c.global_replica_id(replica));
 }
 
-// dst[i] = sum over `blocks` (in order) of blocks[j][i] (divided by their count for kMean).
 template <typename T>
-void reduce_blocks(const std::vector<const std::byte*>& blocks, int64_t count, ir::ReduceKind kind, void* dst) {
+void sum_typed(const std::vector<const void*>& blocks, int64_t count, void* dst) {
   T* out = static_cast<T*>(dst);
   std::memcpy(out, blocks[0], static_cast<size_t>(count) * sizeof(T));
   for (size_t b = 1; b < blocks.size(); ++b) {
-    const T* in = reinterpret_cast<const T*>(blocks[b]);
+    const T* in = static_cast<const T*>(blocks[b]);
     for (int64_t i = 0; i < count; ++i) out[i] += in[i];
   }
-  if (kind == ir::ReduceKind::kMean)
-    for (int64_t i = 0; i < count; ++i) out[i] /= static_cast<T>(blocks.size());
 }
 
+template <typename T>
+void divide_typed(void* data, int64_t count, int64_t divisor) {
+  T* p = static_cast<T*>(data);
+  for (int64_t i = 0; i < count; ++i) p[i] /= static_cast<T>(divisor);
+}
+
+// The group's blocks reduced into dst: their sum in order (their mean for kMean).
 void reduce_blocks(DType dtype, const std::vector<const std::byte*>& blocks, int64_t count, ir::ReduceKind kind,
                    void* dst) {
-  switch (dtype) {
-    case DType::kF32: return reduce_blocks<float>(blocks, count, kind, dst);
-    case DType::kF64: return reduce_blocks<double>(blocks, count, kind, dst);
-    case DType::kI32: return reduce_blocks<int32_t>(blocks, count, kind, dst);
-    case DType::kI64: return reduce_blocks<int64_t>(blocks, count, kind, dst);
-    default: break;
-  }
-  KILN_CHECK(false, "checked dtype");
+  sum_in_order(dtype, std::vector<const void*>(blocks.begin(), blocks.end()), count, dst);
+  if (kind == ir::ReduceKind::kMean) divide_by(dtype, dst, count, static_cast<int64_t>(blocks.size()));
 }
 
 void check_reduction(const char* op, ir::ReduceKind kind, DType dtype) {
@@ -63,6 +61,28 @@ void check_reduction(const char* op, ir::ReduceKind kind, DType dtype) {
 }
 
 }  // namespace
+
+void sum_in_order(DType dtype, const std::vector<const void*>& blocks, int64_t count, void* dst) {
+  switch (dtype) {
+    case DType::kF32: return sum_typed<float>(blocks, count, dst);
+    case DType::kF64: return sum_typed<double>(blocks, count, dst);
+    case DType::kI32: return sum_typed<int32_t>(blocks, count, dst);
+    case DType::kI64: return sum_typed<int64_t>(blocks, count, dst);
+    default: break;
+  }
+  KILN_CHECK(false, "a collective sum of ", name(dtype), " (its caller checks f32, f64, i32 and i64)");
+}
+
+void divide_by(DType dtype, void* data, int64_t count, int64_t divisor) {
+  switch (dtype) {
+    case DType::kF32: return divide_typed<float>(data, count, divisor);
+    case DType::kF64: return divide_typed<double>(data, count, divisor);
+    case DType::kI32: return divide_typed<int32_t>(data, count, divisor);
+    case DType::kI64: return divide_typed<int64_t>(data, count, divisor);
+    default: break;
+  }
+  KILN_CHECK(false, "a collective mean of ", name(dtype), " (its caller checks f32, f64, i32 and i64)");
+}
 
 void Collectives::exchange(int, const void*, int64_t, const OfferReader&) {
   KILN_THROW(ConfigError, "[collectives] these replicas' collectives run all_reduce only; all_gather, reduce_scatter, "

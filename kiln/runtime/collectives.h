@@ -69,4 +69,10 @@ class Collectives {
   virtual void reset() = 0;
 };
 
+/// dst = blocks[0] + blocks[1] + ... of `count` elements, added in that order (a fixed order
+/// keeps every replica's and every run's bits equal); f32, f64, i32 or i64.
+void sum_in_order(DType dtype, const std::vector<const void*>& blocks, int64_t count, void* dst);
+/// data /= divisor, element-wise (a mean after sum_in_order); f32, f64, i32 or i64.
+void divide_by(DType dtype, void* data, int64_t count, int64_t divisor);
+
 }  // namespace kiln::runtime
